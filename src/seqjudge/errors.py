@@ -1,0 +1,66 @@
+"""The project's own small error hierarchy.
+
+Every failure a user can cause or meet is one of these, raised where the cause is known and turned into an
+exit code and a one-paragraph message in one place (``seqjudge.cli``). Nothing here may carry a secret.
+"""
+
+from __future__ import annotations
+
+
+class SeqjudgeError(Exception):
+    """Base class; ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 1
+
+
+class InputError(SeqjudgeError):
+    """Bad input from the user: a trace, rule file, catalog, config or argument (exit 2).
+
+    ``source`` names the file (or ``<stdin>``), ``where`` the line and/or JSON path inside it, ``problem``
+    what was wrong and ``hint`` how to fix it. ``str()`` renders the one-paragraph message.
+    """
+
+    exit_code = 2
+
+    def __init__(self, problem: str, *, source: str | None = None, where: str | None = None,
+                 hint: str | None = None) -> None:
+        self.problem = problem
+        self.source = source
+        self.where = where
+        self.hint = hint
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        place = ""
+        if self.source and self.where:
+            place = f"{self.source}, {self.where}: "
+        elif self.source:
+            place = f"{self.source}: "
+        elif self.where:
+            place = f"{self.where}: "
+        text = place + self.problem.rstrip(".") + "."
+        if self.hint:
+            text += " " + self.hint.rstrip(".") + "."
+        return text
+
+
+class ProviderError(SeqjudgeError):
+    """The model provider could not be reached or refused every attempt (exit 3).
+
+    ``kind`` is one of: auth, connection, rate_limit, timeout, bad_request, server, config.
+    """
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, kind: str = "server", provider: str | None = None,
+                 status_code: int | None = None) -> None:
+        self.kind = kind
+        self.provider = provider
+        self.status_code = status_code
+        super().__init__(message)
+
+
+class JudgeOutputError(SeqjudgeError):
+    """A judge reply that failed parsing, the schema or a semantic check; the harness re-asks with it."""
+
+    exit_code = 1

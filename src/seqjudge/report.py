@@ -1,0 +1,90 @@
+"""The per-trace report (seed 000's JSON object plus trace_id, verdict and per-rule outcomes), the score
+and the verdict. Shared by the engine, the judge, the cross-check and every view."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+ViolationType = Literal[
+    "out_of_order",
+    "missing_prerequisite",
+    "circular_dependency",
+    "forbidden_call",
+    "too_many_calls",
+    "deadline_missed",
+    "missing_call",
+    "incomplete_sequence",
+]
+VIOLATION_TYPES: tuple[str, ...] = ViolationType.__args__  # type: ignore[attr-defined]
+Outcome = Literal["passed", "failed", "not_exercised", "not_applicable", "deferred"]
+Verdict = Literal["pass", "fail", "review"]
+RiskLevel = Literal["low", "medium", "high"]
+DEFAULT_THRESHOLD = 0.85
+
+
+class Violation(BaseModel):
+    rule_id: str
+    rule_description: str
+    violation_type: ViolationType
+    expected_order: str
+    actual_order: str
+    offending_call_index: int | None
+    severity: Literal["critical", "warning"]
+    explanation: str
+    suggestion: str = ""
+
+
+class MissingPrerequisite(BaseModel):
+    required_call: str
+    dependent_call: str
+    dependent_call_index: int
+    impact: str
+
+
+class RuleResult(BaseModel):
+    rule_id: str
+    type: str
+    severity: Literal["critical", "warning"]
+    outcome: Outcome
+    call_indices: list[int] = Field(default_factory=list)
+    explanation: str
+    group: str | None = None
+    details: dict[str, Any] | None = None
+
+
+class Report(BaseModel):
+    """``model_dump(mode="json")`` is the report of the README's "Report" section."""
+
+    trace_id: str
+    verdict: Verdict
+    sequence_correctness_score: float
+    total_rules_checked: int
+    rules_passed: int
+    rules_failed: int
+    violations: list[Violation]
+    missing_prerequisites: list[MissingPrerequisite]
+    summary: str
+    rules: list[RuleResult]
+
+
+def score(results: list[RuleResult]) -> tuple[float, int, int, int]:
+    """(score, checked, passed, failed): 0.0 on any failed critical rule, else passed / checked, 1.0 if none."""
+    passed = sum(1 for r in results if r.outcome == "passed")
+    failed = sum(1 for r in results if r.outcome == "failed")
+    checked = passed + failed
+    if any(r.outcome == "failed" and r.severity == "critical" for r in results):
+        return 0.0, checked, passed, failed
+    if checked == 0:
+        return 1.0, 0, 0, 0
+    return passed / checked, checked, passed, failed
+
+
+def verdict(value: float, has_critical_violation: bool, *, threshold: float = DEFAULT_THRESHOLD,
+            risk_level: RiskLevel = "medium") -> Verdict:
+    if has_critical_violation:
+        return "fail"
+    if value < threshold or (risk_level == "high" and value < 1.0):
+        return "review"
+    return "pass"

@@ -1,0 +1,107 @@
+"""Operands compiled against a rule set's aliases into selectors that match calls."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from seqjudge.rules.model import ArgsSelector, Operand, operand_text
+from seqjudge.trace import Call
+
+
+def arg_text(value: Any) -> str:
+    """An argument's value as args_match sees it: strings as they are, anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class ArgCondition:
+    names: frozenset[str]
+    patterns: tuple[tuple[str, re.Pattern[str]], ...]
+
+    def matches(self, call: Call) -> bool:
+        if call.tool_name not in self.names:
+            return False
+        args = call.arguments
+        for key, rx in self.patterns:
+            if key not in args or rx.search(arg_text(args[key])) is None:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Selector:
+    """Matches a call whose name is in ``names``, or that satisfies one of ``conditions``."""
+
+    text: str
+    names: frozenset[str]
+    conditions: tuple[ArgCondition, ...] = field(default=())
+
+    @property
+    def all_names(self) -> frozenset[str]:
+        out = set(self.names)
+        for c in self.conditions:
+            out |= c.names
+        return frozenset(out)
+
+    @property
+    def name_only(self) -> bool:
+        return not self.conditions
+
+    def matches(self, call: Call) -> bool:
+        if call.tool_name in self.names:
+            return True
+        return any(c.matches(call) for c in self.conditions)
+
+
+def expand_name(name: str, aliases: dict[str, list[str]]) -> list[str]:
+    """An alias matches its members, not itself; members may themselves be aliases (cycles are cut)."""
+    out: list[str] = []
+    stack = [name]
+    seen: set[str] = set()
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n in aliases:
+            stack.extend(reversed(aliases[n]))
+        else:
+            out.append(n)
+    return out
+
+
+def operand_names(op: Operand) -> list[str]:
+    """The names an operand mentions as written (aliases not expanded)."""
+    if isinstance(op, str):
+        return [op]
+    if isinstance(op, ArgsSelector):
+        return [op.tool] if isinstance(op.tool, str) else list(op.tool)
+    out: list[str] = []
+    for item in op:
+        out.extend(operand_names(item))
+    return out
+
+
+def compile_operand(op: Operand, aliases: dict[str, list[str]]) -> Selector:
+    names: set[str] = set()
+    conditions: list[ArgCondition] = []
+    items: list[str | ArgsSelector] = op if isinstance(op, list) else [op]
+    for item in items:
+        if isinstance(item, str):
+            names.update(expand_name(item, aliases))
+            continue
+        tools = [item.tool] if isinstance(item.tool, str) else item.tool
+        members: set[str] = set()
+        for t in tools:
+            members.update(expand_name(t, aliases))
+        if not item.args_match:
+            names |= members
+        else:
+            patterns = tuple((k, re.compile(v)) for k, v in item.args_match.items())
+            conditions.append(ArgCondition(frozenset(members), patterns))
+    return Selector(operand_text(op), frozenset(names), tuple(conditions))

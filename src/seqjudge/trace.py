@@ -1,0 +1,150 @@
+"""The native trace: an ordered list of tool calls, optional messages, context and metadata.
+
+Positions are 0-based indices into ``Trace.calls`` in execution order. Steps group calls that ran in
+parallel: calls in one step never precede each other, so parallel calls that satisfy a rule are not
+penalised.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from functools import cached_property
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+def parse_time(value: Any) -> float:
+    """ISO 8601 text or epoch seconds (number or numeric text) -> epoch seconds."""
+    if isinstance(value, bool):
+        raise ValueError("a timestamp must be ISO 8601 text or epoch seconds, not a boolean")
+    if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise ValueError("a timestamp must be finite")
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return float(text)
+        except ValueError:
+            pass
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is neither ISO 8601 (2024-05-20T10:00:00Z) nor epoch seconds"
+            ) from None
+        if moment.tzinfo is None:
+            # Naive times are taken as UTC so that one trace never mixes two clocks.
+            from datetime import UTC
+
+            moment = moment.replace(tzinfo=UTC)
+        return moment.timestamp()
+    raise ValueError("a timestamp must be ISO 8601 text or epoch seconds")
+
+
+class Call(BaseModel):
+    """One tool call. Unknown keys are kept (traces come from many sources) and echoed back."""
+
+    model_config = ConfigDict(extra="allow")
+
+    tool_name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    status: Literal["ok", "error"] = "ok"
+    timestamp: float | int | str | None = None
+    end_timestamp: float | int | str | None = None
+    step: int | None = None
+    output: Any = None
+    error: Any = None
+    id: str | None = None
+
+    @field_validator("timestamp", "end_timestamp")
+    @classmethod
+    def _check_time(cls, value: Any) -> Any:
+        if value is not None:
+            parse_time(value)
+        return value
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class Message(BaseModel):
+    """A user or assistant message; context for the judge, never a call. ``at`` = calls made before it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    content: Any = None
+    at: int | None = Field(default=None, ge=0)
+
+
+class Trace(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    trace_id: str | None = None
+    calls: list[Call]
+    messages: list[Message] = Field(default_factory=list)
+    context: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _order_calls(self) -> Trace:
+        calls = self.calls
+        if calls and all(c.timestamp is not None for c in calls):
+            keyed = [(parse_time(c.timestamp), i) for i, c in enumerate(calls)]
+            if any(keyed[i][0] > keyed[i + 1][0] for i in range(len(keyed) - 1)):
+                # Stable: calls with equal timestamps keep their list order.
+                self.calls = [calls[i] for _, i in sorted(keyed)]
+        _ = self.steps  # validate step labels now, where the error can still name the input
+        return self
+
+    @cached_property
+    def steps(self) -> list[int]:
+        """Step ordinal of every call (non-decreasing), computed once."""
+        return assign_steps(self.calls)
+
+
+def assign_steps(calls: list[Call]) -> list[int]:
+    """Group calls into steps.
+
+    Explicit ``step`` labels win; calls sharing a label ran in parallel and must be adjacent. Otherwise, when
+    every call has ``timestamp`` and ``end_timestamp``, a call that starts before the running group ended joins
+    it. Otherwise every call is its own step.
+    """
+    n = len(calls)
+    if any(c.step is not None for c in calls):
+        steps: list[int] = []
+        seen: dict[int, int] = {}
+        ordinal = -1
+        previous: int | None = None
+        for i, c in enumerate(calls):
+            if c.step is None or c.step != previous:
+                if c.step is not None and c.step in seen:
+                    raise ValueError(
+                        f"calls[{i}] has step {c.step}, but step {c.step} ended at calls[{seen[c.step]}]: "
+                        "calls of one step must be adjacent in execution order"
+                    )
+                ordinal += 1
+            if c.step is not None:
+                seen[c.step] = i
+            previous = c.step
+            steps.append(ordinal)
+        return steps
+    if n and all(c.timestamp is not None and c.end_timestamp is not None for c in calls):
+        steps = []
+        ordinal = -1
+        group_end = -math.inf
+        for c in calls:
+            start = parse_time(c.timestamp)
+            end = parse_time(c.end_timestamp)
+            if start < group_end:
+                group_end = max(group_end, end)
+            else:
+                ordinal += 1
+                group_end = end
+            steps.append(ordinal)
+        return steps
+    return list(range(n))
