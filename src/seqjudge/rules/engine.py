@@ -1,0 +1,279 @@
+"""The deterministic engine: compile a rule set once, index each trace once, evaluate every rule.
+
+This is the only implementation of the rules. The judge, the cross-check, calibration and every report
+read its output; none re-implements a rule (a peer tool's copies drifted apart and the weaker one passed
+what it should have failed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from seqjudge.report import (
+    DEFAULT_THRESHOLD,
+    MissingPrerequisite,
+    Report,
+    RiskLevel,
+    RuleResult,
+    Violation,
+    score,
+    verdict,
+)
+from seqjudge.rules import evaluate as ev
+from seqjudge.rules.index import TraceIndex, View
+from seqjudge.rules.model import (
+    AfterRule,
+    BeforeRule,
+    BlocklistRule,
+    EventuallyRule,
+    JudgeRule,
+    MaxCallsRule,
+    NeverAfterRule,
+    RequireRule,
+    RuleSet,
+    SequenceRule,
+    TrajectoryRule,
+)
+from seqjudge.rules.select import compile_operand
+from seqjudge.trace import Trace
+
+_MISSING = object()
+
+Evaluator = Callable[[View], ev.Finding]
+
+
+class _Compiled:
+    __slots__ = ("rule", "evaluate", "same", "description", "rule_id")
+
+    def __init__(self, rule: Any, evaluate: Evaluator | None, same: list[str] | None) -> None:
+        self.rule = rule
+        self.evaluate = evaluate
+        self.same = same
+        self.rule_id: str = rule.rule_id
+        self.description: str = rule.description or _describe(rule)
+
+
+def _describe(rule: Any) -> str:
+    """A rule's meaning in words, for reports and the judge, when the file gives no description."""
+    from seqjudge.rules.model import operand_text as t
+
+    match rule:
+        case RequireRule():
+            return f"{t(rule.tool)} must be called successfully"
+        case BeforeRule():
+            return f"{t(rule.first)} must succeed before {t(rule.then)} is called"
+        case BlocklistRule():
+            return f"no tool whose name contains {rule.pattern!r} may be called"
+        case MaxCallsRule():
+            return f"{t(rule.tool)} may be called at most {rule.max} time(s)"
+        case EventuallyRule():
+            return f"{t(rule.tool)} must succeed within the first {rule.within} step(s)"
+        case NeverAfterRule():
+            return f"{t(rule.forbidden)} must never be called after {t(rule.trigger)}"
+        case AfterRule():
+            return f"{t(rule.then)} must succeed within {rule.within} step(s) after each {t(rule.trigger)}"
+        case SequenceRule():
+            return " -> ".join(t(x) for x in rule.tools) + (" consecutively" if rule.strict else " in order")
+        case TrajectoryRule():
+            return f"trajectory {' -> '.join(rule.expected)} ({rule.mode})"
+    return rule.type
+
+
+def _compile(rule: Any, aliases: dict[str, list[str]]) -> _Compiled:
+    def c(op: Any) -> Any:
+        return compile_operand(op, aliases)
+
+    fn: Evaluator | None
+    match rule:
+        case RequireRule():
+            s = c(rule.tool)
+            fn = lambda v: ev.require(rule, s, v)  # noqa: E731
+        case BeforeRule():
+            a, b = c(rule.first), c(rule.then)
+            fn = lambda v: ev.before(rule, a, b, v)  # noqa: E731
+        case BlocklistRule():
+            fn = lambda v: ev.blocklist(rule, v)  # noqa: E731
+        case MaxCallsRule():
+            s = c(rule.tool)
+            fn = lambda v: ev.max_calls(rule, s, v)  # noqa: E731
+        case EventuallyRule():
+            s = c(rule.tool)
+            fn = lambda v: ev.eventually(rule, s, v)  # noqa: E731
+        case NeverAfterRule():
+            a, b = c(rule.trigger), c(rule.forbidden)
+            fn = lambda v: ev.never_after(rule, a, b, v)  # noqa: E731
+        case AfterRule():
+            a, b = c(rule.trigger), c(rule.then)
+            fn = lambda v: ev.after(rule, a, b, v)  # noqa: E731
+        case SequenceRule():
+            sels = [c(x) for x in rule.tools]
+            fn = lambda v: ev.sequence(rule, sels, v)  # noqa: E731
+        case TrajectoryRule():
+            fn = lambda v: ev.trajectory(rule, v)  # noqa: E731
+        case JudgeRule():
+            fn = None
+        case _:  # pragma: no cover - the model's union is closed
+            raise TypeError(f"unknown rule type {rule.type}")
+    return _Compiled(rule, fn, getattr(rule, "same", None))
+
+
+def context_matches(context: dict[str, Any], when: dict[str, Any]) -> bool:
+    """Every dotted path must exist in the context and equal the value (or be one of a list of values)."""
+    for path, want in when.items():
+        node: Any = context
+        for part in path.split("."):
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
+                return False
+        if isinstance(want, list):
+            if node not in want:
+                return False
+        elif node != want:
+            return False
+    return True
+
+
+class Engine:
+    """A rule set compiled once; ``check`` evaluates one trace."""
+
+    def __init__(self, ruleset: RuleSet) -> None:
+        self.ruleset = ruleset
+        self.compiled = [_compile(r, ruleset.aliases) for r in ruleset.rules]
+        from seqjudge.rules.lint import find_cycles
+
+        # Each cycle: the tool names on it and the rules whose edges form it.
+        self.cycles = [(set(cy.tools), cy.tools, set(cy.rule_ids)) for cy in find_cycles(ruleset)]
+
+    def check(self, trace: Trace, *, threshold: float = DEFAULT_THRESHOLD,
+              risk_level: RiskLevel = "medium") -> Report:
+        index = TraceIndex(trace)
+        whole = View(index)
+        results: list[RuleResult] = []
+        violations: list[Violation] = []
+        missing: list[MissingPrerequisite] = []
+        cycle_hits = self._cycle_hits(index)
+        for comp in self.compiled:
+            rule = comp.rule
+            base = {"rule_id": comp.rule_id, "type": rule.type, "severity": rule.severity, "group": rule.group}
+            if rule.when and not context_matches(trace.context, rule.when):
+                results.append(RuleResult(**base, outcome="not_applicable",
+                                          explanation="The trace's context does not match the rule's `when`."))
+                continue
+            if comp.evaluate is None:
+                results.append(RuleResult(**base, outcome="deferred",
+                                          explanation="Written in words: only the LLM judge can decide it."))
+                continue
+            finding = self._evaluate(comp, index, whole)
+            flaws = list(finding.flaws)
+            for tools_text in cycle_hits.get(comp.rule_id, []):
+                flaws.append(ev.Flaw(
+                    "circular_dependency", None, tools_text, "every tool on the cycle was called",
+                    f"The rules require {tools_text}, which no order can satisfy.",
+                    "Break the cycle in the rule file (`seqjudge lint` prints it)."))
+            outcome = "failed" if flaws else finding.outcome
+            explanation = finding.explanation
+            if flaws and finding.outcome != "failed":
+                explanation = flaws[-1].explanation
+            results.append(RuleResult(**base, outcome=outcome, call_indices=finding.call_indices,
+                                      explanation=explanation, details=finding.details))
+            for f in flaws:
+                violations.append(Violation(
+                    rule_id=comp.rule_id, rule_description=comp.description, violation_type=f.type,
+                    expected_order=f.expected, actual_order=f.actual, offending_call_index=f.offending,
+                    severity=rule.severity, explanation=f.explanation, suggestion=f.suggestion))
+                if f.missing:
+                    req, dep, at, impact = f.missing
+                    missing.append(MissingPrerequisite(required_call=req, dependent_call=dep,
+                                                       dependent_call_index=at, impact=impact))
+        value, checked, passed, failed = score(results)
+        critical = any(v.severity == "critical" for v in violations)
+        return Report(
+            trace_id=trace.trace_id or "<unnamed>",
+            verdict=verdict(value, critical, threshold=threshold, risk_level=risk_level),
+            sequence_correctness_score=value,
+            total_rules_checked=checked,
+            rules_passed=passed,
+            rules_failed=failed,
+            violations=violations,
+            missing_prerequisites=missing,
+            summary=_summary(index.n, results, violations),
+            rules=results,
+        )
+
+    def _evaluate(self, comp: _Compiled, index: TraceIndex, whole: View) -> ev.Finding:
+        if not comp.same:
+            return comp.evaluate(whole)  # type: ignore[misc]
+        groups = index.groups(comp.same)
+        if not groups:
+            if comp.rule.type == "max_calls":
+                return ev.Finding("passed", f"No call carries {', '.join(comp.same)}, so nothing to count.")
+            return ev.Finding("not_exercised", f"No call carries {', '.join(comp.same)}.")
+        passed: list[ev.Finding] = []
+        failed: list[tuple[str, ev.Finding]] = []
+        for label, members in groups:
+            f = comp.evaluate(View(index, members, label))  # type: ignore[misc]
+            if f.outcome == "failed":
+                failed.append((label, f))
+            elif f.outcome == "passed":
+                passed.append(f)
+        if failed:
+            flaws: list[ev.Flaw] = []
+            indices: set[int] = set()
+            for label, f in failed:
+                indices.update(f.call_indices)
+                for fl in f.flaws:
+                    fl.explanation = f"For {label}: {fl.explanation}"
+                    fl.actual = f"{fl.actual} (for {label})"
+                    flaws.append(fl)
+            labels = "; ".join(label for label, _ in failed)
+            text = f"Failed for {labels}: " + " ".join(f.explanation for _, f in failed)
+            return ev.Finding("failed", text, sorted(indices), flaws)
+        if passed:
+            indices = sorted({i for f in passed for i in f.call_indices})
+            return ev.Finding("passed", f"Held for each of {len(passed)} value(s) of "
+                              f"{', '.join(comp.same)}.", indices)
+        return ev.Finding("not_exercised", f"Not exercised for any value of {', '.join(comp.same)}.")
+
+    def _cycle_hits(self, index: TraceIndex) -> dict[str, list[str]]:
+        hits: dict[str, list[str]] = {}
+        for names, closed, rule_ids in self.cycles:
+            if all(n in index.by_name for n in names):
+                text = " -> ".join(closed)
+                for rid in rule_ids:
+                    hits.setdefault(rid, []).append(text)
+        return hits
+
+
+def _summary(n_calls: int, results: list[RuleResult], violations: list[Violation]) -> str:
+    counts = {o: sum(1 for r in results if r.outcome == o) for o in
+              ("passed", "failed", "not_exercised", "not_applicable", "deferred")}
+    checked = counts["passed"] + counts["failed"]
+    parts: list[str] = []
+    if n_calls == 0:
+        parts.append("The trace has no calls.")
+    if checked == 0:
+        parts.append("No rule was exercised, so the score is 1.0 by definition.")
+    else:
+        parts.append(f"{counts['passed']} of {checked} checked rule(s) passed.")
+    critical = [v for v in violations if v.severity == "critical"]
+    if critical:
+        first = critical[0]
+        where = "" if first.offending_call_index is None else f" at call {first.offending_call_index + 1}"
+        parts.append(f"{len(critical)} critical violation(s); first: {first.rule_id} "
+                     f"({first.violation_type}{where}).")
+    warnings = len(violations) - len(critical)
+    if warnings:
+        parts.append(f"{warnings} warning(s).")
+    for key, words in (("not_exercised", "not exercised"), ("not_applicable", "not applicable"),
+                       ("deferred", "deferred to the LLM judge")):
+        if counts[key]:
+            parts.append(f"{counts[key]} rule(s) {words}.")
+    return " ".join(parts)
+
+
+def check(trace: Trace, ruleset: RuleSet, *, threshold: float = DEFAULT_THRESHOLD,
+          risk_level: RiskLevel = "medium") -> Report:
+    """Evaluate one trace. Compile an ``Engine`` once instead when checking many traces."""
+    return Engine(ruleset).check(trace, threshold=threshold, risk_level=risk_level)

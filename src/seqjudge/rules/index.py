@@ -1,0 +1,127 @@
+"""A trace indexed once, so that evaluating a rule never scans the whole trace.
+
+The index holds, per tool name, the sorted positions of its calls and of its successful calls. A selector's
+positions are derived from those lists (merged or filtered) and cached, so rules that share an operand share
+the work. A ``View`` is what one rule evaluation sees: the whole trace, or one ``same:`` sub-trace whose calls
+keep their global positions and steps.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from seqjudge.rules.select import Selector
+from seqjudge.trace import Call, Trace
+
+EMPTY: list[int] = []
+
+
+class TraceIndex:
+    __slots__ = ("calls", "n", "steps", "ok", "by_name", "ok_by_name", "_sel", "_groups")
+
+    def __init__(self, trace: Trace) -> None:
+        calls = trace.calls
+        self.calls: list[Call] = calls
+        self.n = len(calls)
+        self.steps: list[int] = trace.steps
+        ok: list[bool] = []
+        by_name: dict[str, list[int]] = {}
+        ok_by_name: dict[str, list[int]] = {}
+        append_ok = ok.append
+        for i, c in enumerate(calls):
+            name = c.tool_name
+            lst = by_name.get(name)
+            if lst is None:
+                lst = by_name[name] = []
+                ok_by_name[name] = []
+            lst.append(i)
+            if c.status == "ok":
+                append_ok(True)
+                ok_by_name[name].append(i)
+            else:
+                append_ok(False)
+        self.ok = ok
+        self.by_name = by_name
+        self.ok_by_name = ok_by_name
+        self._sel: dict[Selector, tuple[list[int], list[int]]] = {}
+        self._groups: dict[tuple[str, ...], list[tuple[str, list[int]]]] = {}
+
+    def positions(self, sel: Selector) -> tuple[list[int], list[int]]:
+        """(every matching position, the successful ones), sorted, for the whole trace."""
+        hit = self._sel.get(sel)
+        if hit is not None:
+            return hit
+        by_name, ok_by_name = self.by_name, self.ok_by_name
+        names = [n for n in sel.names if n in by_name]
+        if sel.name_only and len(names) == 1:
+            result = (by_name[names[0]], ok_by_name[names[0]])
+        else:
+            every: list[int] = []
+            for n in names:
+                every.extend(by_name[n])
+            calls = self.calls
+            for cond in sel.conditions:
+                for n in cond.names:
+                    if n in sel.names:
+                        continue  # already matched by name alone
+                    for i in by_name.get(n, EMPTY):
+                        if cond.matches(calls[i]):
+                            every.append(i)
+            every = sorted(set(every)) if sel.conditions else sorted(every)
+            ok = self.ok
+            result = (every, [i for i in every if ok[i]])
+        self._sel[sel] = result
+        return result
+
+    def groups(self, keys: Sequence[str]) -> list[tuple[str, list[int]]]:
+        """One (value label, positions) per distinct tuple of the ``keys`` arguments, in first-seen order."""
+        key = tuple(keys)
+        hit = self._groups.get(key)
+        if hit is not None:
+            return hit
+        found: dict[str, list[int]] = {}
+        for i, c in enumerate(self.calls):
+            args = c.arguments
+            if not args:
+                continue
+            try:
+                values = [args[k] for k in key]
+            except KeyError:
+                continue
+            label = ", ".join(f"{k}={_value_text(v)}" for k, v in zip(key, values, strict=True))
+            found.setdefault(label, []).append(i)
+        result = list(found.items())
+        self._groups[key] = result
+        return result
+
+
+def _value_text(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+class View:
+    """The calls one rule evaluation sees."""
+
+    __slots__ = ("index", "members", "label", "_cache")
+
+    def __init__(self, index: TraceIndex, members: list[int] | None = None, label: str | None = None) -> None:
+        self.index = index
+        self.members = members
+        self.label = label
+        self._cache: dict[Selector, tuple[list[int], list[int]]] = {}
+
+    def positions(self, sel: Selector) -> tuple[list[int], list[int]]:
+        if self.members is None:
+            return self.index.positions(sel)
+        hit = self._cache.get(sel)
+        if hit is None:
+            calls, ok = self.index.calls, self.index.ok
+            every = [i for i in self.members if sel.matches(calls[i])]
+            hit = (every, [i for i in every if ok[i]])
+            self._cache[sel] = hit
+        return hit
+
+    def every_position(self) -> Sequence[int]:
+        return range(self.index.n) if self.members is None else self.members
