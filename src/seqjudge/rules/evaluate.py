@@ -334,33 +334,26 @@ def _sequence_end(v: View, sels: list[Selector], r: int, done: list[int], expect
 
 def trajectory(rule: TrajectoryRule, v: View) -> Finding:
     index = v.index
-    calls, ok, steps = index.calls, index.ok, index.steps
+    steps = index.steps
     expected = rule.expected
-    every_pos = v.every_position()
-    ok_names = [calls[i].tool_name for i in every_pos if ok[i]]
-    ok_pos = [i for i in every_pos if ok[i]]
-    have = Counter(ok_names)
     want = Counter(expected)
-    missing = sorted((want - have).elements())
-    extra = sorted(n for n in set(calls[i].tool_name for i in every_pos) if n not in want)
-    # Order comparison, mode-independent: pairs (x before y in `expected`) that the trace inverts.
+    # Everything below reads the per-name position lists; only `exact` may need the whole ok-call list.
+    have = {n: len(index.ok_by_name.get(n, ())) for n in want}
+    missing = sorted((want - Counter(have)).elements())
+    extra = sorted(n for n in index.by_name if n not in want)
+    first_any = {n: index.by_name[n][0] for n in want if n in index.by_name}
+    first_ok = {n: index.ok_by_name[n][0] for n in want if index.ok_by_name.get(n)}
     distinct = list(dict.fromkeys(expected))
-    first_any: dict[str, int] = {}
-    first_ok: dict[str, int] = {}
-    for i in every_pos:
-        n = calls[i].tool_name
-        if n in want:
-            first_any.setdefault(n, i)
-            if ok[i]:
-                first_ok.setdefault(n, i)
     pairs = _inverted_pairs(distinct, first_any, first_ok, steps)
+    n_ok = sum(len(p) for p in index.ok_by_name.values())
+    same_order = n_ok == len(expected) and _ok_names(index) == expected
     details: dict[str, Any] = {
         "mode": rule.mode,
         "missing": missing,
         "extra": extra,
         "out_of_order_pairs": [list(p) for p in pairs],
-        "same_set": not missing and not extra and set(have) == set(want),
-        "same_order": ok_names == expected,
+        "same_set": not missing and not extra and all(have[n] for n in want),
+        "same_order": same_order,
     }
     flaws: list[Flaw] = []
     exp_text = " -> ".join(expected)
@@ -377,37 +370,51 @@ def trajectory(rule: TrajectoryRule, v: View) -> Finding:
                               f"{len(pairs)} pair(s) out of order; first: {x} must precede {y}.",
                               f"Call {x} before {y}."))
     elif mode == "in_order":
-        matched = _subsequence_prefix(expected, ok_names)
+        matched, last = _subsequence_prefix(expected, index.ok_by_name, steps)
         if matched < len(expected) and not missing:
             nxt = expected[matched]
-            flaws.append(Flaw("out_of_order", None, exp_text,
-                              " -> ".join(ok_names[:50]),
+            flaws.append(Flaw("out_of_order", first_any.get(nxt, last), exp_text,
+                              f"{matched} expected tool(s) in order, then no successful {nxt} after them",
                               f"The expected tools are present but not in order: after {matched} in order, "
-                              f"{nxt} never follows.", f"Call {nxt} after {expected[matched - 1]}."
-                              if matched else f"Call {nxt} first."))
-    elif mode == "exact":
-        if ok_names != expected and not missing:
-            diverge = next((j for j, (a, b) in enumerate(zip(ok_names, expected, strict=False)) if a != b),
-                           min(len(ok_names), len(expected)))
-            at = ok_pos[diverge] if diverge < len(ok_pos) else None
-            kind = "forbidden_call" if len(ok_names) > len(expected) and diverge == len(expected) else \
-                "out_of_order"
-            flaws.append(Flaw(kind, at, exp_text, " -> ".join(ok_names[:50]),
-                              f"The successful calls differ from the expected trajectory at position "
-                              f"{diverge + 1}.", "Make the successful calls exactly: " + exp_text + "."))
+                              f"{nxt} never follows.",
+                              f"Call {nxt} after {expected[matched - 1]}." if matched else f"Call {nxt} first."))
+    elif mode == "exact" and not same_order and not missing:
+        ok_pos = [i for i in v.every_position() if index.ok[i]]
+        ok_names = [index.calls[i].tool_name for i in ok_pos]
+        diverge = next((j for j, (a, b) in enumerate(zip(ok_names, expected, strict=False)) if a != b),
+                       min(len(ok_names), len(expected)))
+        at = ok_pos[diverge] if diverge < len(ok_pos) else None
+        kind = "forbidden_call" if len(ok_names) > len(expected) and diverge == len(expected) else "out_of_order"
+        flaws.append(Flaw(kind, at, exp_text, " -> ".join(ok_names[:50]) + (" …" if len(ok_names) > 50 else ""),
+                          f"The successful calls differ from the expected trajectory at position {diverge + 1}.",
+                          "Make the successful calls exactly: " + exp_text + "."))
     if not flaws:
         return Finding("passed", f"Trajectory matches ({mode}).", sorted(first_ok.values()), details=details)
     return Finding("failed", " ".join(f.explanation for f in flaws), sorted(first_any.values()), flaws,
                    details)
 
 
-def _subsequence_prefix(expected: list[str], actual: list[str]) -> int:
-    """How many of ``expected`` match greedily, in order, in ``actual`` (greedy is optimal here)."""
-    j = 0
-    for name in actual:
-        if j < len(expected) and name == expected[j]:
-            j += 1
-    return j
+def _ok_names(index: Any) -> list[str]:
+    return [index.calls[i].tool_name for i in range(index.n) if index.ok[i]]
+
+
+def _subsequence_prefix(expected: list[str], ok_by_name: dict[str, list[int]],
+                        steps: list[int]) -> tuple[int, int | None]:
+    """How many of ``expected`` succeed in order (each in a later step than the previous), and where the
+    last matched one is. Greedy earliest matching is optimal for a subsequence test; bisect keeps it
+    O(k log n)."""
+    matched = 0
+    last: int | None = None
+    for name in expected:
+        positions = ok_by_name.get(name, [])
+        k = 0 if last is None else bisect_right(positions, last)
+        while k < len(positions) and last is not None and steps[positions[k]] <= steps[last]:
+            k += 1
+        if k == len(positions):
+            break
+        last = positions[k]
+        matched += 1
+    return matched, last
 
 
 def _inverted_pairs(order: list[str], first_any: dict[str, int], first_ok: dict[str, int],

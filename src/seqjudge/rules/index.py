@@ -26,25 +26,18 @@ class TraceIndex:
         self.calls: list[Call] = calls
         self.n = len(calls)
         self.steps: list[int] = trace.steps
-        ok: list[bool] = []
+        names = [c.tool_name for c in calls]
+        ok = [c.status == "ok" for c in calls]
         by_name: dict[str, list[int]] = {}
-        ok_by_name: dict[str, list[int]] = {}
-        append_ok = ok.append
-        for i, c in enumerate(calls):
-            name = c.tool_name
+        for i, name in enumerate(names):
             lst = by_name.get(name)
             if lst is None:
-                lst = by_name[name] = []
-                ok_by_name[name] = []
-            lst.append(i)
-            if c.status == "ok":
-                append_ok(True)
-                ok_by_name[name].append(i)
+                by_name[name] = [i]
             else:
-                append_ok(False)
+                lst.append(i)
         self.ok = ok
         self.by_name = by_name
-        self.ok_by_name = ok_by_name
+        self.ok_by_name = {name: [i for i in positions if ok[i]] for name, positions in by_name.items()}
         self._sel: dict[Selector, tuple[list[int], list[int]]] = {}
         self._groups: dict[tuple[str, ...], list[tuple[str, list[int]]]] = {}
 
@@ -76,22 +69,44 @@ class TraceIndex:
         return result
 
     def groups(self, keys: Sequence[str]) -> list[tuple[str, list[int]]]:
-        """One (value label, positions) per distinct tuple of the ``keys`` arguments, in first-seen order."""
+        """One (value label, positions) per distinct tuple of the ``keys`` arguments."""
         key = tuple(keys)
         hit = self._groups.get(key)
         if hit is not None:
             return hit
         found: dict[str, list[int]] = {}
-        for i, c in enumerate(self.calls):
-            args = c.arguments
-            if not args:
-                continue
-            try:
-                values = [args[k] for k in key]
-            except KeyError:
-                continue
-            label = ", ".join(f"{k}={_value_text(v)}" for k, v in zip(key, values, strict=True))
-            found.setdefault(label, []).append(i)
+        if len(key) == 1:
+            # The common case, one argument: group by the raw value and render each label once.
+            (k,) = key
+            by_value: dict[Any, list[int]] = {}
+            unhashable: list[tuple[int, Any]] = []
+            for i, c in enumerate(self.calls):
+                args = c.arguments
+                if args and k in args:
+                    value = args[k]
+                    # (type, value) keeps 1, 1.0 and True apart, as their JSON texts are.
+                    try:
+                        by_value.setdefault((type(value), value), []).append(i)
+                    except TypeError:
+                        unhashable.append((i, value))
+            for (_, value), positions in by_value.items():
+                found[f"{k}={_value_text(value)}"] = positions
+            for i, value in unhashable:
+                found.setdefault(f"{k}={_value_text(value)}", []).append(i)
+            if unhashable:
+                for label in found:
+                    found[label].sort()
+        else:
+            for i, c in enumerate(self.calls):
+                args = c.arguments
+                if not args:
+                    continue
+                try:
+                    values = [args[k] for k in key]
+                except KeyError:
+                    continue
+                label = ", ".join(f"{k}={_value_text(v)}" for k, v in zip(key, values, strict=True))
+                found.setdefault(label, []).append(i)
         result = list(found.items())
         self._groups[key] = result
         return result

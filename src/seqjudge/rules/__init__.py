@@ -1,0 +1,1 @@
+"""Rule model, loading, linting and the deterministic engine."""
