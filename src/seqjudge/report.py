@@ -70,7 +70,7 @@ class Report(BaseModel):
 
 
 def score(results: list[RuleResult]) -> tuple[float, int, int, int]:
-    """(score, checked, passed, failed): 0.0 on any failed critical rule, else passed / checked, 1.0 if none."""
+    """(score, checked, passed, failed): 0.0 on a failed critical rule, else passed / checked, 1.0 if none."""
     passed = sum(1 for r in results if r.outcome == "passed")
     failed = sum(1 for r in results if r.outcome == "failed")
     checked = passed + failed
@@ -81,8 +81,13 @@ def score(results: list[RuleResult]) -> tuple[float, int, int, int]:
     return passed / checked, checked, passed, failed
 
 
-def verdict(value: float, has_critical_violation: bool, *, threshold: float = DEFAULT_THRESHOLD,
-            risk_level: RiskLevel = "medium") -> Verdict:
+def verdict(
+    value: float,
+    has_critical_violation: bool,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    risk_level: RiskLevel = "medium",
+) -> Verdict:
     if has_critical_violation:
         return "fail"
     if value < threshold or (risk_level == "high" and value < 1.0):

@@ -113,9 +113,9 @@ class Trace(BaseModel):
 def assign_steps(calls: list[Call]) -> list[int]:
     """Group calls into steps.
 
-    Explicit ``step`` labels win; calls sharing a label ran in parallel and must be adjacent. Otherwise, when
-    every call has ``timestamp`` and ``end_timestamp``, a call that starts before the running group ended joins
-    it. Otherwise every call is its own step.
+    Explicit ``step`` labels win; calls sharing a label ran in parallel and must be adjacent. Otherwise,
+    when every call has ``timestamp`` and ``end_timestamp``, a call that starts before the running group
+    ended joins it. Otherwise every call is its own step.
     """
     n = len(calls)
     if any(c.step is not None for c in calls):
@@ -151,7 +151,6 @@ def assign_steps(calls: list[Call]) -> list[int]:
             steps.append(ordinal)
         return steps
     return list(range(n))
-
 
 
 @contextmanager

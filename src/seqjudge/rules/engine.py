@@ -118,15 +118,28 @@ def _compile(rule: Any, aliases: dict[str, list[str]]) -> _Compiled:
     return _Compiled(rule, fn, getattr(rule, "same", None))
 
 
+def _lookup(context: dict[str, Any], path: str) -> Any:
+    node: Any = context
+    for part in path.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return _MISSING
+    return node
+
+
 def context_matches(context: dict[str, Any], when: dict[str, Any]) -> bool:
-    """Every dotted path must exist in the context and equal the value (or be one of a list of values)."""
+    """Every dotted path must exist in the context and equal the value (or be one of a list of values).
+
+    Paths are read inside the trace's ``context``; seed 002 writes them from the trace's root
+    (``context.user_role``), so a leading ``context.`` is accepted when the context has no such key.
+    """
     for path, want in when.items():
-        node: Any = context
-        for part in path.split("."):
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            else:
-                return False
+        node = _lookup(context, path)
+        if node is _MISSING and path.startswith("context."):
+            node = _lookup(context, path[len("context.") :])
+        if node is _MISSING:
+            return False
         if isinstance(want, list):
             if node not in want:
                 return False
@@ -146,8 +159,9 @@ class Engine:
         # Each cycle: the tool names on it and the rules whose edges form it.
         self.cycles = [(set(cy.tools), cy.tools, set(cy.rule_ids)) for cy in find_cycles(ruleset)]
 
-    def check(self, trace: Trace, *, threshold: float = DEFAULT_THRESHOLD,
-              risk_level: RiskLevel = "medium") -> Report:
+    def check(
+        self, trace: Trace, *, threshold: float = DEFAULT_THRESHOLD, risk_level: RiskLevel = "medium"
+    ) -> Report:
         index = TraceIndex(trace)
         whole = View(index)
         results: list[RuleResult] = []
@@ -156,37 +170,77 @@ class Engine:
         cycle_hits = self._cycle_hits(index)
         for comp in self.compiled:
             rule = comp.rule
-            base = {"rule_id": comp.rule_id, "type": rule.type, "severity": rule.severity, "group": rule.group}
+            base = {
+                "rule_id": comp.rule_id,
+                "type": rule.type,
+                "severity": rule.severity,
+                "group": rule.group,
+            }
             if rule.when and not context_matches(trace.context, rule.when):
-                results.append(RuleResult(**base, outcome="not_applicable",
-                                          explanation="The trace's context does not match the rule's `when`."))
+                results.append(
+                    RuleResult(
+                        **base,
+                        outcome="not_applicable",
+                        explanation="The trace's context does not match the rule's `when`.",
+                    )
+                )
                 continue
             if comp.evaluate is None:
-                results.append(RuleResult(**base, outcome="deferred",
-                                          explanation="Written in words: only the LLM judge can decide it."))
+                results.append(
+                    RuleResult(
+                        **base,
+                        outcome="deferred",
+                        explanation="Written in words: only the LLM judge can decide it.",
+                    )
+                )
                 continue
             finding = self._evaluate(comp, index, whole)
             flaws = list(finding.flaws)
             for tools_text in cycle_hits.get(comp.rule_id, []):
-                flaws.append(ev.Flaw(
-                    "circular_dependency", None, tools_text, "every tool on the cycle was called",
-                    f"The rules require {tools_text}, which no order can satisfy.",
-                    "Break the cycle in the rule file (`seqjudge lint` prints it)."))
+                flaws.append(
+                    ev.Flaw(
+                        "circular_dependency",
+                        None,
+                        tools_text,
+                        "every tool on the cycle was called",
+                        f"The rules require {tools_text}, which no order can satisfy.",
+                        "Break the cycle in the rule file (`seqjudge lint` prints it).",
+                    )
+                )
             outcome = "failed" if flaws else finding.outcome
             explanation = finding.explanation
             if flaws and finding.outcome != "failed":
                 explanation = flaws[-1].explanation
-            results.append(RuleResult(**base, outcome=outcome, call_indices=finding.call_indices,
-                                      explanation=explanation, details=finding.details))
+            results.append(
+                RuleResult(
+                    **base,
+                    outcome=outcome,
+                    call_indices=finding.call_indices,
+                    explanation=explanation,
+                    details=finding.details,
+                )
+            )
             for f in flaws:
-                violations.append(Violation(
-                    rule_id=comp.rule_id, rule_description=comp.description, violation_type=f.type,
-                    expected_order=f.expected, actual_order=f.actual, offending_call_index=f.offending,
-                    severity=rule.severity, explanation=f.explanation, suggestion=f.suggestion))
+                violations.append(
+                    Violation(
+                        rule_id=comp.rule_id,
+                        rule_description=comp.description,
+                        violation_type=f.type,
+                        expected_order=f.expected,
+                        actual_order=f.actual,
+                        offending_call_index=f.offending,
+                        severity=rule.severity,
+                        explanation=f.explanation,
+                        suggestion=f.suggestion,
+                    )
+                )
                 if f.missing:
                     req, dep, at, impact = f.missing
-                    missing.append(MissingPrerequisite(required_call=req, dependent_call=dep,
-                                                       dependent_call_index=at, impact=impact))
+                    missing.append(
+                        MissingPrerequisite(
+                            required_call=req, dependent_call=dep, dependent_call_index=at, impact=impact
+                        )
+                    )
         value, checked, passed, failed = score(results)
         critical = any(v.severity == "critical" for v in violations)
         return Report(
@@ -232,8 +286,9 @@ class Engine:
             return ev.Finding("failed", text, sorted(indices), flaws)
         if passed:
             indices = sorted({i for f in passed for i in f.call_indices})
-            return ev.Finding("passed", f"Held for each of {len(passed)} value(s) of "
-                              f"{', '.join(comp.same)}.", indices)
+            return ev.Finding(
+                "passed", f"Held for each of {len(passed)} value(s) of {', '.join(comp.same)}.", indices
+            )
         return ev.Finding("not_exercised", f"Not exercised for any value of {', '.join(comp.same)}.")
 
     def _cycle_hits(self, index: TraceIndex) -> dict[str, list[str]]:
@@ -247,8 +302,10 @@ class Engine:
 
 
 def _summary(n_calls: int, results: list[RuleResult], violations: list[Violation]) -> str:
-    counts = {o: sum(1 for r in results if r.outcome == o) for o in
-              ("passed", "failed", "not_exercised", "not_applicable", "deferred")}
+    counts = {
+        o: sum(1 for r in results if r.outcome == o)
+        for o in ("passed", "failed", "not_exercised", "not_applicable", "deferred")
+    }
     checked = counts["passed"] + counts["failed"]
     parts: list[str] = []
     if n_calls == 0:
@@ -261,19 +318,24 @@ def _summary(n_calls: int, results: list[RuleResult], violations: list[Violation
     if critical:
         first = critical[0]
         where = "" if first.offending_call_index is None else f" at call {first.offending_call_index + 1}"
-        parts.append(f"{len(critical)} critical violation(s); first: {first.rule_id} "
-                     f"({first.violation_type}{where}).")
+        parts.append(
+            f"{len(critical)} critical violation(s); first: {first.rule_id} ({first.violation_type}{where})."
+        )
     warnings = len(violations) - len(critical)
     if warnings:
         parts.append(f"{warnings} warning(s).")
-    for key, words in (("not_exercised", "not exercised"), ("not_applicable", "not applicable"),
-                       ("deferred", "deferred to the LLM judge")):
+    for key, words in (
+        ("not_exercised", "not exercised"),
+        ("not_applicable", "not applicable"),
+        ("deferred", "deferred to the LLM judge"),
+    ):
         if counts[key]:
             parts.append(f"{counts[key]} rule(s) {words}.")
     return " ".join(parts)
 
 
-def check(trace: Trace, ruleset: RuleSet, *, threshold: float = DEFAULT_THRESHOLD,
-          risk_level: RiskLevel = "medium") -> Report:
+def check(
+    trace: Trace, ruleset: RuleSet, *, threshold: float = DEFAULT_THRESHOLD, risk_level: RiskLevel = "medium"
+) -> Report:
     """Evaluate one trace. Compile an ``Engine`` once instead when checking many traces."""
     return Engine(ruleset).check(trace, threshold=threshold, risk_level=risk_level)

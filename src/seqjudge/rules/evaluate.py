@@ -54,6 +54,10 @@ def _at(v: View, i: int) -> str:
     return f"{v.index.calls[i].tool_name} (call {i + 1})"
 
 
+def _name(v: View, i: int) -> str:
+    return v.index.calls[i].tool_name
+
+
 def _first_ok_before(ok_positions: list[int], steps: list[int], step: int) -> int | None:
     """The first successful position whose step is earlier than ``step`` (steps never decrease)."""
     if ok_positions and steps[ok_positions[0]] < step:
@@ -78,10 +82,16 @@ def require(rule: RequireRule, sel: Selector, v: View) -> Finding:
         "failed",
         f"No successful call to {sel.text}.{note}",
         list(every),
-        [Flaw("missing_call", None, f"at least one successful call to {sel.text}",
-              f"{sel.text} never succeeded" if every else f"{sel.text} never called",
-              f"The trace never calls {sel.text} successfully.{note}",
-              f"Add a successful {sel.text} call.")],
+        [
+            Flaw(
+                "missing_call",
+                None,
+                f"at least one successful call to {sel.text}",
+                f"{sel.text} never succeeded" if every else f"{sel.text} never called",
+                f"The trace never calls {sel.text} successfully.{note}",
+                f"Add a successful {sel.text} call.",
+            )
+        ],
     )
 
 
@@ -100,22 +110,40 @@ def before(rule: BeforeRule, first: Selector, then: Selector, v: View) -> Findin
         q = first_ok[0]
         how = "in the same step as" if steps[q] == steps[t] else "only after"
         return Finding(
-            "failed", f"{first.text} succeeded {how} {_at(v, t)}.", [t, q],
-            [Flaw("out_of_order", t, expected,
-                  f"{then.text} called at position {t + 1}, {first.text} {how.replace(' as', '')} it "
-                  f"(position {q + 1})",
-                  f"{_at(v, t)} ran before any successful {first.text}; {_at(v, q)} came {how} it.",
-                  f"Move the {first.text} call before {then.text} (call {t + 1}).")],
+            "failed",
+            f"{first.text} succeeded {how} {_at(v, t)}.",
+            [t, q],
+            [
+                Flaw(
+                    "out_of_order",
+                    t,
+                    expected,
+                    f"{_name(v, t)} called at position {t + 1}, {_name(v, q)} {how.replace(' as', '')} it "
+                    f"(position {q + 1})",
+                    f"{_at(v, t)} ran before any successful {first.text}; {_at(v, q)} came {how} it.",
+                    f"Move the {first.text} call before {then.text} (call {t + 1}).",
+                )
+            ],
         )
     note = _failed_note(v, first_all, t)
-    actual = f"{then.text} called at position {t + 1}, but {first.text} " + (
-        "only failed before it" if note else "never called")
+    actual = f"{_name(v, t)} called at position {t + 1}, but {first.text} " + (
+        "only failed before it" if note else "never called"
+    )
     return Finding(
-        "failed", f"{_at(v, t)} has no successful {first.text} before it.{note}", [t, *first_all],
-        [Flaw("missing_prerequisite", t, expected, actual,
-              f"{_at(v, t)} ran without a successful {first.text} before it.{note}",
-              f"Add a successful {first.text} call before {then.text} (call {t + 1}).",
-              (first.text, then.text, t, f"{then.text} ran on an unmet prerequisite"))],
+        "failed",
+        f"{_at(v, t)} has no successful {first.text} before it.{note}",
+        [t, *first_all],
+        [
+            Flaw(
+                "missing_prerequisite",
+                t,
+                expected,
+                actual,
+                f"{_at(v, t)} ran without a successful {first.text} before it.{note}",
+                f"Add a successful {first.text} call before {then.text} (call {t + 1}).",
+                (first.text, then.text, t, f"{then.text} ran on an unmet prerequisite"),
+            )
+        ],
     )
 
 
@@ -135,11 +163,19 @@ def blocklist(rule: BlocklistRule, v: View) -> Finding:
     f = hits[0]
     more = f" ({len(hits)} forbidden calls in all)" if len(hits) > 1 else ""
     return Finding(
-        "failed", f"{_at(v, f)} matches the forbidden pattern {pattern!r}{more}.", hits,
-        [Flaw("forbidden_call", f, f"no tool whose name contains {pattern!r}",
-              f"{index.calls[f].tool_name} called at position {f + 1}{more}",
-              f"{_at(v, f)} is forbidden: its name contains {pattern!r}{more}.",
-              f"Remove the call to {index.calls[f].tool_name}; it must never be called.")],
+        "failed",
+        f"{_at(v, f)} matches the forbidden pattern {pattern!r}{more}.",
+        hits,
+        [
+            Flaw(
+                "forbidden_call",
+                f,
+                f"no tool whose name contains {pattern!r}",
+                f"{index.calls[f].tool_name} called at position {f + 1}{more}",
+                f"{_at(v, f)} is forbidden: its name contains {pattern!r}{more}.",
+                f"Remove the call to {index.calls[f].tool_name}; it must never be called.",
+            )
+        ],
     )
 
 
@@ -147,16 +183,28 @@ def max_calls(rule: MaxCallsRule, sel: Selector, v: View) -> Finding:
     every, _ = v.positions(sel)
     limit = rule.max
     if len(every) <= limit:
-        return Finding("passed", f"{sel.text} called {len(every)} time(s), at most {limit} allowed.",
-                       list(every))
+        return Finding(
+            "passed", f"{sel.text} called {len(every)} time(s), at most {limit} allowed.", list(every)
+        )
     over = every[limit]
     return Finding(
-        "failed", f"{sel.text} called {len(every)} times; at most {limit} allowed.", list(every),
-        [Flaw("too_many_calls", over, f"{sel.text} at most {limit} time(s)",
-              f"{sel.text} called {len(every)} times; call {over + 1} is number {limit + 1}",
-              f"{_at(v, over)} exceeds the limit of {limit} call(s) to {sel.text}.",
-              ("Do not call " + sel.text + " at all." if limit == 0 else
-               f"Call {sel.text} at most {limit} time(s); combine the calls or drop the repeats."))],
+        "failed",
+        f"{sel.text} called {len(every)} times; at most {limit} allowed.",
+        list(every),
+        [
+            Flaw(
+                "too_many_calls",
+                over,
+                f"{sel.text} at most {limit} time(s)",
+                f"{sel.text} called {len(every)} times; call {over + 1} is number {limit + 1}",
+                f"{_at(v, over)} exceeds the limit of {limit} call(s) to {sel.text}.",
+                (
+                    "Do not call " + sel.text + " at all."
+                    if limit == 0
+                    else f"Call {sel.text} at most {limit} time(s); combine the calls or drop the repeats."
+                ),
+            )
+        ],
     )
 
 
@@ -170,19 +218,35 @@ def eventually(rule: EventuallyRule, sel: Selector, v: View) -> Finding:
     if ok:
         p = ok[0]
         return Finding(
-            "failed", f"{sel.text} first succeeded in step {steps[p] + 1}, after the deadline of {within}.",
+            "failed",
+            f"{sel.text} first succeeded in step {steps[p] + 1}, after the deadline of {within}.",
             [p],
-            [Flaw("deadline_missed", p, expected, f"{sel.text} first succeeded at step {steps[p] + 1}",
-                  f"{_at(v, p)} came too late: it had to succeed within {within} step(s).",
-                  f"Call {sel.text} earlier, within the first {within} step(s).")],
+            [
+                Flaw(
+                    "deadline_missed",
+                    p,
+                    expected,
+                    f"{sel.text} first succeeded at step {steps[p] + 1}",
+                    f"{_at(v, p)} came too late: it had to succeed within {within} step(s).",
+                    f"Call {sel.text} earlier, within the first {within} step(s).",
+                )
+            ],
         )
     note = _failed_note(v, every)
     return Finding(
-        "failed", f"{sel.text} never succeeded.{note}", list(every),
-        [Flaw("missing_call", None, expected, f"{sel.text} never succeeded" if every else
-              f"{sel.text} never called",
-              f"The trace never calls {sel.text} successfully.{note}",
-              f"Call {sel.text} within the first {within} step(s).")],
+        "failed",
+        f"{sel.text} never succeeded.{note}",
+        list(every),
+        [
+            Flaw(
+                "missing_call",
+                None,
+                expected,
+                f"{sel.text} never succeeded" if every else f"{sel.text} never called",
+                f"The trace never calls {sel.text} successfully.{note}",
+                f"Call {sel.text} within the first {within} step(s).",
+            )
+        ],
     )
 
 
@@ -201,11 +265,19 @@ def never_after(rule: NeverAfterRule, trigger: Selector, forbidden: Selector, v:
         return Finding("passed", f"Nothing forbidden follows {_at(v, a)}.", [a])
     f = forb_all[k]
     return Finding(
-        "failed", f"{_at(v, f)} came after {_at(v, a)}.", [a, f],
-        [Flaw("forbidden_call", f, f"no {forbidden.text} after {trigger.text}",
-              f"{trigger.text} at position {a + 1}, then {forbidden.text} at position {f + 1}",
-              f"{_at(v, f)} is forbidden once {trigger.text} has been called ({_at(v, a)}).",
-              f"Do not call {forbidden.text} after {trigger.text}; move it before call {a + 1} or drop it.")],
+        "failed",
+        f"{_at(v, f)} came after {_at(v, a)}.",
+        [a, f],
+        [
+            Flaw(
+                "forbidden_call",
+                f,
+                f"no {forbidden.text} after {trigger.text}",
+                f"{_name(v, a)} at position {a + 1}, then {_name(v, f)} at position {f + 1}",
+                f"{_at(v, f)} is forbidden once {trigger.text} has been called ({_at(v, a)}).",
+                f"Do not call {_name(v, f)} after {_name(v, a)}; move it before call {a + 1} or drop it.",
+            )
+        ],
     )
 
 
@@ -227,17 +299,28 @@ def after(rule: AfterRule, trigger: Selector, then: Selector, v: View) -> Findin
         else:
             missed.append(t)
     if not missed:
-        return Finding("passed", f"Every {trigger.text} was followed by {then.text} within {within} step(s).",
-                       sorted(set(trig_all) | set(met)))
+        return Finding(
+            "passed",
+            f"Every {trigger.text} was followed by {then.text} within {within} step(s).",
+            sorted(set(trig_all) | set(met)),
+        )
     t = missed[0]
     more = f" ({len(missed)} of {len(trig_all)} triggers missed)" if len(missed) > 1 else ""
     return Finding(
-        "failed", f"{_at(v, t)} was not followed by a successful {then.text} within {within} step(s){more}.",
+        "failed",
+        f"{_at(v, t)} was not followed by a successful {then.text} within {within} step(s){more}.",
         missed,
-        [Flaw("deadline_missed", t, f"{then.text} within {within} step(s) after {trigger.text}",
-              f"{trigger.text} at position {t + 1}, no successful {then.text} by step {steps[t] + within + 1}",
-              f"{_at(v, t)} opened a deadline of {within} step(s) for {then.text} that passed{more}.",
-              f"Call {then.text} within {within} step(s) after {trigger.text} (call {t + 1}).")],
+        [
+            Flaw(
+                "deadline_missed",
+                t,
+                f"{then.text} within {within} step(s) after {trigger.text}",
+                f"{_name(v, t)} at position {t + 1}, "
+                f"no successful {then.text} by step {steps[t] + within + 1}",
+                f"{_at(v, t)} opened a deadline of {within} step(s) for {then.text} that passed{more}.",
+                f"Call {then.text} within {within} step(s) after {trigger.text} (call {t + 1}).",
+            )
+        ],
     )
 
 
@@ -300,8 +383,9 @@ def sequence(rule: SequenceRule, sels: list[Selector], v: View) -> Finding:
     return _sequence_end(v, sels, r, done, expected)
 
 
-def _sequence_break(v: View, sels: list[Selector], r: int, i: int, done: list[int], expected: str,
-                    *, strict: bool) -> Finding:
+def _sequence_break(
+    v: View, sels: list[Selector], r: int, i: int, done: list[int], expected: str, *, strict: bool
+) -> Finding:
     awaited = sels[r].text
     got = _at(v, i)
     if done and v.index.steps[i] == v.index.steps[done[-1]] and sels[r].matches(v.index.calls[i]):
@@ -311,24 +395,60 @@ def _sequence_break(v: View, sels: list[Selector], r: int, i: int, done: list[in
     else:
         why = f"{got} was called before {awaited} succeeded"
     return Finding(
-        "failed", why + ".", [*done, i],
-        [Flaw("out_of_order", i, expected, f"{' -> '.join(_at(v, d) for d in done) or 'nothing'}, then {got}",
-              why + ".", f"Call {awaited} (successfully) before {v.index.calls[i].tool_name}"
-              + (", with nothing in between." if strict else "."))],
+        "failed",
+        why + ".",
+        [*done, i],
+        [
+            Flaw(
+                "out_of_order",
+                i,
+                expected,
+                f"{' -> '.join(_at(v, d) for d in done) or 'nothing'}, then {got}",
+                why + ".",
+                f"Call {awaited} (successfully) before {v.index.calls[i].tool_name}"
+                + (", with nothing in between." if strict else "."),
+            )
+        ],
     )
 
 
 def _sequence_end(v: View, sels: list[Selector], r: int, done: list[int], expected: str) -> Finding:
     if r == len(sels):
         return Finding("passed", "Completed: " + ", ".join(_at(v, d) for d in done) + ".", done)
-    last = done[-1]
     awaited = sels[r].text
+    if not done:
+        # Only failed attempts of the first member: exercised, never started.
+        tried = v.positions(sels[0])[0]
+        return Finding(
+            "failed",
+            f"{awaited} was attempted but never succeeded, so the sequence never got going.",
+            list(tried),
+            [
+                Flaw(
+                    "incomplete_sequence",
+                    tried[0] if tried else None,
+                    expected,
+                    f"{awaited} only failed",
+                    f"The sequence was attempted but {awaited} never succeeded.",
+                    f"Make {awaited} succeed, then continue the sequence.",
+                )
+            ],
+        )
+    last = done[-1]
     return Finding(
-        "failed", f"The sequence stopped after {_at(v, last)}; {awaited} never followed.", done,
-        [Flaw("incomplete_sequence", last, expected,
-              " -> ".join(_at(v, d) for d in done) + f", then no successful {awaited}",
-              f"The sequence started but was not completed: {awaited} never followed {_at(v, last)}.",
-              f"Complete the sequence: call {awaited} after {v.index.calls[last].tool_name}.")],
+        "failed",
+        f"The sequence stopped after {_at(v, last)}; {awaited} never followed.",
+        done,
+        [
+            Flaw(
+                "incomplete_sequence",
+                last,
+                expected,
+                " -> ".join(_at(v, d) for d in done) + f", then no successful {awaited}",
+                f"The sequence started but was not completed: {awaited} never followed {_at(v, last)}.",
+                f"Complete the sequence: call {awaited} after {v.index.calls[last].tool_name}.",
+            )
+        ],
     )
 
 
@@ -358,48 +478,80 @@ def trajectory(rule: TrajectoryRule, v: View) -> Finding:
     flaws: list[Flaw] = []
     exp_text = " -> ".join(expected)
     if missing:
-        flaws.append(Flaw("missing_call", None, exp_text, "missing: " + ", ".join(missing),
-                          f"Expected tool(s) never succeeded: {', '.join(missing)}.",
-                          f"Add successful call(s) to {', '.join(missing)}."))
+        flaws.append(
+            Flaw(
+                "missing_call",
+                None,
+                exp_text,
+                "missing: " + ", ".join(missing),
+                f"Expected tool(s) never succeeded: {', '.join(missing)}.",
+                f"Add successful call(s) to {', '.join(missing)}.",
+            )
+        )
     mode = rule.mode
     if mode == "precedence":
         if pairs:
             x, y = pairs[0]
             at = first_any[y]
-            flaws.append(Flaw("out_of_order", at, exp_text, f"{y} (call {at + 1}) ran before a successful {x}",
-                              f"{len(pairs)} pair(s) out of order; first: {x} must precede {y}.",
-                              f"Call {x} before {y}."))
+            flaws.append(
+                Flaw(
+                    "out_of_order",
+                    at,
+                    exp_text,
+                    f"{y} (call {at + 1}) ran before a successful {x}",
+                    f"{len(pairs)} pair(s) out of order; first: {x} must precede {y}.",
+                    f"Call {x} before {y}.",
+                )
+            )
     elif mode == "in_order":
         matched, last = _subsequence_prefix(expected, index.ok_by_name, steps)
         if matched < len(expected) and not missing:
             nxt = expected[matched]
-            flaws.append(Flaw("out_of_order", first_any.get(nxt, last), exp_text,
-                              f"{matched} expected tool(s) in order, then no successful {nxt} after them",
-                              f"The expected tools are present but not in order: after {matched} in order, "
-                              f"{nxt} never follows.",
-                              f"Call {nxt} after {expected[matched - 1]}." if matched else f"Call {nxt} first."))
+            flaws.append(
+                Flaw(
+                    "out_of_order",
+                    first_any.get(nxt, last),
+                    exp_text,
+                    f"{matched} expected tool(s) in order, then no successful {nxt} after them",
+                    f"The expected tools are present but not in order: after {matched} in order, "
+                    f"{nxt} never follows.",
+                    f"Call {nxt} after {expected[matched - 1]}." if matched else f"Call {nxt} first.",
+                )
+            )
     elif mode == "exact" and not same_order and not missing:
         ok_pos = [i for i in v.every_position() if index.ok[i]]
         ok_names = [index.calls[i].tool_name for i in ok_pos]
-        diverge = next((j for j, (a, b) in enumerate(zip(ok_names, expected, strict=False)) if a != b),
-                       min(len(ok_names), len(expected)))
+        diverge = next(
+            (j for j, (a, b) in enumerate(zip(ok_names, expected, strict=False)) if a != b),
+            min(len(ok_names), len(expected)),
+        )
         at = ok_pos[diverge] if diverge < len(ok_pos) else None
-        kind = "forbidden_call" if len(ok_names) > len(expected) and diverge == len(expected) else "out_of_order"
-        flaws.append(Flaw(kind, at, exp_text, " -> ".join(ok_names[:50]) + (" …" if len(ok_names) > 50 else ""),
-                          f"The successful calls differ from the expected trajectory at position {diverge + 1}.",
-                          "Make the successful calls exactly: " + exp_text + "."))
+        kind = (
+            "forbidden_call" if len(ok_names) > len(expected) and diverge == len(expected) else "out_of_order"
+        )
+        flaws.append(
+            Flaw(
+                kind,
+                at,
+                exp_text,
+                " -> ".join(ok_names[:50]) + (" …" if len(ok_names) > 50 else ""),
+                f"The successful calls differ from the expected trajectory at position {diverge + 1}.",
+                "Make the successful calls exactly: " + exp_text + ".",
+            )
+        )
     if not flaws:
         return Finding("passed", f"Trajectory matches ({mode}).", sorted(first_ok.values()), details=details)
-    return Finding("failed", " ".join(f.explanation for f in flaws), sorted(first_any.values()), flaws,
-                   details)
+    involved = set(first_any.values()) | {f.offending for f in flaws if f.offending is not None}
+    return Finding("failed", " ".join(f.explanation for f in flaws), sorted(involved), flaws, details)
 
 
 def _ok_names(index: Any) -> list[str]:
     return [index.calls[i].tool_name for i in range(index.n) if index.ok[i]]
 
 
-def _subsequence_prefix(expected: list[str], ok_by_name: dict[str, list[int]],
-                        steps: list[int]) -> tuple[int, int | None]:
+def _subsequence_prefix(
+    expected: list[str], ok_by_name: dict[str, list[int]], steps: list[int]
+) -> tuple[int, int | None]:
     """How many of ``expected`` succeed in order (each in a later step than the previous), and where the
     last matched one is. Greedy earliest matching is optimal for a subsequence test; bisect keeps it
     O(k log n)."""
@@ -417,8 +569,9 @@ def _subsequence_prefix(expected: list[str], ok_by_name: dict[str, list[int]],
     return matched, last
 
 
-def _inverted_pairs(order: list[str], first_any: dict[str, int], first_ok: dict[str, int],
-                    steps: list[int]) -> list[tuple[str, str]]:
+def _inverted_pairs(
+    order: list[str], first_any: dict[str, int], first_ok: dict[str, int], steps: list[int]
+) -> list[tuple[str, str]]:
     """Pairs (x, y), x before y in ``order``, where y was attempted before x succeeded in an earlier step.
 
     One sweep over the tools sorted by step, with the ranks of the tools not yet available kept sorted:

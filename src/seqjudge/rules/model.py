@@ -15,12 +15,17 @@ Severity = Literal["critical", "warning"]
 
 
 class ArgsSelector(BaseModel):
-    """``{tool: NAME | [NAME, ...], args_match: {argument: regex}}``: AND over keys, regex *searched*."""
+    """``{tool: NAME | [NAME, ...], args_match: {argument: regex}, status: ok | error}``.
+
+    ``args_match`` is an AND over keys with each regex *searched*; ``status`` narrows the operand to
+    successful (or failed) calls, for triggers and limits that should count only calls that took effect.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     tool: str | list[str]
     args_match: dict[str, str] = Field(default_factory=dict)
+    status: Literal["ok", "error"] | None = None
 
     @field_validator("tool")
     @classmethod
@@ -37,7 +42,9 @@ class ArgsSelector(BaseModel):
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise ValueError(f"args_match.{key}: {pattern!r} is not a valid regular expression ({exc})") from None
+                raise ValueError(
+                    f"args_match.{key}: {pattern!r} is not a valid regular expression ({exc})"
+                ) from None
         return value
 
 
@@ -51,10 +58,10 @@ def operand_text(op: Operand) -> str:
         return op
     if isinstance(op, ArgsSelector):
         names = op.tool if isinstance(op.tool, str) else "|".join(op.tool)
-        if not op.args_match:
-            return names
-        conds = ",".join(f"{k}~{v}" for k, v in op.args_match.items())
-        return f"{names}({conds})"
+        conds = [f"{k}~{v}" for k, v in op.args_match.items()]
+        if op.status:
+            conds.append(f"status={op.status}")
+        return f"{names}({','.join(conds)})" if conds else names
     return "|".join(operand_text(o) for o in op)
 
 
@@ -245,8 +252,16 @@ Rule = Annotated[
 ]
 
 RULE_TYPES = (
-    "require", "before", "blocklist", "max_calls", "eventually", "never_after", "after", "sequence",
-    "trajectory", "judge",
+    "require",
+    "before",
+    "blocklist",
+    "max_calls",
+    "eventually",
+    "never_after",
+    "after",
+    "sequence",
+    "trajectory",
+    "judge",
 )
 DETERMINISTIC_TYPES = tuple(t for t in RULE_TYPES if t != "judge")
 

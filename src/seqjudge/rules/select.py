@@ -22,9 +22,12 @@ def arg_text(value: Any) -> str:
 class ArgCondition:
     names: frozenset[str]
     patterns: tuple[tuple[str, re.Pattern[str]], ...]
+    status: str | None = None
 
     def matches(self, call: Call) -> bool:
         if call.tool_name not in self.names:
+            return False
+        if self.status is not None and call.status != self.status:
             return False
         args = call.arguments
         for key, rx in self.patterns:
@@ -99,9 +102,9 @@ def compile_operand(op: Operand, aliases: dict[str, list[str]]) -> Selector:
         members: set[str] = set()
         for t in tools:
             members.update(expand_name(t, aliases))
-        if not item.args_match:
+        if not item.args_match and item.status is None:
             names |= members
         else:
             patterns = tuple((k, re.compile(v)) for k, v in item.args_match.items())
-            conditions.append(ArgCondition(frozenset(members), patterns))
+            conditions.append(ArgCondition(frozenset(members), patterns, item.status))
     return Selector(operand_text(op), frozenset(names), tuple(conditions))

@@ -1,0 +1,153 @@
+"""`seqjudge check`: the deterministic engine over a set of traces."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from enum import StrEnum
+from pathlib import Path
+from typing import IO, Annotated
+
+import typer
+
+from seqjudge.cli.app import app
+from seqjudge.errors import InputError
+from seqjudge.report import DEFAULT_THRESHOLD
+from seqjudge.rules.engine import Engine
+from seqjudge.rules.model import RuleSet
+from seqjudge.textview import Totals, trace_line, violation_block
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+
+
+class Risk(StrEnum):
+    low = "low"
+    medium = "medium"
+    high = "high"
+
+
+def load_ruleset(rules: Path, catalog: Path | None) -> RuleSet:
+    """Load rules and, with a catalog (flag or the rule file's `catalog:`), reject unknown tool names."""
+    import warnings
+
+    from seqjudge.rules.load import load_rules
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ruleset = load_rules(rules)
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    catalog_path = catalog or (Path(ruleset.catalog) if ruleset.catalog else None)
+    if catalog_path is not None:
+        from seqjudge.catalog import load_catalog
+        from seqjudge.rules.lint import lint
+
+        problems = [
+            p
+            for p in lint(ruleset, load_catalog(catalog_path))
+            if p.level == "error" and "cycle" not in p.message.lower()
+        ]
+        if problems:
+            listing = "; ".join(f"{p.rule_id or p.where}: {p.message}" for p in problems)
+            raise InputError(
+                f"the rules name tools the catalog does not have: {listing}",
+                source=str(rules),
+                hint=f"fix the names or the catalog {catalog_path} (`seqjudge lint` lists every problem)",
+            )
+    return ruleset
+
+
+@contextlib.contextmanager
+def open_output(output: Path | None) -> Iterator[IO[str]]:
+    if output is None or str(output) == "-":
+        yield sys.stdout
+        return
+    try:
+        handle = output.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(
+            f"cannot write the output file ({exc.strerror})",
+            source=str(output),
+            hint="choose a writable path",
+        ) from None
+    with handle:
+        yield handle
+
+
+RulesArg = Annotated[Path, typer.Argument(help="Rule file (YAML or JSON, any supported shape).")]
+TracesArg = Annotated[str, typer.Argument(help="Trace file, directory, or - for stdin.")]
+CatalogOpt = Annotated[
+    Path | None, typer.Option("--catalog", help="Tool catalog; unknown tool names are errors.")
+]
+ThresholdOpt = Annotated[
+    float, typer.Option("--threshold", min=0.0, max=1.0, help="Scores below this are routed to review.")
+]
+RiskOpt = Annotated[Risk, typer.Option("--risk-level", help="high: any score below 1.0 goes to review.")]
+TraceFormatOpt = Annotated[str | None, typer.Option("--trace-format", help="Force a trace format.")]
+MessagesKeyOpt = Annotated[str | None, typer.Option("--messages-key", help="Key holding a conversation.")]
+ErrorPatternOpt = Annotated[
+    str | None, typer.Option("--error-pattern", help="Regex: a tool result matching it marks a failed call.")
+]
+VerboseOpt = Annotated[bool, typer.Option("-v", "--verbose", help="Say which trace format was detected.")]
+
+
+@app.command()
+def check(
+    rules: RulesArg,
+    traces: TracesArg,
+    catalog: CatalogOpt = None,
+    threshold: ThresholdOpt = DEFAULT_THRESHOLD,
+    risk_level: RiskOpt = Risk.medium,
+    fmt: Annotated[
+        Format, typer.Option("--format", help="text, json (one document) or jsonl.")
+    ] = Format.text,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
+    trace_format: TraceFormatOpt = None,
+    messages_key: MessagesKeyOpt = None,
+    error_pattern: ErrorPatternOpt = None,
+    verbose: VerboseOpt = False,
+) -> int:
+    """Check every trace against the rules with the deterministic engine.
+
+    Exit 0 when every trace passed, 1 when some trace failed or needs review, 2 on bad input.
+    """
+    from seqjudge.ingest import load_traces
+
+    ruleset = load_ruleset(rules, catalog)
+    engine = Engine(ruleset)
+    totals = Totals()
+    reports = []
+    stream = load_traces(
+        traces, format=trace_format, messages_key=messages_key, error_pattern=error_pattern, verbose=verbose
+    )
+    with open_output(output) as out:
+        for trace in stream:
+            report = engine.check(trace, threshold=threshold, risk_level=risk_level.value)
+            totals.add(report)
+            if fmt is Format.jsonl:
+                out.write(report.model_dump_json() + "\n")
+            elif fmt is Format.json:
+                reports.append(report.model_dump(mode="json"))
+            else:
+                for v in report.violations:
+                    out.write(violation_block(trace, report, v) + "\n\n")
+                out.write(trace_line(report) + "\n")
+        if fmt is Format.json:
+            json.dump({"summary": totals.as_dict(), "reports": reports}, out, ensure_ascii=False, indent=2)
+            out.write("\n")
+        elif fmt is Format.text:
+            if totals.deferred:
+                out.write(
+                    f"{sum(totals.deferred.values())} judge-rule decision(s) deferred: run `seqjudge judge` "
+                    "or `seqjudge run` with a model to decide them.\n"
+                )
+            out.write(totals.line() + "\n")
+    return 0 if totals.verdicts["pass"] == totals.n else 1

@@ -1,0 +1,110 @@
+"""``seqjudge lint`` (every rule-file problem at once) and ``seqjudge migrate`` (v0 -> ``rules:``)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import warnings
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from seqjudge.catalog import load_catalog
+from seqjudge.cli.app import app
+from seqjudge.errors import InputError
+from seqjudge.rules.lint import LintProblem, lint
+from seqjudge.rules.load import SeqjudgeDeprecationWarning, load_rules_located
+from seqjudge.rules.migrate import NothingToMigrate, migrate_text
+
+
+@app.command("lint")
+def lint_command(
+    rules: Annotated[Path, typer.Argument(help="Rule file (YAML or JSON).", show_default=False)],
+    catalog: Annotated[
+        Path | None,
+        typer.Option(
+            "--catalog",
+            help="Tool catalog to check tool names against (default: the rule file's `catalog:`).",
+        ),
+    ] = None,
+) -> int:
+    """Check a rule file: syntax, every rule, precedence cycles and, with a catalog, tool names.
+
+    Exits 2 if there is any error (including a file that does not load), else 0.
+    """
+    source = str(rules)
+    with warnings.catch_warnings(record=True) as caught:
+        # Shown as lint warnings below rather than through Python's warning machinery.
+        warnings.simplefilter("always", SeqjudgeDeprecationWarning)
+        try:
+            ruleset, locations = load_rules_located(rules)
+        except InputError:
+            for w in caught:
+                print(f"warning: {w.message}", file=sys.stderr)
+            raise
+    deprecated = [w for w in caught if issubclass(w.category, SeqjudgeDeprecationWarning)]
+    for w in caught:
+        if w not in deprecated:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    catalog_path = str(catalog) if catalog is not None else ruleset.catalog
+    cat = load_catalog(catalog_path) if catalog_path else None
+    problems = lint(ruleset, cat, locations=locations)
+    if deprecated:
+        problems.append(
+            LintProblem(
+                "warning",
+                None,
+                None,
+                "the v0 `sequences:` form is deprecated",
+                f"run `seqjudge migrate {source}` (add --write to rewrite the file)",
+            )
+        )
+    for p in problems:
+        print(p.render(source))
+    errors = sum(p.level == "error" for p in problems)
+    warns = len(problems) - errors
+    n = len(ruleset.rules)
+    checked = f" against {catalog_path}" if cat is not None else ""
+    print(
+        f"{source}: {n} rule{'s' if n != 1 else ''}{checked}, {_count(errors, 'error')}, "
+        f"{_count(warns, 'warning')}"
+    )
+    return 2 if errors else 0
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+@app.command("migrate")
+def migrate_command(
+    file: Annotated[
+        Path, typer.Argument(help="A v0 rule file (`sequences: [[A, B], ...]`).", show_default=False)
+    ],
+    write: Annotated[
+        bool, typer.Option("--write", help="Rewrite the file in place, keeping FILE.bak.")
+    ] = False,
+) -> int:
+    """Rewrite a v0 `sequences:` rule file as `rules:` (printed, or written in place with --write)."""
+    try:
+        text = migrate_text(file, fmt="json" if write and file.suffix.lower() == ".json" else "yaml")
+    except NothingToMigrate as exc:
+        # Running migrate twice is harmless: say so, change nothing, succeed.
+        print(f"{exc}", file=sys.stderr)
+        return 0
+    if not write:
+        sys.stdout.write(text)
+        return 0
+    backup = file.with_name(file.name + ".bak")
+    try:
+        shutil.copy2(file, backup)
+        file.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(
+            f"cannot write the migrated file: {exc.strerror or exc}",
+            source=str(file),
+            hint="Check the file's and its folder's permissions",
+        ) from None
+    print(f"migrated {file} (the original is kept as {backup})", file=sys.stderr)
+    return 0
