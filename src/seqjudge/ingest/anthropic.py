@@ -1,0 +1,165 @@
+"""Anthropic Messages: ``assistant`` content blocks ``tool_use`` (``id``, ``name``, ``input``) answered by
+``user`` blocks ``tool_result`` (``tool_use_id``, ``is_error``, ``content``).
+
+The tool_use blocks of one assistant message were issued together and share a step. Text blocks become
+messages (consecutive text blocks join into one); thinking, image and document blocks are not conversation
+text and are not kept. Server tools (``server_tool_use`` answered by a ``*_tool_result`` block in the same
+message) and MCP blocks (``mcp_tool_use`` / ``mcp_tool_result``) are calls like any other.
+
+Record shapes as for OpenAI: a message list, an object holding it under ``messages`` (a request body) or
+``--messages-key``, or a list of such objects; JSONL holds one a line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from seqjudge.ingest.base import (
+    Options,
+    Record,
+    Source,
+    TraceBuilder,
+    at,
+    decode_arguments,
+    kind_of,
+    record_metadata,
+    record_trace_id,
+    split_records,
+    text_of,
+)
+from seqjudge.trace import Trace
+
+NAME = "anthropic"
+SIGNATURE = (
+    "Anthropic messages: content blocks 'tool_use' / 'tool_result' (or 'thinking'), bare or under "
+    "'messages' or --messages-key"
+)
+
+_CALL_BLOCKS = {"tool_use", "server_tool_use", "mcp_tool_use"}
+_ANTHROPIC_ONLY = _CALL_BLOCKS | {"tool_result", "mcp_tool_result", "thinking", "redacted_thinking"}
+
+
+def _is_message(item: Any) -> bool:
+    return isinstance(item, dict) and "role" in item
+
+
+def _messages(record: Any, options: Options) -> tuple[str, list[Any]] | None:
+    if isinstance(record, list):
+        return "", record
+    if isinstance(record, dict) and not _is_message(record):
+        key = options.messages_key or "messages"
+        if isinstance(record.get(key), list):
+            return key, record[key]
+    return None
+
+
+def sniff(first_record: Any, options: Options | None = None) -> bool:
+    """Only a conversation with an Anthropic-only block: a text-only one reads the same as OpenAI chat."""
+    options = options or Options()
+    for _, record in split_records(first_record, _is_message):
+        found = _messages(record, options)
+        if found is None:
+            return False
+        for message in found[1]:
+            if not _is_message(message):
+                return False
+            content = message.get("content")
+            if isinstance(content, list) and any(
+                isinstance(b, dict)
+                and (b.get("type") in _ANTHROPIC_ONLY or str(b.get("type")).endswith("_tool_result"))
+                for b in content
+            ):
+                return True
+        return False
+    return False
+
+
+def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]:
+    for record in records:
+        for index, conversation in split_records(record.value(), _is_message):
+            prefix = "" if index is None else f"[{index}]"
+            yield _trace(record, conversation, prefix, record.default_id(index), options)
+
+
+def _trace(record: Record, conversation: Any, prefix: str, default_id: str, options: Options) -> Trace:
+    found = _messages(conversation, options)
+    if found is None:
+        key = options.messages_key or "messages"
+        raise record.error(
+            f"this record holds no conversation: it is {kind_of(conversation)}, without a message list under "
+            f"'{key}'",
+            prefix or None,
+            hint="Give a list of messages, or objects holding one under 'messages' (or the key named with "
+            "--messages-key)",
+        )
+    key, messages = found
+    builder = TraceBuilder(record, prefix, options)
+    for i, message in enumerate(messages):
+        _message(builder, f"{key}[{i}]", message)
+    skip = (key,) if key else ()
+    return builder.build(record_trace_id(conversation, default_id), record_metadata(conversation, *skip))
+
+
+def _message(b: TraceBuilder, path: str, message: Any) -> None:
+    if not _is_message(message):
+        raise b.record.error(
+            f"this message is {kind_of(message)}, with no role",
+            at(b.prefix, path),
+            hint="Every message is an object with 'role' (user or assistant) and 'content'",
+        )
+    role = str(message["role"])
+    content = message.get("content")
+    if isinstance(content, str) or content is None:
+        if role != "system":
+            b.add_message(role, content)
+        return
+    if not isinstance(content, list):
+        raise b.record.error(
+            f"content is {kind_of(content)}; it is text or a list of content blocks",
+            at(b.prefix, path) + ".content",
+        )
+    step: int | None = None
+    texts: list[str] = []
+
+    def flush_text() -> None:
+        if texts:
+            b.add_message(role, "\n\n".join(texts))
+            texts.clear()
+
+    for j, block in enumerate(content):
+        block_path = f"{path}.content[{j}]"
+        kind = block.get("type") if isinstance(block, dict) else None
+        if not isinstance(block, dict) or not isinstance(kind, str):
+            raise b.record.error(
+                f"this content block is {kind_of(block)}, with no type",
+                at(b.prefix, block_path),
+                hint='Content blocks are objects such as {"type": "text", "text": ...}',
+            )
+        if kind == "text":
+            texts.append(str(block.get("text", "")))
+            continue
+        flush_text()
+        if kind in _CALL_BLOCKS:
+            if step is None:
+                step = b.new_step()
+            arguments, raw = decode_arguments(block.get("input"))
+            b.add_call(
+                block.get("name"), arguments, block.get("id"), block_path, step=step, raw_arguments=raw
+            )
+        elif kind in ("tool_result", "mcp_tool_result") or kind.endswith("_tool_result"):
+            result = block.get("content")
+            failed = bool(block.get("is_error")) or _server_error(result)
+            b.add_result(
+                block.get("tool_use_id"),
+                result,
+                f"{block_path}.tool_use_id",
+                is_error=failed,
+                error=text_of(result) if failed else None,
+            )
+    flush_text()
+
+
+def _server_error(result: Any) -> bool:
+    """Server tool results report failure as content {"type": "web_search_tool_result_error", ...}."""
+    return isinstance(result, dict) and str(result.get("type", "")).endswith("_error")

@@ -1,0 +1,446 @@
+"""What every importer shares: the record it reads, the options it obeys, and the pieces that turn a foreign
+conversation into a validated native ``Trace`` with errors that name the file and the record.
+
+A *record* is one JSONL line, or a whole JSON document. Importers receive records one at a time, so a JSONL
+input is never held in memory whole.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from seqjudge.errors import InputError
+from seqjudge.trace import Trace
+
+NEVER_ANSWERED = "never answered: no tool result for call id {id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One input file (or stdin). ``name`` is shown in messages; ``label`` prefixes default trace ids."""
+
+    name: str
+    label: str
+
+
+@dataclass(slots=True)
+class Options:
+    format: str | None = None
+    messages_key: str | None = None
+    error_pattern: re.Pattern[str] | None = None
+    verbose: bool = False
+
+
+_UNSET: Any = object()
+
+
+@dataclass(slots=True)
+class Record:
+    """One JSONL line (``line`` set) or one whole JSON document (``line`` is None).
+
+    ``raw`` keeps the undecoded bytes so that the native importer can hand them straight to pydantic-core;
+    ``value()`` decodes them with ``json`` only when an importer needs Python objects.
+    """
+
+    source: Source
+    line: int | None
+    raw: bytes
+    _value: Any = field(default=_UNSET, repr=False)
+
+    @property
+    def where(self) -> str | None:
+        return None if self.line is None else f"line {self.line}"
+
+    def place(self, path: str | None = None) -> str | None:
+        """The record's position plus a JSON path inside it, for messages: ``line 4, calls[2].tool_name``."""
+        parts = [p for p in (self.where, path.lstrip(".") if path else None) if p]
+        return ", ".join(parts) or None
+
+    @property
+    def is_undecoded(self) -> bool:
+        return self._value is _UNSET
+
+    def value(self) -> Any:
+        if self._value is _UNSET:
+            self._value = decode_json(self.raw, self.source, self.line)
+        return self._value
+
+    def set_value(self, value: Any) -> None:
+        self._value = value
+
+    def error(self, problem: str, path: str | None = None, hint: str | None = None) -> InputError:
+        return InputError(problem, source=self.source.name, where=self.place(path), hint=hint)
+
+    def default_id(self, index: int | None = None) -> str:
+        """``FILE:LINE`` for a JSONL line, ``FILE[INDEX]`` for an item of a list document, else ``FILE``."""
+        if self.line is not None:
+            return f"{self.source.label}:{self.line}" + ("" if index is None else f"[{index}]")
+        if index is not None:
+            return f"{self.source.label}[{index}]"
+        return self.source.label
+
+
+def decode_json(raw: bytes, source: Source, line: int | None) -> Any:
+    """``json.loads`` with an InputError that gives the line and column of the first bad character."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        lineno = exc.lineno if line is None else line + exc.lineno - 1
+        where = f"line {lineno}, column {exc.colno}"
+        text = exc.doc
+        # Cut off mid-value: nothing after the error, or an object/list that never closes.
+        truncated = not text[exc.pos :].strip() or (
+            text.lstrip()[:1] in ("{", "[") and not text.rstrip().endswith(("}", "]"))
+        )
+        if not truncated:
+            hint = "Fix the JSON at that position (a JSONL file holds one complete JSON value per line)"
+        elif line is None:
+            hint = "The file looks truncated (it ends in the middle of a JSON value); re-export or re-copy it"
+        else:
+            hint = (
+                "The line ends in the middle of a JSON value: the file looks truncated, or a record is split "
+                "over several lines"
+            )
+        said = exc.msg + " this position" if exc.msg.endswith(" at") else exc.msg
+        raise InputError(f"bad JSON: {said}", source=source.name, where=where, hint=hint) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"the text is not valid UTF-8 (byte {exc.start})",
+            source=source.name,
+            where=None if line is None else f"line {line}",
+            hint="Save the file as UTF-8",
+        ) from None
+
+
+class Format(Protocol):
+    """What each importer module provides; ``seqjudge.ingest.FORMATS`` lists them."""
+
+    NAME: str
+    SIGNATURE: str
+
+    def sniff(self, first_record: Any, options: Options | None = None) -> bool: ...
+
+    def parse(self, records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]: ...
+
+
+# --- describing JSON for messages -------------------------------------------------------------------------
+
+
+def kind_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an empty list" if not value else f"a list (first item: {kind_of(value[0])})"
+    if isinstance(value, dict):
+        keys = ", ".join(list(value)[:8]) + (", ..." if len(value) > 8 else "")
+        return f"an object with keys {keys}" if value else "an empty object"
+    return type(value).__name__
+
+
+def at(prefix: str, path: str) -> str:
+    """Join two JSON paths: at('[3]', 'messages[2]') -> '[3].messages[2]'."""
+    if not prefix or not path:
+        return prefix or path
+    return prefix + path if path.startswith("[") or path.startswith(".") else f"{prefix}.{path}"
+
+
+def join_path(prefix: str, loc: Iterable[Any]) -> str:
+    """('calls', 3, 'tool_name') -> 'calls[3].tool_name', appended to ``prefix``."""
+    text = prefix
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def text_of(content: Any) -> str:
+    """Render a tool result or message content as text, for ``--error-pattern`` and for error notes."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        texts = [p["text"] for p in content if isinstance(p.get("text"), str)]
+        if texts or not content:
+            return "\n".join(texts)
+    return json.dumps(content, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def plain_content(content: Any) -> Any:
+    """Message content as text when it is text (a string, or parts that are all text), else as given."""
+    if (
+        isinstance(content, list)
+        and content
+        and all(
+            isinstance(p, dict) and p.get("type") in ("text", "input_text", "output_text") for p in content
+        )
+    ):
+        return "\n".join(str(p.get("text", "")) for p in content)
+    return content
+
+
+# --- validation errors in plain words ---------------------------------------------------------------------
+
+_HINTS = {
+    "tool_name": "Every call needs a non-empty tool_name: the name of the tool that was called",
+    "status": 'Use "ok" or "error" (a failed call is "error")',
+    "calls": 'Give calls as a JSON list of call objects, e.g. [{"tool_name": "search"}]',
+    "timestamp": "Use ISO 8601 text (2024-05-20T10:00:00Z) or epoch seconds",
+    "end_timestamp": "Use ISO 8601 text (2024-05-20T10:00:00Z) or epoch seconds",
+    "step": "A step is an integer label shared by calls that ran in parallel",
+    "arguments": "Give arguments as a JSON object of argument names to values",
+    "trace_id": "Give trace_id as a string",
+    "id": "Give the call id as a string",
+    "role": "Every message has a role, such as user or assistant",
+    "at": "A message's at is the number of calls made before it (0 or more)",
+}
+# The last part of a pydantic error location that names a member of a union, not a key of the input.
+_UNION_MEMBERS = {"float", "int", "str", "bool", "none", "list", "dict"}
+
+
+def _input_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    while loc and isinstance(loc[-1], str) and (loc[-1] in _UNION_MEMBERS or "[" in loc[-1]):
+        loc = loc[:-1]
+    return loc
+
+
+def validation_error(exc: ValidationError, record: Record, prefix: str = "", *, drop: int = 0) -> InputError:
+    """Turn pydantic's first error into an InputError naming the JSON path; ``drop`` strips leading loc parts
+    (used when a shorthand such as a bare list of calls was wrapped into ``{"calls": ...}``)."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    loc = _input_loc(tuple(first.get("loc", ())))[drop:]
+    # One problem per place: a value that fits no member of a union is one problem, not one per member.
+    places = {_input_loc(tuple(e.get("loc", ()))) for e in errors}
+    path = join_path(prefix, loc)
+    field_name = next((p for p in reversed(loc) if isinstance(p, str)), "")
+    kind = first.get("type", "")
+    given = first.get("input")
+    message = re.sub(r" or instance of \w+", "", str(first.get("msg", "invalid value")))
+    message = message.removeprefix("Value error, ")
+    said = message[:1].lower() + message[1:]
+    first_place = _input_loc(tuple(first.get("loc", ())))
+    union = sum(1 for e in errors if _input_loc(tuple(e.get("loc", ()))) == first_place) > 1
+    if kind == "missing":
+        path = join_path(prefix, loc[:-1])  # name the object that lacks the key
+        problem = f"this object has no {field_name}"
+    elif kind == "string_too_short":
+        problem = "the value is empty"
+    elif kind == "literal_error":
+        problem = f"the value is {json.dumps(given)}; {said}"
+    elif union:
+        problem = f"the value is {kind_of(given)}, which is not allowed here"
+    elif kind.endswith("_type") or kind.endswith("_parsing") or kind == "int_from_float":
+        problem = f"the value is {kind_of(given)}; {said}"
+    elif path and kind != "value_error" and not isinstance(given, dict | list):
+        problem = f"the value is {json.dumps(given)}; {said}"
+    else:
+        problem = message
+    if len(places) > 1:
+        more = len(places) - 1
+        problem += f" (and {more} more problem{'s' if more > 1 else ''} in this record)"
+    hint = _HINTS.get(field_name)
+    if hint is None and "step" in message:
+        hint = "Give the calls of one step adjacent places in execution order, or drop the step labels"
+    if hint is None:
+        hint = "See the native trace format in the README"
+    return record.error(problem, path or None, hint=hint)
+
+
+def apply_error_pattern(trace: Trace, pattern: re.Pattern[str] | None) -> Trace:
+    """Mark ok calls whose output matches ``--error-pattern`` as failed (logs that only say 'Error: ...')."""
+    if pattern is None:
+        return trace
+    for call in trace.calls:
+        if call.status == "ok" and call.output is not None and pattern.search(text_of(call.output)):
+            call.status = "error"
+            if call.error is None:
+                call.error = text_of(call.output)
+    return trace
+
+
+# --- building a trace from a conversation -----------------------------------------------------------------
+
+
+class TraceBuilder:
+    """Collect calls, results and messages of one conversation in order, then validate one native Trace.
+
+    Results are matched to calls by id; a result whose id matches no open call is an InputError naming the
+    record; a call that never got a result is kept as failed, so a prerequisite that never completed is not
+    taken for one that did.
+    """
+
+    def __init__(self, record: Record, prefix: str, options: Options) -> None:
+        self.record = record
+        self.prefix = prefix
+        self.options = options
+        self.calls: list[dict[str, Any]] = []
+        self.messages: list[dict[str, Any]] = []
+        self.open: dict[str, int] = {}
+        self.origins: list[tuple[Record, str]] = []  # where each call is in the input, for late errors
+        self.step = -1
+
+    def new_step(self) -> int:
+        self.step += 1
+        return self.step
+
+    def add_call(
+        self,
+        tool_name: Any,
+        arguments: Any,
+        call_id: Any,
+        path: str,
+        *,
+        step: int | None = None,
+        answered: bool = False,
+        name_field: str = ".name",
+        **extra: Any,
+    ) -> dict[str, Any]:
+        if not isinstance(tool_name, str) or not tool_name:
+            if tool_name is None:
+                problem = "the tool call has no name"
+            elif tool_name == "":
+                problem = "the tool call's name is empty"
+            else:
+                problem = f"the tool call's name is {kind_of(tool_name)}, not text"
+            raise self.record.error(
+                problem,
+                at(self.prefix, path) + name_field,
+                hint="Every tool call needs the name of the tool it called",
+            )
+        call: dict[str, Any] = {"tool_name": tool_name, "arguments": arguments}
+        if call_id is not None:
+            call_id = str(call_id)
+            if call_id in self.open:
+                raise self.record.error(
+                    f"two unanswered calls share the call id {call_id!r}",
+                    at(self.prefix, path),
+                    hint="Tool call ids must be unique within a conversation",
+                )
+            call["id"] = call_id
+            if not answered:
+                self.open[call_id] = len(self.calls)
+        if step is not None:
+            call["step"] = step
+        call.update({k: v for k, v in extra.items() if v is not None})
+        self.origins.append((self.record, at(self.prefix, path)))
+        self.calls.append(call)
+        return call
+
+    def add_result(
+        self, call_id: Any, output: Any, path: str, *, is_error: bool = False, error: Any = None
+    ) -> None:
+        key = None if call_id is None else str(call_id)
+        index = self.open.pop(key, None) if key is not None else None
+        if index is None:
+            known = ", ".join(repr(k) for k in self.open) or "none"
+            raise self.record.error(
+                f"a tool result answers call id {call_id!r}, which matches no earlier unanswered call "
+                f"(open call ids: {known})",
+                at(self.prefix, path),
+                hint="Every tool result must follow the tool call with the same id; check that the "
+                "conversation is complete and in order",
+            )
+        self.set_result(self.calls[index], output, is_error=is_error, error=error)
+
+    def set_result(
+        self, call: dict[str, Any], output: Any, *, is_error: bool = False, error: Any = None
+    ) -> None:
+        call["output"] = output
+        pattern = self.options.error_pattern
+        if is_error or (pattern is not None and pattern.search(text_of(output))):
+            call["status"] = "error"
+            call["error"] = error if error is not None else text_of(output)
+        elif error is not None:
+            call["status"] = "error"
+            call["error"] = error
+
+    def add_message(self, role: str, content: Any, **extra: Any) -> None:
+        if content is None or content == "" or content == []:
+            return
+        message = {"role": role, "content": content, "at": len(self.calls)}
+        message.update({k: v for k, v in extra.items() if v is not None})
+        self.messages.append(message)
+
+    def build(self, trace_id: Any, metadata: dict[str, Any] | None = None) -> Trace:
+        for call_id, index in self.open.items():
+            call = self.calls[index]
+            call["status"] = "error"
+            call["error"] = NEVER_ANSWERED.format(id=call_id)
+        self.open = {}
+        data: dict[str, Any] = {"trace_id": None if trace_id is None else str(trace_id), "calls": self.calls}
+        if self.messages:
+            data["messages"] = self.messages
+        if metadata:
+            data["metadata"] = metadata
+        try:
+            return Trace.model_validate(data)
+        except ValidationError as exc:
+            loc = tuple(exc.errors(include_url=False)[0].get("loc", ()))
+            if len(loc) >= 2 and loc[0] == "calls" and isinstance(loc[1], int) and loc[1] < len(self.origins):
+                # Name the call where the input has it, not where the native trace would.
+                record, path = self.origins[loc[1]]
+                raise validation_error(exc, record, path, drop=2) from None
+            raise validation_error(exc, self.record, self.prefix) from None
+
+
+def decode_arguments(value: Any) -> tuple[dict[str, Any], Any]:
+    """Tool arguments as an object, plus the raw value when it was not a JSON object.
+
+    Models sometimes emit arguments that are not valid JSON; the call still happened, so it is kept with
+    ``arguments: {}`` and the text under ``raw_arguments`` rather than rejecting the whole file.
+    """
+    if value is None or value == "":
+        return {}, None
+    if isinstance(value, dict):
+        return value, None
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return {}, value
+        if isinstance(decoded, dict):
+            return decoded, None
+    return {}, value
+
+
+# --- conversations (shared by the OpenAI and Anthropic importers) -----------------------------------------
+
+
+def split_records(value: Any, is_message: Any) -> Iterator[tuple[int | None, Any]]:
+    """A record holds one conversation (a message list, or an object holding one) or a list of objects that
+    each hold one (tau-bench's results file); yield (index or None, conversation record)."""
+    if isinstance(value, list) and value and isinstance(value[0], dict) and not is_message(value[0]):
+        yield from enumerate(value)
+    else:
+        yield None, value
+
+
+def record_metadata(record: Any, *skip: str) -> dict[str, Any]:
+    """A conversation record's other keys, kept as the trace's metadata."""
+    if not isinstance(record, dict):
+        return {}
+    return {k: v for k, v in record.items() if k not in skip and k != "trace_id"}
+
+
+def record_trace_id(record: Any, default: str) -> str:
+    """A record's own ``trace_id`` when it has one, else the default (file and line or index)."""
+    if isinstance(record, dict):
+        given = record.get("trace_id")
+        if isinstance(given, str | int) and not isinstance(given, bool) and given != "":
+            return str(given)
+    return default

@@ -1,0 +1,174 @@
+"""The native trace format: one trace object, a JSON list of traces, JSONL (one trace a line), a bare list of
+calls, or a bare list of tool-name strings.
+
+Speed matters here (a million calls, a hundred thousand traces): every line or document goes to pydantic-
+core as raw bytes first (``Trace.model_validate_json``), which parses and validates in one pass. Only when
+that fails is the text decoded with ``json`` - for the shorthands, and to name the line, column or JSON path
+of a problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from seqjudge.ingest.base import (
+    Options,
+    Record,
+    Source,
+    apply_error_pattern,
+    kind_of,
+    validation_error,
+)
+from seqjudge.trace import Trace
+
+NAME = "native"
+SIGNATURE = (
+    "a native trace: an object with 'calls', a list of such objects, a bare list of calls (objects with "
+    "'tool_name') or a bare list of tool names"
+)
+
+_TRACE_LIST = TypeAdapter(list[Trace])
+# Event types of other formats whose records also carry a 'tool_name' (Assay).
+_FOREIGN_EVENTS = {"tool_call", "tool_result", "episode_start", "episode_end", "step"}
+
+
+def _is_call(item: Any) -> bool:
+    return isinstance(item, dict) and "tool_name" in item and item.get("type") not in _FOREIGN_EVENTS
+
+
+def sniff(first_record: Any, options: Options | None = None) -> bool:
+    if isinstance(first_record, dict):
+        return "calls" in first_record
+    if isinstance(first_record, list):
+        if not first_record:
+            return True
+        head = first_record[0]
+        return isinstance(head, str) or _is_call(head) or (isinstance(head, dict) and "calls" in head)
+    return False
+
+
+def fast_document(record: Record, options: Options) -> list[Trace] | None:
+    """Validate a whole document as native trace(s) straight from its bytes; None when it is not one.
+
+    The registry uses this before decoding a document for format detection, so a large native file is
+    parsed once rather than twice.
+    """
+    head = record.raw.lstrip()[:1]
+    try:
+        if head == b"{":
+            traces = [Trace.model_validate_json(record.raw)]
+            single = True
+        elif head == b"[":
+            traces = _TRACE_LIST.validate_json(record.raw)
+            single = False
+        else:
+            return None
+    except ValidationError:
+        return None
+    for index, trace in enumerate(traces):
+        if trace.trace_id is None:
+            trace.trace_id = record.default_id(None if single else index)
+        apply_error_pattern(trace, options.error_pattern)
+    return traces
+
+
+def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]:
+    for record in records:
+        if record.line is None:
+            yield from _document(record, options)
+            continue
+        try:
+            trace = Trace.model_validate_json(record.raw)
+        except ValidationError:
+            trace = _from_value(record, record.value(), "", record.default_id())
+        else:
+            if trace.trace_id is None:
+                trace.trace_id = record.default_id()
+        yield apply_error_pattern(trace, options.error_pattern)
+
+
+def _document(record: Record, options: Options) -> Iterator[Trace]:
+    traces = fast_document(record, options) if record.is_undecoded else None
+    if traces is not None:
+        yield from traces
+        return
+    value = record.value()
+    if isinstance(value, list) and value and isinstance(value[0], dict) and "calls" in value[0]:
+        for index, item in enumerate(value):
+            if not isinstance(item, dict) or "calls" not in item:
+                raise record.error(
+                    f"this item is {kind_of(item)}, but item 0 is a trace (an object with 'calls')",
+                    f"[{index}]",
+                    hint="A JSON list of traces holds trace objects only",
+                )
+            trace = _from_value(record, item, f"[{index}]", record.default_id(index))
+            yield apply_error_pattern(trace, options.error_pattern)
+        return
+    if value == []:
+        return  # an empty list of traces
+    yield apply_error_pattern(_from_value(record, value, "", record.default_id()), options.error_pattern)
+
+
+def _from_value(record: Record, value: Any, prefix: str, default_id: str) -> Trace:
+    """Validate decoded JSON as one trace (object) or one shorthand trace (list), naming a problem's path."""
+    if isinstance(value, list):
+        trace = _shorthand(record, value, prefix)
+    elif isinstance(value, dict):
+        if "calls" not in value:
+            raise record.error(
+                f"this record is not a native trace: it is {kind_of(value)}, with no 'calls'"
+                + _looks_like(value),
+                prefix or None,
+                hint="A trace is an object with a 'calls' list; a file holds traces of one format (the "
+                "format is chosen from its first record, or with --trace-format)",
+            )
+        try:
+            trace = Trace.model_validate(value)
+        except ValidationError as exc:
+            raise validation_error(exc, record, prefix) from None
+    else:
+        raise record.error(
+            f"this record is {kind_of(value)}, not a trace",
+            prefix or None,
+            hint="A trace is an object with a 'calls' list (or a bare list of calls or tool names)",
+        )
+    if trace.trace_id is None:
+        trace.trace_id = default_id
+    return trace
+
+
+def _looks_like(value: Any) -> str:
+    """Name the other formats a stray record matches, to explain a file that mixes formats."""
+    from seqjudge.ingest import FORMATS  # the registry imports this module; ask it only when needed
+
+    matches = [name for name, fmt in FORMATS.items() if name != NAME and fmt.sniff(value)]
+    return f" (it looks like {' or '.join(matches)})" if matches else " (and matches no other format)"
+
+
+def _shorthand(record: Record, items: list[Any], prefix: str) -> Trace:
+    calls: list[Any] = []
+    for index, item in enumerate(items):
+        if isinstance(item, str):
+            if not item:
+                raise record.error(
+                    "the tool name is empty",
+                    f"{prefix}[{index}]",
+                    hint="A bare list of tool names holds non-empty strings",
+                )
+            calls.append({"tool_name": item})
+        elif isinstance(item, dict):
+            calls.append(item)
+        else:
+            raise record.error(
+                f"this item is {kind_of(item)}; a bare list holds calls (objects with tool_name) or "
+                "tool names",
+                f"{prefix}[{index}]",
+                hint='Write each call as {"tool_name": ...} or as the tool\'s name',
+            )
+    try:
+        return Trace.model_validate({"calls": calls})
+    except ValidationError as exc:
+        raise validation_error(exc, record, prefix, drop=1) from None
