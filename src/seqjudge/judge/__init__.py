@@ -1,0 +1,1 @@
+"""The LLM judge: prompt, providers, validated output with re-ask."""

@@ -1,0 +1,317 @@
+"""One judge call: render, send, validate, re-ask, and never a default score.
+
+The loop (tenacity, at most ``max_attempts`` calls, no waiting) re-asks only about the judge's *output*:
+malformed JSON, a schema error or a failed semantic check. A re-ask is the original prompt plus the last
+bad reply and what was wrong with it, so the context never grows beyond that. Transport errors are the
+SDK's to retry; a ``ProviderError`` propagates. A reply cut off by the token limit is retried once with a
+doubled limit (when allowed), never unchanged; a refusal ends the loop. When attempts run out the result
+is ``unscored`` with its reason, and every attempt (raw reply, error, usage, latency) is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_none
+
+from seqjudge.errors import InputError, JudgeOutputError, ProviderError
+from seqjudge.judge.cache import ResponseCache
+from seqjudge.judge.prompt import MAX_FIELD_CHARS, MAX_TRACE_CHARS, RenderedPrompt, catalog_names, render
+from seqjudge.judge.providers.base import JudgeRequest, Provider, ProviderReply, Usage
+from seqjudge.judge.schema import SCHEMA_NAME, JudgeOutput, json_schema
+from seqjudge.judge.validate import InvalidJudgeOutput, check_inputs, validate_reply
+from seqjudge.report import DEFAULT_THRESHOLD, RiskLevel, Verdict, verdict
+from seqjudge.rules.model import RuleSet
+from seqjudge.trace import Trace
+
+DEFAULT_MAX_TOKENS = 4096
+DEFAULT_MAX_TOKENS_LIMIT = 16384
+
+
+class Attempt(BaseModel):
+    """One model answer, good or bad, exactly as it came back."""
+
+    n: int
+    request_hash: str
+    raw_text: str
+    error: str | None = None
+    # parse | schema | semantic | length | refusal; None for the accepted reply.
+    error_stage: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    finish_reason: str
+    max_tokens: int
+    reasked: bool = False  # the request carried the previous bad reply and its problems
+    cached: bool = False
+
+
+class Fingerprint(BaseModel):
+    """What a score depends on, stored with it so that it can be reproduced or explained."""
+
+    provider: str
+    model: str
+    model_version: str | None = None  # the model id the provider answered with (e.g. a dated snapshot)
+    system_fingerprint: str | None = None  # the backend fingerprint, where the provider returns one
+    template_version: str
+    template_hash: str
+    prompt_hash: str
+    sampling_sent: dict[str, Any] = Field(default_factory=dict)
+    sampling_controlled: bool = False
+    attempts_used: int = 0
+
+
+class JudgeResult(BaseModel):
+    trace_id: str | None = None
+    status: Literal["scored", "unscored"]
+    report: JudgeOutput | None = None
+    reason: str | None = None
+    attempts: list[Attempt] = Field(default_factory=list)
+    fingerprint: Fingerprint
+    usage: Usage = Field(default_factory=Usage)  # tokens spent by this call (cached replies cost nothing)
+    rule_ids: list[str] = Field(default_factory=list)  # the rules the judge was asked about
+
+    def rule_outcomes(self) -> dict[str, Literal["passed", "failed"]]:
+        """Per rule given to the judge: failed iff it appears in the violations. Empty when unscored."""
+        if self.report is None:
+            return {}
+        failed = {v.rule_id for v in self.report.violations}
+        return {rid: "failed" if rid in failed else "passed" for rid in self.rule_ids}
+
+    def verdict(
+        self, *, threshold: float = DEFAULT_THRESHOLD, risk_level: RiskLevel = "medium"
+    ) -> Verdict | None:
+        """The judge's own verdict on its report (None when unscored)."""
+        if self.report is None:
+            return None
+        critical = any(v.severity == "critical" for v in self.report.violations)
+        return verdict(
+            self.report.sequence_correctness_score, critical, threshold=threshold, risk_level=risk_level
+        )
+
+
+class _Stop(Exception):
+    """Ends the loop without another attempt (a refusal, a cut-off that may not be retried)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class _CutOff(JudgeOutputError):
+    """A reply cut off by the token limit; retried once with a bigger limit, never unchanged."""
+
+
+def reask_message(problems: Sequence[str]) -> str:
+    """The user turn of a re-ask: exactly what was wrong, and what to do."""
+    listing = "\n".join(f"- {p}" for p in problems)
+    return (
+        "Your previous reply (above) was not accepted. What was wrong:\n"
+        f"{listing}\n"
+        "Judge the same trace against the same rules again and answer with one complete JSON object that "
+        "follows the OUTPUT SCHEMA and the CONSTRAINTS, fixing exactly these problems. Answer with the JSON "
+        "object only."
+    )
+
+
+async def judge_trace(
+    trace: Trace,
+    ruleset: RuleSet,
+    provider: Provider,
+    *,
+    catalog: Any = None,
+    examples: Any = None,
+    risk_level: RiskLevel = "medium",
+    max_attempts: int = 3,
+    cache: ResponseCache | None = None,
+    rule_ids: Sequence[str] | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_tokens_limit: int = DEFAULT_MAX_TOKENS_LIMIT,
+    temperature: float | None = 0.0,
+    seed: int | None = None,
+    max_field_chars: int = MAX_FIELD_CHARS,
+    max_trace_chars: int = MAX_TRACE_CHARS,
+) -> JudgeResult:
+    """Judge one trace. Invalid inputs raise ``InputError`` before any call; provider trouble raises
+    ``ProviderError`` (with ``.attempts`` holding what was recorded); bad output ends ``unscored``."""
+    if max_attempts < 1:
+        raise InputError(f"max_attempts is {max_attempts}", where="--max-attempts", hint="use 1 or more")
+    names = catalog_names(catalog) if catalog is not None else None
+    trace = check_inputs(trace, ruleset, catalog_names=names, rule_ids=rule_ids)
+    prompt = render(
+        trace,
+        ruleset,
+        catalog=catalog,
+        examples=examples,
+        risk_level=risk_level,
+        rule_ids=rule_ids,
+        max_field_chars=max_field_chars,
+        max_trace_chars=max_trace_chars,
+    )
+    base = JudgeRequest(
+        system=prompt.system,
+        static_prompt=prompt.static,
+        dynamic_prompt=prompt.dynamic,
+        schema=json_schema(),
+        schema_name=SCHEMA_NAME,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        seed=seed,
+    )
+    run = _Run(provider, prompt, base, cache, max_tokens_limit)
+    report: JudgeOutput | None = None
+    reason: str | None = None
+    try:
+        async for attempt in AsyncRetrying(
+            stop=stop_after_attempt(max_attempts),
+            wait=wait_none(),
+            retry=retry_if_exception_type(JudgeOutputError),
+            reraise=True,
+        ):
+            with attempt:
+                report = await run.attempt()
+    except JudgeOutputError as exc:
+        reason = (
+            f"no valid judgement after {len(run.attempts)} attempt(s) (max_attempts={max_attempts}); "
+            f"last problem: {exc}"
+        )
+    except _Stop as exc:
+        reason = exc.reason
+    except ProviderError as exc:
+        exc.attempts = list(run.attempts)  # type: ignore[attr-defined]  # kept for the store and review
+        # What a run records when it carries on past this error: unscored, with the reason, never a score.
+        exc.unscored = run.result(  # type: ignore[attr-defined]
+            trace, None, f"provider error ({exc.kind}) after the SDK's own retries: {exc}"
+        )
+        raise
+    return run.result(trace, report, reason)
+
+
+class _Run:
+    """The state of one judge call across its attempts."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        prompt: RenderedPrompt,
+        base: JudgeRequest,
+        cache: ResponseCache | None,
+        max_tokens_limit: int,
+    ) -> None:
+        self.provider = provider
+        self.prompt = prompt
+        self.base = base
+        self.request = base
+        self.cache = cache
+        self.max_tokens_limit = max_tokens_limit
+        self.rules = dict(prompt.rule_severities)
+        self.attempts: list[Attempt] = []
+        self.replies: list[ProviderReply] = []
+        self.grew_tokens = False
+
+    async def _send(self, request: JudgeRequest) -> tuple[ProviderReply, bool]:
+        if self.cache is not None:
+            hit = self.cache.get(self.provider, request)
+            if hit is not None:
+                return hit, True
+        reply = await self.provider.complete(request)
+        if self.cache is not None:
+            try:
+                self.cache.put(self.provider, request, reply)
+            except OSError as exc:  # the cache saves money; failing to fill it must not lose the answer
+                warnings.warn(f"could not write the response cache ({exc})", stacklevel=2)
+        return reply, False
+
+    async def attempt(self) -> JudgeOutput:
+        request = self.request
+        reply, cached = await self._send(request)
+        raw = reply.text if reply.text.strip() or reply.parsed is None else json.dumps(reply.parsed)
+        record = Attempt(
+            n=len(self.attempts) + 1,
+            request_hash=reply.request_hash,
+            raw_text=raw,
+            usage=reply.usage,
+            latency_s=0.0 if cached else reply.latency_s,
+            finish_reason=reply.finish_reason,
+            max_tokens=request.max_tokens,
+            reasked=bool(request.reask),
+            cached=cached,
+        )
+        self.attempts.append(record)
+        self.replies.append(reply)
+        if reply.finish_reason == "refusal" or reply.refusal:
+            record.error_stage = "refusal"
+            record.error = f"the model refused: {reply.refusal or 'no explanation given'}"
+            raise _Stop(
+                f"the model refused to judge the trace ({reply.refusal or 'no explanation given'}); "
+                "a refusal is not re-asked unchanged"
+            )
+        if reply.finish_reason == "length":
+            record.error_stage = "length"
+            doubled = request.max_tokens * 2
+            if not self.grew_tokens and doubled <= self.max_tokens_limit:
+                self.grew_tokens = True
+                self.request = request.model_copy(update={"max_tokens": doubled})
+                record.error = (
+                    f"the reply was cut off at max_tokens={request.max_tokens}; asking again once "
+                    f"with max_tokens={doubled}"
+                )
+                raise _CutOff(record.error)
+            record.error = f"the reply was cut off at max_tokens={request.max_tokens}"
+            limit = (
+                "it was already doubled once"
+                if self.grew_tokens
+                else f"doubling it would pass the limit of {self.max_tokens_limit}"
+            )
+            raise _Stop(
+                f"the reply was cut off at max_tokens={request.max_tokens} and {limit}; "
+                "a cut-off reply is not re-asked unchanged"
+            )
+        try:
+            return validate_reply(raw, self.rules, self.prompt.n_calls)
+        except InvalidJudgeOutput as exc:
+            record.error_stage = exc.stage
+            record.error = str(exc)
+            # The original prompt plus only this reply and its problems: the context never grows further.
+            self.request = self.base.model_copy(
+                update={
+                    "max_tokens": request.max_tokens,
+                    "reask": [
+                        {"role": "assistant", "content": raw or "(empty reply)"},
+                        {"role": "user", "content": reask_message(exc.problems)},
+                    ],
+                }
+            )
+            raise
+
+    def result(self, trace: Trace, report: JudgeOutput | None, reason: str | None) -> JudgeResult:
+        last = self.replies[-1] if self.replies else None
+        usage = Usage()
+        for a in self.attempts:
+            if not a.cached:
+                usage = usage + a.usage
+        fingerprint = Fingerprint(
+            provider=getattr(self.provider, "name", type(self.provider).__name__),
+            model=getattr(self.provider, "model", ""),
+            model_version=last.model if last else None,
+            system_fingerprint=last.fingerprint if last else None,
+            template_version=self.prompt.template_version,
+            template_hash=self.prompt.template_hash,
+            prompt_hash=self.prompt.prompt_hash,
+            sampling_sent=dict(last.sampling_sent) if last else {},
+            sampling_controlled=last.sampling_controlled if last else False,
+            attempts_used=len(self.attempts),
+        )
+        return JudgeResult(
+            trace_id=trace.trace_id,
+            status="scored" if report is not None else "unscored",
+            report=report,
+            reason=None if report is not None else reason,
+            attempts=self.attempts,
+            fingerprint=fingerprint,
+            usage=usage,
+            rule_ids=list(self.prompt.rule_ids),
+        )

@@ -1,0 +1,523 @@
+"""The provider boundary: what the judge sends, what it gets back, and how a model is chosen.
+
+Everything the judge needs from a model goes through ``Provider.complete(JudgeRequest) -> ProviderReply``.
+Adapters own the wire format, the SDK client (and with it the *only* layer of transport retries) and the
+mapping of every SDK exception to ``ProviderError``; the judge owns prompts, validation and re-asks. Keeping
+that line sharp is what stops retries from multiplying and secrets from leaking into messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import json
+import os
+import re
+import time
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from seqjudge.errors import InputError, ProviderError
+
+__all__ = [
+    "FinishReason",
+    "JudgeRequest",
+    "Provider",
+    "ProviderReply",
+    "Usage",
+    "canonical_json",
+    "get_provider",
+    "known_providers",
+    "parse_json_object",
+    "parse_model_spec",
+    "redact",
+    "register_provider",
+]
+
+FinishReason = Literal["stop", "length", "refusal", "tool_use", "other"]
+
+# OpenAI's json_schema.name and Anthropic's tool name both accept this shape; checking it here turns a 400
+# from the provider into an error at construction time.
+_SCHEMA_NAME = r"^[A-Za-z0-9_-]{1,64}$"
+
+
+def canonical_json(value: Any) -> str:
+    """One byte sequence per value: sorted keys, no whitespace, UTF-8 kept (hashes must not see key order)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class Usage(BaseModel):
+    """Token usage of one reply, normalised across providers.
+
+    ``input_tokens`` is *every* prompt token, cached or not (OpenAI's ``prompt_tokens``; Anthropic's
+    ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``). ``cached_input_tokens`` and
+    ``cache_write_tokens`` are the parts of it read from / written to the prompt cache, so the uncached part
+    is ``input_tokens - cached_input_tokens - cache_write_tokens`` and costs can be priced per kind.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+
+# ``schema`` is the natural name and the one the judge uses; pydantic only warns that it shadows the
+# deprecated ``BaseModel.schema()`` classmethod, which nothing here calls.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message='Field name "schema"', category=UserWarning)
+
+    class JudgeRequest(BaseModel):
+        """One judge call, provider-neutral.
+
+        ``static_prompt`` must be byte-identical across the traces of a run (instructions, schema, catalog,
+        rules, examples, risk level) and ``dynamic_prompt`` carries the trace: adapters send the static part
+        first so the provider's prompt cache can reuse it. ``reask`` holds the extra turns of a re-ask,
+        ``[{"role": "assistant", "content": bad_reply}, {"role": "user", "content": what_was_wrong}]``.
+        ``temperature``/``seed`` are what the judge would like; adapters drop what their model rejects and
+        say so in ``ProviderReply.sampling_sent``.
+        """
+
+        model_config = ConfigDict(frozen=True, extra="forbid")
+
+        system: str
+        static_prompt: str
+        dynamic_prompt: str
+        schema: dict[str, Any]  # type: ignore[assignment]  # shadows the deprecated BaseModel.schema()
+        schema_name: str = Field(pattern=_SCHEMA_NAME)
+        reask: list[dict[str, Any]] = Field(default_factory=list)
+        max_tokens: int = Field(default=4096, gt=0)
+        temperature: float | None = 0.0
+        seed: int | None = None
+
+        @field_validator("reask")
+        @classmethod
+        def _reask_alternates(cls, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            # Both APIs need user/assistant alternation after the first user turn, and the last turn must be
+            # the user's correction; catching a malformed re-ask here beats a 400 from the provider.
+            for i, turn in enumerate(turns):
+                expected = "assistant" if i % 2 == 0 else "user"
+                if turn.get("role") != expected or not isinstance(turn.get("content"), str):
+                    raise ValueError(
+                        f"reask[{i}] must be {{'role': '{expected}', 'content': str}}, got {sorted(turn)}"
+                    )
+            if turns and turns[-1]["role"] != "user":
+                raise ValueError("reask must end with the user turn that says what was wrong")
+            return turns
+
+        @property
+        def user_text(self) -> str:
+            """The static and dynamic prompt as one user message (OpenAI), static first."""
+            return "\n\n".join(part for part in (self.static_prompt, self.dynamic_prompt) if part)
+
+        def request_hash(self, provider: str, model: str, sent_params: dict[str, Any]) -> str:
+            """sha256 over everything that goes on the wire for this request, and nothing secret.
+
+            ``sent_params`` is what the adapter adds (its exact request body and endpoint); the request's own
+            fields are always included, so a caller that only knows the sampling can still key a cache on it.
+            """
+            payload = {
+                "provider": provider,
+                "model": model,
+                "request": self.model_dump(mode="json"),
+                "sent": sent_params,
+            }
+            return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+class ProviderReply(BaseModel):
+    """What came back, normalised. A cut-off (``length``) or a refusal is a reply, not an exception."""
+
+    text: str
+    parsed: dict[str, Any] | None = None
+    usage: Usage = Field(default_factory=Usage)
+    model: str
+    finish_reason: FinishReason
+    refusal: str | None = None
+    fingerprint: str | None = None
+    sampling_sent: dict[str, Any] = Field(default_factory=dict)
+    sampling_controlled: bool = False
+    latency_s: float = 0.0
+    request_hash: str = ""
+    # Beyond the minimum: who answered, how, and what it cost in transport terms.
+    provider: str = ""
+    output_mode: Literal["json_schema", "tool", "text"] = "json_schema"
+    transport_retries: int = 0
+    request_id: str | None = None
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model behind one async call. Implementations raise only ``ProviderError`` for transport trouble."""
+
+    name: str
+    model: str
+
+    async def complete(self, request: JudgeRequest) -> ProviderReply: ...
+
+
+# -- helpers shared by adapters ----------------------------------------------------------------------------
+_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n(.*)\n\s*```\s*$", re.DOTALL)
+
+
+def parse_json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object in ``text``, or None. Tolerates one surrounding code fence, because OpenAI-compatible
+    servers that ignore ``response_format`` often add one; anything else is left to the judge's validation."""
+    for candidate in (text, *(m.group(1) for m in [_FENCE.match(text)] if m)):
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        return value if isinstance(value, dict) else None
+    return None
+
+
+_KEYLIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{4,}|Bearer\s+[A-Za-z0-9_\-.~+/=*]{8,})")
+_URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """Remove API keys from text meant for a user: the given secrets verbatim, anything that looks like a
+    key (providers echo masked keys in 401 messages), and user:password parts of URLs."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    text = _KEYLIKE.sub("[redacted]", text)
+    return _URL_USERINFO.sub("[redacted]@", text)
+
+
+# -- registry ----------------------------------------------------------------------------------------------
+ProviderFactory = Callable[..., Provider]
+
+# name -> "module:attribute"; modules are imported only when that provider is asked for, so the SDKs are
+# never imported by ``seqjudge check`` or by a user who only has one of them.
+_REGISTRY: dict[str, str | ProviderFactory] = {
+    "anthropic": "seqjudge.judge.providers.anthropic:AnthropicProvider",
+    "openai": "seqjudge.judge.providers.openai:OpenAIProvider",
+    "scripted": "seqjudge.judge.providers.scripted:ScriptedProvider",
+}
+
+
+def register_provider(name: str, factory: str | ProviderFactory) -> None:
+    """Add a provider (a factory ``(model=..., **options) -> Provider`` or a lazy ``"module:attr"``)."""
+    _REGISTRY[name.lower()] = factory
+
+
+def known_providers() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def parse_model_spec(spec: str) -> tuple[str, str]:
+    """``"provider:model"`` -> (provider, model). Only the first colon splits: Ollama models have colons."""
+    provider, sep, model = spec.partition(":")
+    provider = provider.strip().lower()
+    model = model.strip()
+    if not sep or not provider or not model:
+        raise InputError(
+            f"model {spec!r} is not of the form provider:model",
+            where="--model",
+            hint=f"for example openai:gpt-4o or anthropic:claude-sonnet-4-5 "
+            f"(providers: {', '.join(known_providers())})",
+        )
+    return provider, model
+
+
+def get_provider(spec: str, **options: Any) -> Provider:
+    """Build the provider named by ``spec``, e.g. ``openai:gpt-4o`` or ``anthropic:claude-sonnet-4-5``.
+
+    Options (``None`` means "not given"): ``base_url``, ``timeout`` (seconds per HTTP attempt),
+    ``max_retries`` (the SDK's transport retries, default 2), ``deadline`` (seconds for a whole call, SDK
+    retries included), ``api_key_env`` (the environment variable holding the key), ``temperature``, ``seed``,
+    ``strict_response_validation``; Anthropic also ``output_mode`` (auto | json_schema | tool). Keys are read
+    from the environment only. A missing key raises ``ProviderError(kind="config")`` naming the variable.
+    """
+    provider, model = parse_model_spec(spec)
+    target = _REGISTRY.get(provider)
+    if target is None:
+        raise InputError(
+            f"unknown provider {provider!r} in model {spec!r}",
+            where="--model",
+            hint=f"known providers: {', '.join(known_providers())}",
+        )
+    factory = _resolve(provider, target)
+    return factory(model=model, **{k: v for k, v in options.items() if v is not None})
+
+
+def _resolve(provider: str, target: str | ProviderFactory) -> ProviderFactory:
+    if not isinstance(target, str):
+        return target
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:  # an optional SDK is missing
+        raise ProviderError(
+            f"the {provider} provider cannot be loaded ({exc.msg}); install its SDK "
+            f"(e.g. pip install {provider})",
+            kind="config",
+            provider=provider,
+        ) from None
+    factory: ProviderFactory = getattr(module, attr)
+    return factory
+
+
+def check_options(provider: str, options: dict[str, Any], accepted: set[str]) -> None:
+    """Unknown options are errors, never silently dropped (a typo must not change what is sent)."""
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise InputError(
+            f"unknown option(s) for the {provider} provider: {', '.join(unknown)}",
+            hint=f"accepted: {', '.join(sorted(accepted))}",
+        )
+
+
+# -- scaffolding shared by the SDK adapters ----------------------------------------------------------------
+DEFAULT_TIMEOUT_S = 120.0  # per HTTP attempt; the SDKs' own default of 600 s lets one hung call stall a run
+DEFAULT_MAX_RETRIES = 2  # the SDKs' default; the judge adds none of its own for transport errors
+# OpenAI sleeps at most 120 s for a Retry-After, Anthropic for any value it is told: a whole call (all SDK
+# attempts and their sleeps) gets this much beyond its attempts' timeouts before it fails as a timeout.
+_RETRY_SLEEP_ALLOWANCE_S = 120.0
+
+SDK_OPTIONS = {
+    "api_key_env",
+    "base_url",
+    "deadline",
+    "max_retries",
+    "seed",
+    "strict_response_validation",
+    "temperature",
+    "timeout",
+}
+
+
+def read_api_key(provider: str, env_var: str) -> str:
+    """The key from the environment (never from a file or flag, so it cannot land in a config or a log)."""
+    key = os.environ.get(env_var, "").strip()
+    if not key:
+        raise ProviderError(
+            f"no API key for the {provider} provider: set the {env_var} environment variable "
+            f"(for a local server that needs no key, any value will do; another variable can be named "
+            f"with the api_key_env option)",
+            kind="config",
+            provider=provider,
+        )
+    return key
+
+
+class SDKProvider:
+    """Common ground of the OpenAI and Anthropic adapters: key, options, one SDK client per event loop,
+    an overall deadline, and the translation of SDK exceptions into ``ProviderError``.
+
+    Subclasses set ``name``, ``default_key_env``, ``sdk_module`` and implement ``_build_client`` and
+    ``_complete``. The SDK is imported lazily, on construction, so importing seqjudge never needs it.
+    """
+
+    name = ""
+    default_key_env = ""
+    sdk_module = ""
+    extra_options: frozenset[str] = frozenset()
+
+    def __init__(self, model: str, **options: Any) -> None:
+        check_options(self.name, options, SDK_OPTIONS | self.extra_options)
+        self.model = model
+        self.key_env: str = options.get("api_key_env") or self.default_key_env
+        self.base_url: str | None = options.get("base_url")
+        try:
+            self.timeout = float(options.get("timeout", DEFAULT_TIMEOUT_S))
+            self.max_retries = int(options.get("max_retries", DEFAULT_MAX_RETRIES))
+            default_deadline = (self.timeout + _RETRY_SLEEP_ALLOWANCE_S) * (self.max_retries + 1)
+            self.deadline = float(options.get("deadline", default_deadline))
+        except (TypeError, ValueError):
+            self.timeout = self.deadline = -1.0
+            self.max_retries = -1
+        if self.timeout <= 0 or self.deadline <= 0 or self.max_retries < 0:
+            raise InputError(
+                f"invalid {self.name} options: timeout and deadline must be seconds > 0, max_retries >= 0",
+                hint="for example timeout=120, max_retries=2",
+            )
+        self.strict_response_validation = bool(options.get("strict_response_validation", False))
+        self.options = options
+        try:
+            self._sdk = importlib.import_module(self.sdk_module)
+        except ImportError:
+            raise ProviderError(
+                f"the {self.name} provider needs the {self.sdk_module!r} package: "
+                f"pip install {self.sdk_module}",
+                kind="config",
+                provider=self.name,
+            ) from None
+        self._api_key = read_api_key(self.name, self.key_env)
+        self._sdk_client: Any = None
+        self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    def __repr__(self) -> str:
+        # Never the key: reprs end up in logs and test failure output.
+        where = f", base_url={redact(self.base_url)!r}" if self.base_url else ""
+        return f"{type(self).__name__}(model={self.model!r}{where})"
+
+    # -- client --------------------------------------------------------------------------------------------
+    def _build_client(self) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _client(self) -> Any:
+        # An httpx client is bound to the event loop it first ran in; a caller that uses asyncio.run() more
+        # than once would otherwise get "Event loop is closed" from a pooled connection. A weak reference,
+        # not id(): a new loop can reuse a dead loop's id.
+        loop = asyncio.get_running_loop()
+        if self._sdk_client is None or self._client_loop is None or self._client_loop() is not loop:
+            self._sdk_client = self._build_client()
+            self._client_loop = weakref.ref(loop)
+        return self._sdk_client
+
+    async def aclose(self) -> None:
+        if self._sdk_client is not None:
+            await self._sdk_client.close()
+        self._sdk_client = self._client_loop = None
+
+    @property
+    def endpoint(self) -> str:
+        return redact(self.base_url) if self.base_url else f"the default {self.name} endpoint"
+
+    # -- the call ------------------------------------------------------------------------------------------
+    async def complete(self, request: JudgeRequest) -> ProviderReply:
+        started = time.perf_counter()
+        error: ProviderError | None = None
+        try:
+            async with asyncio.timeout(self.deadline):
+                reply = await self._complete(request)
+        except TimeoutError:
+            error = ProviderError(
+                f"no answer from {self.name} model {self.model} at {self.endpoint} within the deadline of "
+                f"{self.deadline:g} s (all SDK retries and Retry-After waits included); raise the deadline "
+                f"or timeout option, or lower the load",
+                kind="timeout",
+                provider=self.name,
+            )
+        except ProviderError as exc:
+            error = exc
+        except Exception as exc:
+            mapped = self._map_error(exc)
+            if mapped is None:
+                raise
+            error = mapped
+        if error is not None:
+            # Raised outside the except block on purpose: no __context__ chain back to the SDK exception,
+            # whose message and request object can carry what the user must never see (keys, full bodies).
+            raise error
+        reply.latency_s = time.perf_counter() - started
+        return reply
+
+    async def _complete(self, request: JudgeRequest) -> ProviderReply:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- errors --------------------------------------------------------------------------------------------
+    def _map_error(self, exc: Exception) -> ProviderError | None:
+        """Translate an SDK exception; None for anything that is not the SDK's (a bug: let it surface)."""
+        sdk = self._sdk
+        base_error = getattr(sdk, "OpenAIError", None) or getattr(sdk, "AnthropicError", None)
+        if base_error is None or not isinstance(exc, base_error):
+            return None
+        detail = self._redact(_error_detail(exc))
+        retried = f" after {self.max_retries} SDK retries" if self.max_retries else ""
+        where = self.endpoint
+
+        def err(message: str, kind: str, status: int | None = None) -> ProviderError:
+            return ProviderError(self._redact(message), kind=kind, provider=self.name, status_code=status)
+
+        if isinstance(exc, sdk.APITimeoutError):
+            return err(
+                f"{self.name} at {where} did not answer within {self.timeout:g} s{retried}; "
+                f"raise the timeout option or check the server",
+                "timeout",
+            )
+        if isinstance(exc, sdk.APIConnectionError):
+            return err(
+                f"could not connect to {self.name} at {where}{retried} ({detail}); check the base_url option "
+                f"and that the server is running and reachable",
+                "connection",
+            )
+        if isinstance(exc, sdk.APIResponseValidationError):
+            return err(
+                f"{self.name} at {where} answered with a body the SDK could not read ({detail}); "
+                f"is base_url really a {self.name} API or one compatible with it?",
+                "server",
+                exc.status_code,
+            )
+        if isinstance(exc, sdk.APIStatusError):
+            return err(*self._status_message(exc.status_code, detail, retried, exc), exc.status_code)
+        return err(f"{self.name} client error: {detail}", "config")
+
+    def _status_message(self, status: int, detail: str, retried: str, exc: Exception) -> tuple[str, str]:
+        name, model, where = self.name, self.model, self.endpoint
+        if status == 401:
+            return (
+                f"{name} rejected the API key from {self.key_env} (HTTP 401: {detail}); check that the "
+                f"variable holds a valid, active key for {where}",
+                "auth",
+            )
+        if status == 403:
+            return (
+                f"the API key from {self.key_env} may not use {name} model {model} (HTTP 403: {detail}); "
+                f"check the key's project and permissions",
+                "auth",
+            )
+        if status == 429:
+            code = getattr(exc, "code", None)
+            if code == "insufficient_quota":
+                return (
+                    f"{name} quota exhausted (HTTP 429: {detail}); check the account's billing",
+                    "rate_limit",
+                )
+            return (
+                f"{name} rate limit hit (HTTP 429: {detail}){retried}; lower the concurrency or the "
+                f"requests per minute, or try again later",
+                "rate_limit",
+            )
+        if status == 404:
+            return (
+                f"{name} answered 404 for model {model} at {where} ({detail}); check the model name and the "
+                f"base_url (OpenAI-compatible servers usually need the /v1 suffix)",
+                "bad_request",
+            )
+        if status == 408:
+            return f"{name} timed out the request (HTTP 408: {detail}){retried}; try again later", "timeout"
+        if status >= 500 or status == 409:
+            what = "is overloaded" if status == 529 else "had a server error"
+            return f"{name} {what} (HTTP {status}: {detail}){retried}; try again later", "server"
+        return f"{name} rejected the request for model {model} (HTTP {status}: {detail})", "bad_request"
+
+    def _redact(self, text: str) -> str:
+        return redact(text, self._api_key)
+
+
+def _error_detail(exc: Exception) -> str:
+    """The provider's own words for an error, short: body.error.message when there is one."""
+    body = getattr(exc, "body", None)
+    message: Any = None
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            message = inner.get("message")
+        elif isinstance(inner, str):
+            message = inner
+    elif isinstance(body, str):  # OpenAI's SDK unwraps {"error": "..."} to the bare string
+        message = body
+    if not message:
+        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    text = " ".join(str(message).split())
+    return text if len(text) <= 300 else text[:297] + "..."

@@ -1,0 +1,170 @@
+"""OpenAI Chat Completions adapter (also any OpenAI-compatible server: vLLM, Ollama, LM Studio, gateways).
+
+Wire shape (``build_body``):
+    {"model", "messages": [system, user(static_prompt + "\\n\\n" + dynamic_prompt), *reask],
+     "response_format": {"type": "json_schema", "json_schema": {"name", "schema", "strict": true}},
+     "max_tokens" | "max_completion_tokens", "temperature"?, "seed"?}
+The static part leads the user message so OpenAI's automatic prefix cache (>= 1024 tokens) can reuse it
+across traces. Known reasoning models reject ``temperature``/``seed`` and ``max_tokens``: for them the
+sampling is left out (and recorded as not controlled) and ``max_completion_tokens`` is sent. Unknown model
+names get temperature 0 and a seed, which is what OpenAI-compatible servers expect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seqjudge.judge.providers.base import (
+    FinishReason,
+    JudgeRequest,
+    ProviderReply,
+    SDKProvider,
+    Usage,
+    parse_json_object,
+)
+
+__all__ = ["DEFAULT_SEED", "OpenAIProvider", "is_reasoning_model"]
+
+# Sent when the request names no seed. Not 0: some compatible servers test ``if seed:`` and treat 0 as unset.
+DEFAULT_SEED = 1
+
+# Families that reject temperature/seed (and max_tokens). Matching by prefix covers dated snapshots and
+# "-mini"/"-pro" variants; omitting a parameter never causes an error, sending a rejected one always does.
+REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5", "gpt-6", "codex-")
+
+_FINISH: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "refusal",
+}
+
+
+def is_reasoning_model(model: str) -> bool:
+    name = model.lower().rsplit("/", 1)[-1]
+    if name.startswith("ft:"):  # fine-tunes: ft:gpt-4o-mini-2024-07-18:org::id
+        name = name[3:]
+    return name.startswith(REASONING_PREFIXES)
+
+
+class OpenAIProvider(SDKProvider):
+    name = "openai"
+    default_key_env = "OPENAI_API_KEY"
+    sdk_module = "openai"
+
+    def __init__(self, model: str, **options: Any) -> None:
+        super().__init__(model, **options)
+        self.reasoning = is_reasoning_model(model)
+        self._temperature_override = options.get("temperature")
+        self._seed_override = options.get("seed")
+
+    def _build_client(self) -> Any:
+        kwargs: dict[str, Any] = {
+            "api_key": self._api_key,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "_strict_response_validation": self.strict_response_validation,
+        }
+        if self.base_url:
+            kwargs["base_url"] = self.base_url
+        return self._sdk.AsyncOpenAI(**kwargs)
+
+    # -- request -------------------------------------------------------------------------------------------
+    def sampling(self, request: JudgeRequest) -> dict[str, Any]:
+        """What will be sent of temperature/seed for this model (options given to the provider win)."""
+        if self.reasoning:
+            return {}
+        sent: dict[str, Any] = {}
+        temperature = (
+            self._temperature_override if self._temperature_override is not None else request.temperature
+        )
+        if temperature is not None:
+            sent["temperature"] = temperature
+        seed = self._seed_override if self._seed_override is not None else request.seed
+        sent["seed"] = seed if seed is not None else DEFAULT_SEED
+        return sent
+
+    def build_body(self, request: JudgeRequest) -> dict[str, Any]:
+        """The exact Chat Completions body; also the ``body`` of a Batch API line."""
+        messages: list[dict[str, Any]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": request.user_text})
+        messages.extend({"role": turn["role"], "content": turn["content"]} for turn in request.reask)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": request.schema_name, "schema": request.schema, "strict": True},
+            },
+        }
+        body["max_completion_tokens" if self.reasoning else "max_tokens"] = request.max_tokens
+        body.update(self.sampling(request))
+        return body
+
+    def hash_request(self, request: JudgeRequest, body: dict[str, Any]) -> str:
+        url = f"{self.base_url or 'https://api.openai.com/v1'}".rstrip("/") + "/chat/completions"
+        return request.request_hash(self.name, self.model, {"url": url, "body": body})
+
+    # -- call ----------------------------------------------------------------------------------------------
+    async def _complete(self, request: JudgeRequest) -> ProviderReply:
+        body = self.build_body(request)
+        raw = await self._client().chat.completions.with_raw_response.create(**body)
+        completion = raw.parse()
+        return self.reply_from_body(
+            completion.to_dict(mode="json"),
+            request=request,
+            body=body,
+            transport_retries=raw.retries_taken,
+            request_id=raw.headers.get("x-request-id"),
+        )
+
+    def reply_from_body(
+        self,
+        data: dict[str, Any],
+        *,
+        request: JudgeRequest,
+        body: dict[str, Any],
+        transport_retries: int = 0,
+        request_id: str | None = None,
+    ) -> ProviderReply:
+        """Normalise a chat.completion JSON object (from the SDK or a Batch API output line)."""
+        choices = data.get("choices") or []
+        choice = choices[0] if choices else {}
+        message = choice.get("message") or {}
+        text = message.get("content") or ""
+        refusal = message.get("refusal")
+        finish = _FINISH.get(str(choice.get("finish_reason")), "other")
+        if refusal:
+            finish = "refusal"
+        elif finish == "refusal":
+            refusal = "the provider's content filter withheld the reply"
+        sampling: dict[str, Any] = {k: body[k] for k in ("temperature", "seed") if k in body}
+        return ProviderReply(
+            text=text,
+            parsed=parse_json_object(text) if text else None,
+            usage=_usage(data.get("usage") or {}),
+            model=str(data.get("model") or self.model),
+            finish_reason=finish,
+            refusal=refusal,
+            fingerprint=data.get("system_fingerprint"),
+            sampling_sent=sampling,
+            sampling_controlled="temperature" in sampling,
+            request_hash=self.hash_request(request, body),
+            provider=self.name,
+            output_mode="json_schema",
+            transport_retries=transport_retries,
+            request_id=request_id,
+        )
+
+
+def _usage(usage: dict[str, Any]) -> Usage:
+    details = usage.get("prompt_tokens_details") or {}
+    return Usage(
+        input_tokens=int(usage.get("prompt_tokens") or 0),
+        output_tokens=int(usage.get("completion_tokens") or 0),
+        cached_input_tokens=int(details.get("cached_tokens") or 0),
+        cache_write_tokens=int(details.get("cache_write_tokens") or 0),
+    )
