@@ -561,6 +561,14 @@ def test_trajectory_modes(mode: str, calls: list[CallSpec], outcome: str) -> Non
     expect(calls, {"type": "trajectory", "expected": ["a", "b", "c"], "mode": mode}, outcome, vtype="any")
 
 
+def test_trajectory_precedence_deduplicates_expected() -> None:
+    """DECISIONS.md: in precedence mode "expected tools are de-duplicated keeping first position; each must
+    have an ok call" (a repeat asks for nothing more: "extra calls and repeats allowed")."""
+    expect(["A"], {"type": "trajectory", "expected": ["A", "A"]}, "passed")
+    expect(["A", "B"], {"type": "trajectory", "expected": ["A", "B", "A"]}, "passed")
+    expect(["B", "A"], {"type": "trajectory", "expected": ["A", "B", "A"]}, "failed", "out_of_order", 0)
+
+
 def test_trajectory_any_order_counts_repeats() -> None:
     rule = {"type": "trajectory", "expected": ["a", "a", "b"], "mode": "any_order"}
     expect(["a", "b"], rule, "failed", vtype="any")

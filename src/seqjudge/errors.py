@@ -22,8 +22,9 @@ class InputError(SeqjudgeError):
 
     exit_code = 2
 
-    def __init__(self, problem: str, *, source: str | None = None, where: str | None = None,
-                 hint: str | None = None) -> None:
+    def __init__(
+        self, problem: str, *, source: str | None = None, where: str | None = None, hint: str | None = None
+    ) -> None:
         self.problem = problem
         self.source = source
         self.where = where
@@ -52,8 +53,14 @@ class ProviderError(SeqjudgeError):
 
     exit_code = 3
 
-    def __init__(self, message: str, *, kind: str = "server", provider: str | None = None,
-                 status_code: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str = "server",
+        provider: str | None = None,
+        status_code: int | None = None,
+    ) -> None:
         self.kind = kind
         self.provider = provider
         self.status_code = status_code

@@ -11,7 +11,7 @@ import sys
 import typer
 
 # Each command module registers its commands on `app` when imported.
-from seqjudge.cli import check_cmd, convert_cmd, demo_cmd, judge_cmd, rules_cmd, store_cmd  # noqa: F401
+from seqjudge.cli import check_cmd, convert_cmd, demo_cmd, judge_cmd, rules_cmd, run_cmd, store_cmd  # noqa: F401
 from seqjudge.cli.app import app
 from seqjudge.errors import SeqjudgeError
 

@@ -39,6 +39,8 @@ from seqjudge.rules.select import compile_operand
 from seqjudge.trace import Trace
 
 _MISSING = object()
+# Violations raised by an attempt: a failed call still counts (prohibitions and triggers count every attempt).
+_ATTEMPT_COUNTS = {"forbidden_call", "too_many_calls", "out_of_order", "missing_prerequisite"}
 
 Evaluator = Callable[[View], ev.Finding]
 
@@ -51,10 +53,10 @@ class _Compiled:
         self.evaluate = evaluate
         self.same = same
         self.rule_id: str = rule.rule_id
-        self.description: str = rule.description or _describe(rule)
+        self.description: str = rule.description or describe_rule(rule)
 
 
-def _describe(rule: Any) -> str:
+def describe_rule(rule: Any) -> str:
     """A rule's meaning in words, for reports and the judge, when the file gives no description."""
     from seqjudge.rules.model import operand_text as t
 
@@ -221,6 +223,9 @@ class Engine:
                 )
             )
             for f in flaws:
+                at = f.offending
+                if at is not None and f.type in _ATTEMPT_COUNTS and not index.ok[at]:
+                    f.explanation += f" Call {at + 1} failed, but for this rule every attempt counts."
                 violations.append(
                     Violation(
                         rule_id=comp.rule_id,

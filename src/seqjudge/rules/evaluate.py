@@ -459,7 +459,11 @@ def trajectory(rule: TrajectoryRule, v: View) -> Finding:
     want = Counter(expected)
     # Everything below reads the per-name position lists; only `exact` may need the whole ok-call list.
     have = {n: len(index.ok_by_name.get(n, ())) for n in want}
-    missing = sorted((want - Counter(have)).elements())
+    if rule.mode == "precedence":
+        # Precedence asks for each tool once; a repeat in `expected` adds no requirement.
+        missing = sorted(n for n in want if not have[n])
+    else:
+        missing = sorted((want - Counter(have)).elements())
     extra = sorted(n for n in index.by_name if n not in want)
     first_any = {n: index.by_name[n][0] for n in want if n in index.by_name}
     first_ok = {n: index.ok_by_name[n][0] for n in want if index.ok_by_name.get(n)}

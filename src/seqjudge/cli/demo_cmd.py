@@ -1,0 +1,146 @@
+"""`seqjudge demo`: what a newcomer wants to see first — `run` over the bundled golden suites."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from seqjudge.cli.app import app
+from seqjudge.config import DEFAULT_STORE, RunConfig
+from seqjudge.crosscheck import TraceResult
+from seqjudge.errors import InputError
+from seqjudge.textview import violation_block
+from seqjudge.trace import Trace
+
+
+def _suites(root: Path) -> list[Path]:
+    if (root / "rules.yaml").is_file():
+        return [root]
+    suites = sorted(p for p in root.iterdir() if (p / "rules.yaml").is_file()) if root.is_dir() else []
+    if not suites:
+        raise InputError(
+            "no golden suite found (a suite is a folder with rules.yaml and traces.jsonl)",
+            source=str(root),
+            hint="pass golden_traces/ or one suite folder",
+        )
+    return suites
+
+
+def _rule_labels(suite: Path) -> dict[str, dict[str, str]]:
+    """Per trace, the human per-rule labels (pass|fail) of the suite's labels.jsonl, if any."""
+    path = suite / "labels.jsonl"
+    if not path.is_file():
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            out[record["trace_id"]] = dict(record.get("rules") or {})
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InputError(
+                f"not a label record ({exc})",
+                source=str(path),
+                where=f"line {n}",
+                hint='each line is {"trace_id", "verdict", "rules"?: {rule_id: pass|fail}}',
+            ) from None
+    return out
+
+
+class _Watcher:
+    """Collects, while a suite runs, one failing trace to show and the engine-versus-label agreement."""
+
+    def __init__(self, labels: dict[str, dict[str, str]]) -> None:
+        self.labels = labels
+        self.shown: str | None = None
+        self.shown_critical = False
+        self.agree = self.differ = 0
+
+    def __call__(self, trace: Trace, result: TraceResult) -> None:
+        report = result.engine
+        critical = [v for v in report.violations if v.severity == "critical"]
+        if report.violations and (self.shown is None or (critical and not self.shown_critical)):
+            self.shown = violation_block(trace, report, (critical or report.violations)[0])
+            self.shown_critical = bool(critical)
+        human = self.labels.get(report.trace_id, {})
+        for r in report.rules:
+            label = human.get(r.rule_id)
+            if label is not None and r.outcome in ("passed", "failed"):
+                if (label == "fail") == (r.outcome == "failed"):
+                    self.agree += 1
+                else:
+                    self.differ += 1
+
+
+@app.command()
+def demo(
+    root: Annotated[Path, typer.Argument(help="golden_traces/ or one suite folder.")] = Path("golden_traces"),
+    store: Annotated[str, typer.Option("--store", help="SQLite store path.")] = DEFAULT_STORE,
+    model: Annotated[
+        str | None, typer.Option("--model", help="provider:model (else SEQJUDGE_MODEL).")
+    ] = None,
+) -> int:
+    """Run `seqjudge run` over each bundled golden suite and show what it finds.
+
+    Exits 0 whenever the demo ran, whatever the traces' verdicts (a CI gate uses `check` or `run`).
+    """
+    import os
+
+    from seqjudge.cli.check_cmd import load_ruleset
+    from seqjudge.cli.run_cmd import print_summary
+    from seqjudge.ingest import load_traces
+    from seqjudge.runner import judge_unavailable, run_traces
+    from seqjudge.store import Store
+
+    model = model or os.environ.get("SEQJUDGE_MODEL")
+    why = judge_unavailable(model)
+    print(f"seqjudge demo: `seqjudge run` over {root}/")
+    print(f"LLM judge: {'skipped — ' + why if why else 'on — ' + str(model)}.")
+    if why:
+        print("           The engine decides every exact rule; `judge` rules stay deferred,")
+        print("           and their traces go to review.")
+    with Store(store) as db:
+        for suite in _suites(root):
+            cfg = RunConfig(
+                rules=str(suite / "rules.yaml"),
+                traces=str(suite / "traces.jsonl"),
+                model=model,
+                store=store,
+                label=f"demo:{suite.name}",
+            )
+            ruleset = load_ruleset(Path(cfg.rules), None)
+            catalog = None
+            if (suite / "catalog.json").is_file():
+                from seqjudge.catalog import load_catalog
+
+                catalog = load_catalog(suite / "catalog.json")
+            watcher = _Watcher(_rule_labels(suite))
+            summary = asyncio.run(
+                run_traces(cfg, ruleset, load_traces(cfg.traces), db, catalog=catalog, on_result=watcher)
+            )
+            print()
+            print(
+                f"== {suite.name}: {len(ruleset.rules)} rules, {summary.traces} traces: "
+                f"{summary.verdicts['pass']} pass, {summary.verdicts['fail']} fail, "
+                f"{summary.verdicts['review']} review"
+            )
+            if watcher.agree or watcher.differ:
+                print(f"   engine vs human per-rule labels: {watcher.agree} agree, {watcher.differ} differ")
+            print("   " + "\n   ".join(_summary_lines(summary, print_summary)))
+            if watcher.shown:
+                print("\n   One failing trace in full:\n")
+                print("\n".join("   " + line if line else "" for line in watcher.shown.splitlines()))
+    return 0
+
+
+def _summary_lines(summary: object, printer: object) -> list[str]:
+    import io
+
+    buf = io.StringIO()
+    printer(summary, buf)  # type: ignore[operator]
+    return [line for line in buf.getvalue().splitlines() if not line.startswith(("run ", "judge skipped"))]

@@ -1,0 +1,109 @@
+"""The project config file (`seqjudge.yaml`): a suite's settings in one place; command-line flags override it.
+
+Relative paths are resolved against the config file's folder. Unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from seqjudge.errors import InputError
+from seqjudge.report import DEFAULT_THRESHOLD, RiskLevel
+
+DEFAULT_STORE = ".seqjudge/seqjudge.db"
+DEFAULT_REDACT = ["password", "api_key", "token", "authorization", "secret"]
+
+
+class ModelOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = None
+    timeout: float | None = Field(default=None, gt=0)
+    max_retries: int | None = Field(default=None, ge=0)
+    temperature: float | None = 0.0
+    seed: int | None = None
+    max_tokens: int = Field(default=4096, ge=256)
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rules: str
+    traces: str
+    catalog: str | None = None
+    examples: str | None = None
+    model: str | None = None
+    model_options: ModelOptions = Field(default_factory=ModelOptions)
+    risk_level: RiskLevel = "medium"
+    threshold: float = Field(default=DEFAULT_THRESHOLD, ge=0.0, le=1.0)
+    store: str = DEFAULT_STORE
+    judge_mode: Literal["full", "contextual"] = "full"
+    max_attempts: int = Field(default=3, ge=1)
+    concurrency: int = Field(default=8, ge=1)
+    cache: bool = True
+    redact: list[str] = Field(default_factory=lambda: list(DEFAULT_REDACT))
+    trace_format: str | None = None
+    messages_key: str | None = None
+    error_pattern: str | None = None
+    label: str | None = None
+
+    def resolved(self, base: Path) -> RunConfig:
+        """Paths made absolute against ``base`` (the config file's folder)."""
+
+        def fix(p: str | None) -> str | None:
+            if p is None or p == "-" or os.path.isabs(p):
+                return p
+            return str(base / p)
+
+        return self.model_copy(
+            update={
+                "rules": fix(self.rules),
+                "traces": fix(self.traces),
+                "catalog": fix(self.catalog),
+                "examples": fix(self.examples),
+                "store": fix(self.store),
+            }
+        )
+
+
+def load_config(path: str | Path) -> RunConfig:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(
+            f"cannot read the config file ({exc.strerror})", source=str(p), hint="check the path"
+        ) from None
+    try:
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        raise InputError(
+            f"not valid YAML ({getattr(exc, 'problem', exc)})",
+            source=str(p),
+            where=where,
+            hint="fix the syntax",
+        ) from None
+    if not isinstance(data, dict):
+        raise InputError(
+            "a config file is a mapping (rules:, traces:, model:, ...)",
+            source=str(p),
+            hint="see the README's `seqjudge run` section",
+        )
+    try:
+        cfg = RunConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        problem = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].lower()
+        allowed = ", ".join(RunConfig.model_fields)
+        raise InputError(
+            f"{loc}: {problem}", source=str(p), where=loc, hint=f"the keys are: {allowed}"
+        ) from None
+    return cfg.resolved(p.resolve().parent)

@@ -1,0 +1,180 @@
+"""Engine report + judge result -> one reconciled result per trace, with the reasons to send it to review.
+
+A deterministic rule's final outcome is always the engine's: the judge cross-checks it, and a disagreement
+marks the trace for review and counts against the judge's reliability. A `judge` rule's final outcome is the
+judge's; without a scored judge it stays `deferred` and the trace goes to review.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from seqjudge.report import DEFAULT_THRESHOLD, Outcome, Report, RiskLevel, RuleResult, Verdict, score, verdict
+
+ReviewReason = Literal[
+    "below_threshold", "high_risk_imperfect", "judge_engine_disagreement", "unscored", "judge_rule_undecided"
+]
+REVIEW_REASONS: tuple[str, ...] = ReviewReason.__args__  # type: ignore[attr-defined]
+
+
+class RuleDecision(BaseModel):
+    rule_id: str
+    type: str
+    severity: Literal["critical", "warning"]
+    engine: Outcome
+    judge: Literal["passed", "failed"] | None = None  # None: the judge was not asked, or did not score
+    final: Outcome
+    agree: bool | None = None  # None: not cross-checked
+    call_indices: list[int] = Field(default_factory=list)
+    engine_explanation: str = ""
+    judge_explanation: str | None = None
+    judge_call_indices: list[int] = Field(default_factory=list)
+
+
+class TraceResult(BaseModel):
+    """Everything decided about one trace: both reports, the reconciliation and the routing."""
+
+    trace_id: str
+    verdict: Verdict
+    score: float
+    rules: list[RuleDecision]
+    review_reasons: list[ReviewReason] = Field(default_factory=list)
+    engine: Report
+    judge: Any = None  # a seqjudge.judge.judge.JudgeResult, kept loose so this module needs no provider code
+    judge_skipped: str | None = None  # why no judge ran, when none did
+
+    @property
+    def disagreements(self) -> list[RuleDecision]:
+        return [d for d in self.rules if d.agree is False]
+
+    @property
+    def routed(self) -> bool:
+        return bool(self.review_reasons)
+
+
+def reconcile(
+    engine: Report,
+    judge: Any = None,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    risk_level: RiskLevel = "medium",
+    judge_skipped: str | None = None,
+) -> TraceResult:
+    """Reconcile one trace. ``judge`` is a JudgeResult or None (not run: say why in ``judge_skipped``)."""
+    asked: set[str] = set(getattr(judge, "rule_ids", None) or ())
+    scored = judge is not None and judge.status == "scored" and judge.report is not None
+    judge_fail: dict[str, list[Any]] = defaultdict(list)
+    if scored:
+        for v in judge.report.violations:
+            judge_fail[v.rule_id].append(v)
+    decisions: list[RuleDecision] = []
+    for r in engine.rules:
+        said: Literal["passed", "failed"] | None = None
+        if scored and r.rule_id in asked:
+            said = "failed" if r.rule_id in judge_fail else "passed"
+        final: Outcome = r.outcome
+        agree: bool | None = None
+        if r.type == "judge":
+            if said is not None:
+                final = said
+        elif said is not None and r.outcome in ("passed", "failed", "not_exercised", "not_applicable"):
+            # Binary cross-check: did the engine fail the rule, did the judge?
+            agree = (r.outcome == "failed") == (said == "failed")
+        violations = judge_fail.get(r.rule_id, [])
+        decisions.append(
+            RuleDecision(
+                rule_id=r.rule_id,
+                type=r.type,
+                severity=r.severity,
+                engine=r.outcome,
+                judge=said,
+                final=final,
+                agree=agree,
+                call_indices=r.call_indices,
+                engine_explanation=r.explanation,
+                judge_explanation=" ".join(v.explanation for v in violations) or None,
+                judge_call_indices=sorted(
+                    {v.offending_call_index for v in violations if v.offending_call_index is not None}
+                ),
+            )
+        )
+    finals = [
+        RuleResult(rule_id=d.rule_id, type=d.type, severity=d.severity, outcome=d.final, explanation="")
+        for d in decisions
+    ]
+    value, _, _, _ = score(finals)
+    critical = any(d.final == "failed" and d.severity == "critical" for d in decisions)
+    reasons: list[ReviewReason] = []
+    if value < threshold:
+        reasons.append("below_threshold")
+    if risk_level == "high" and value < 1.0:
+        reasons.append("high_risk_imperfect")
+    if any(d.agree is False for d in decisions):
+        reasons.append("judge_engine_disagreement")
+    if judge is not None and judge.status == "unscored":
+        reasons.append("unscored")
+    if any(d.type == "judge" and d.final == "deferred" for d in decisions):
+        reasons.append("judge_rule_undecided")
+    final_verdict: Verdict = verdict(value, critical, threshold=threshold, risk_level=risk_level)
+    if final_verdict == "pass" and reasons:
+        final_verdict = "review"
+    return TraceResult(
+        trace_id=engine.trace_id,
+        verdict=final_verdict,
+        score=value,
+        rules=decisions,
+        review_reasons=reasons,
+        engine=engine,
+        judge=judge,
+        judge_skipped=judge_skipped,
+    )
+
+
+class Agreement(BaseModel):
+    decisions: int
+    agreed: int
+    rate: float | None
+    kappa: float | None
+
+
+def cohen_kappa(pairs: Iterable[tuple[bool, bool]]) -> Agreement:
+    """Cohen's kappa for two raters over binary decisions (True = failed).
+
+    kappa = (p_o - p_e) / (1 - p_e); when both raters are constant and agree, p_e = 1 and kappa is
+    undefined: reported as None rather than a number that pretends.
+    """
+    items = list(pairs)
+    n = len(items)
+    if n == 0:
+        return Agreement(decisions=0, agreed=0, rate=None, kappa=None)
+    agreed = sum(1 for a, b in items if a == b)
+    p_o = agreed / n
+    a_yes = sum(1 for a, _ in items if a) / n
+    b_yes = sum(1 for _, b in items if b) / n
+    p_e = a_yes * b_yes + (1 - a_yes) * (1 - b_yes)
+    kappa = None if p_e >= 1.0 else (p_o - p_e) / (1 - p_e)
+    return Agreement(decisions=n, agreed=agreed, rate=p_o, kappa=kappa)
+
+
+def agreement(results: Iterable[TraceResult]) -> dict[str, Any]:
+    """Judge-engine agreement overall, per rule type and per rule, over every cross-checked decision."""
+    overall: list[tuple[bool, bool]] = []
+    by_type: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    by_rule: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for res in results:
+        for d in res.rules:
+            if d.agree is None or d.judge is None:
+                continue
+            pair = (d.engine == "failed", d.judge == "failed")
+            overall.append(pair)
+            by_type[d.type].append(pair)
+            by_rule[d.rule_id].append(pair)
+    return {
+        "overall": cohen_kappa(overall).model_dump(),
+        "by_type": {k: cohen_kappa(v).model_dump() for k, v in sorted(by_type.items())},
+        "by_rule": {k: cohen_kappa(v).model_dump() for k, v in sorted(by_rule.items())},
+    }

@@ -1,0 +1,208 @@
+"""Keep secrets out of what seqjudge stores and sends: traces, prompts, judge replies, run configs.
+
+Which keys are secret. A key matches a configured name when the name's *words* appear, in order and
+next to each other, among the key's words (words are split at ``_ - . space`` and at camelCase humps,
+case-insensitively), or when the key with its separators removed *ends with* the name with its separators
+removed. So for ``api_key``: ``api_key``, ``API-Key``, ``apiKey``, ``x_api_key``, ``X-Api-Key``,
+``openai_api_key_v2`` and ``xapikey`` match; for ``token``: ``access_token``, ``refreshToken``,
+``csrftoken`` and ``token_type`` match, while ``max_tokens``, ``tokens_used`` and ``tokenizer`` do not
+(token *counts* are not secrets). Plain substring matching was rejected because it would also hide
+``max_tokens`` and ``secretary``; exact matching because it would let ``x_api_key`` through.
+
+What is replaced. The value of a matching key becomes ``"[redacted]"`` whatever its type (a nested dict
+or list included); ``None`` stays ``None``, since it hides nothing. Inside strings, ``key=value``,
+``key: value``, ``"key": "value"`` and ``Authorization: Bearer abc`` patterns with a matching key are
+redacted too (URL query strings included). Prose such as "my password is hunter2" is not recognised:
+no pattern can tell a secret from a word.
+
+Environment secrets. Values of environment variables whose names look secret (``OPENAI_API_KEY``,
+``GITHUB_TOKEN``, ``AZURE_OPENAI_KEY``...) are removed verbatim wherever they appear
+(``secret_env_values`` + ``scrub_secrets``); the store does this to every value it writes, so an API key
+never reaches the database even when it hides under an innocent key name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+from seqjudge.trace import Trace
+
+DEFAULT_REDACT: tuple[str, ...] = ("password", "api_key", "token", "authorization", "secret")
+REDACTED = "[redacted]"
+# Environment variable names whose values are treated as secrets: the defaults, and any *_KEY or credential.
+ENV_SECRET_NAMES: tuple[str, ...] = (*DEFAULT_REDACT, "key", "credential", "credentials")
+# Only values that look like keys are removed verbatim: at least this long, with a letter and a digit.
+# Shorter values or plain words ("critical", "/run/secrets") are too likely to be ordinary text, and
+# replacing them everywhere would corrupt what is stored.
+MIN_SECRET_LENGTH = 10
+
+_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(w for w in _SEPARATORS.split(_HUMP.sub(" ", text).lower()) if w)
+
+
+@lru_cache(maxsize=64)
+def _compiled(names: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], str], ...]:
+    """(words, compact form) per name; names without a letter or digit are ignored."""
+    out = []
+    for name in names:
+        words = _words(name)
+        if words:
+            out.append((words, "".join(words)))
+    return tuple(out)
+
+
+def _names(names: Iterable[str]) -> tuple[str, ...]:
+    return names if isinstance(names, tuple) else tuple(names)
+
+
+def key_matches(key: str, names: Iterable[str]) -> bool:
+    """Whether ``key`` names a secret under ``names`` (see the module docstring for the rule)."""
+    compiled = _compiled(_names(names))
+    if not compiled:
+        return False
+    words = _words(key)
+    if not words:
+        return False
+    compact = "".join(words)
+    for name_words, name_compact in compiled:
+        if compact.endswith(name_compact):
+            return True
+        n = len(name_words)
+        if any(words[i : i + n] == name_words for i in range(len(words) - n + 1)):
+            return True
+    return False
+
+
+# key, separator, value. The key may be quoted; the value is a quoted string, an HTTP auth scheme with its
+# credential, or a bare run of characters up to whitespace or a delimiter (URLs: & ; JSON: , } ]).
+_PAIR = re.compile(
+    r"""(?P<key>\\"[^"\\\n]{1,100}\\"|"[^"\n]{1,100}"|'[^'\n]{1,100}'|[A-Za-z_][\w.\-]{0,100})"""
+    r"""(?P<sep>\s*[:=]\s*)"""
+    # JSON quoted inside a JSON string (\"key\": \"value\"), then plain quoted strings.
+    r"""(?P<value>\\"(?:[^"\\\n]|\\[^"\n])*\\"|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'"""
+    r"""|(?:bearer|basic|token|digest)\s+[^\s,;&'"\\]+"""
+    r"""|[^\s,;&'"}\])\\]+)""",
+    re.IGNORECASE,
+)
+
+
+def redact_text(text: str, names: Iterable[str] = DEFAULT_REDACT) -> str:
+    """``text`` with the values of matching ``key=value`` / ``key: value`` / ``"key": "value"`` pairs
+    replaced by ``[redacted]`` (quotes kept)."""
+    names = _names(names)
+    compiled = _compiled(names)
+    if not compiled or not text:
+        return text
+    lowered = text.lower()
+    # Cheap filter: a matching key contains the first word of some name.
+    if not any(words[0] in lowered for words, _ in compiled):
+        return text
+    return _PAIR.sub(lambda m: _replace_pair(m, names), text)
+
+
+def _replace_pair(match: re.Match[str], names: tuple[str, ...]) -> str:
+    key, sep, value = match.group("key"), match.group("sep"), match.group("value")
+    if key_matches(key.strip("\"'\\"), names):
+        quote = next((q for q in ('\\"', '"', "'") if value.startswith(q)), "")
+        return f"{key}{sep}{quote}{REDACTED}{quote}"
+    # Not a secret key, but its value may hold one (``url=https://x?token=abc``): look inside it.
+    return f"{key}{sep}{redact_text(value, names)}"
+
+
+def redact_value(value: Any, names: Iterable[str] = DEFAULT_REDACT, *, keys: bool = True) -> Any:
+    """A copy of a JSON-like value: with ``keys``, the values of matching dict keys become ``[redacted]``;
+    every string is passed through ``redact_text``. Other values are returned as they are."""
+    names = _names(names)
+    if isinstance(value, str):
+        return redact_text(value, names)
+    if isinstance(value, Mapping):
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            if keys and isinstance(k, str) and v is not None and key_matches(k, names):
+                out[k] = REDACTED
+            else:
+                out[k] = redact_value(v, names, keys=keys)
+        return out
+    if isinstance(value, list | tuple):
+        return [redact_value(v, names, keys=keys) for v in value]
+    return value
+
+
+# Trace and call fields that carry structure, never data: left alone so that the copy still validates
+# (a configured name such as "step" must not turn a step number into text).
+_CALL_STRUCTURE = frozenset({"tool_name", "status", "timestamp", "end_timestamp", "step", "id"})
+_MESSAGE_STRUCTURE = frozenset({"role", "at"})
+_TRACE_STRUCTURE = frozenset({"trace_id", "calls", "messages"})
+
+
+def _redact_fields(data: dict[str, Any], structure: frozenset[str], names: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        if k in structure:
+            out[k] = v
+        elif (
+            v is not None
+            and k not in ("arguments", "output", "error", "content", "context", "metadata")
+            and key_matches(k, names)
+        ):
+            out[k] = REDACTED  # an extra key kept from the source format, itself named like a secret
+        else:
+            out[k] = redact_value(v, names)
+    return out
+
+
+def redact_trace(trace: Trace, names: Iterable[str] = DEFAULT_REDACT) -> Trace:
+    """A redacted copy of ``trace``: call arguments, outputs and errors, message contents, context,
+    metadata and any extra keys. Tool names, statuses, timestamps, steps and ids are kept."""
+    names = _names(names)
+    if not _compiled(names):
+        return trace.model_copy(deep=True)
+    data = trace.model_dump()
+    data = _redact_fields(data, _TRACE_STRUCTURE, names)
+    data["calls"] = [_redact_fields(c, _CALL_STRUCTURE, names) for c in data["calls"]]
+    data["messages"] = [_redact_fields(m, _MESSAGE_STRUCTURE, names) for m in data["messages"]]
+    return Trace.model_validate(data)
+
+
+def secret_env_values(
+    names: Iterable[str] = ENV_SECRET_NAMES, environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """Values of environment variables named like secrets that look like keys (at least
+    ``MIN_SECRET_LENGTH`` characters, a letter and a digit), longest first so that a secret containing
+    another is removed whole."""
+    env = os.environ if environ is None else environ
+    names = _names(names)
+    found = {
+        value
+        for var, value in env.items()
+        if len(value) >= MIN_SECRET_LENGTH
+        and any(c.isalpha() for c in value)
+        and any(c.isdigit() for c in value)
+        and key_matches(var, names)
+    }
+    return sorted(found, key=len, reverse=True)
+
+
+def scrub_secrets(value: Any, secrets: Iterable[str]) -> Any:
+    """A copy of a JSON-like value with every occurrence of each secret (in strings and keys) replaced."""
+    secrets = tuple(secrets)
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for s in secrets:
+            if s in value:
+                value = value.replace(s, REDACTED)
+        return value
+    if isinstance(value, Mapping):
+        return {scrub_secrets(k, secrets): scrub_secrets(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub_secrets(v, secrets) for v in value]
+    return value
