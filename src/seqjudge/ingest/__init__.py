@@ -268,25 +268,28 @@ def _split(stream: IO[bytes], source: Source, *, force_jsonl: bool) -> Iterator[
     if first is None:
         return
     first_line = lineno
+    # Look for a second line before parsing anything: a one-line file is one document, validated once
+    # from its bytes later (parsing it here too would double the cost of a large trace).
+    second: bytes | None = None
+    between: list[bytes] = []
+    for raw in lines:
+        lineno += 1
+        if raw.strip():
+            second = raw
+            break
+        between.append(raw)
+    if second is None and not force_jsonl:
+        yield Record(source, None, b"".join(head) + b"".join(between))
+        return
     try:
         first_value: Any = json.loads(first)
         complete = True
     except ValueError:
         complete = False
     if not complete and not force_jsonl:
+        assert second is not None
         rest = stream.read()
-        yield Record(source, None, b"".join(head) + rest)
-        return
-    second: bytes | None = None
-    for raw in lines:
-        lineno += 1
-        if raw.strip():
-            second = raw
-            break
-    if second is None and not force_jsonl:
-        record = Record(source, None, b"".join(head))
-        record.set_value(first_value)
-        yield record
+        yield Record(source, None, b"".join(head) + b"".join(between) + second + rest)
         return
     record = Record(source, first_line, first)
     if complete:

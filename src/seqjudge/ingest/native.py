@@ -22,7 +22,7 @@ from seqjudge.ingest.base import (
     kind_of,
     validation_error,
 )
-from seqjudge.trace import Trace
+from seqjudge.trace import Trace, gc_paused
 
 NAME = "native"
 SIGNATURE = (
@@ -58,14 +58,15 @@ def fast_document(record: Record, options: Options) -> list[Trace] | None:
     """
     head = record.raw.lstrip()[:1]
     try:
-        if head == b"{":
-            traces = [Trace.model_validate_json(record.raw)]
-            single = True
-        elif head == b"[":
-            traces = _TRACE_LIST.validate_json(record.raw)
-            single = False
-        else:
-            return None
+        with gc_paused():  # a large document builds millions of objects; see trace.gc_paused
+            if head == b"{":
+                traces = [Trace.model_validate_json(record.raw)]
+                single = True
+            elif head == b"[":
+                traces = _TRACE_LIST.validate_json(record.raw)
+                single = False
+            else:
+                return None
     except ValidationError:
         return None
     for index, trace in enumerate(traces):

@@ -12,12 +12,8 @@ from typing import Any
 
 from seqjudge.report import (
     DEFAULT_THRESHOLD,
-    MissingPrerequisite,
     Report,
     RiskLevel,
-    RuleResult,
-    Violation,
-    score,
     verdict,
 )
 from seqjudge.rules import evaluate as ev
@@ -36,7 +32,7 @@ from seqjudge.rules.model import (
     TrajectoryRule,
 )
 from seqjudge.rules.select import compile_operand
-from seqjudge.trace import Trace
+from seqjudge.trace import Trace, gc_paused
 
 _MISSING = object()
 # Violations raised by an attempt: a failed call still counts (prohibitions and triggers count every attempt).
@@ -45,8 +41,39 @@ _ATTEMPT_COUNTS = {"forbidden_call", "too_many_calls", "out_of_order", "missing_
 Evaluator = Callable[[View], ev.Finding]
 
 
+_NOT_APPLICABLE = "The trace's context does not match the rule's `when`."
+_DEFERRED = "Written in words: only the LLM judge can decide it."
+
+
+def _cycle_flaw(tools_text: str) -> ev.Flaw:
+    return ev.Flaw(
+        "circular_dependency",
+        None,
+        tools_text,
+        "every tool on the cycle was called",
+        f"The rules require {tools_text}, which no order can satisfy.",
+        "Break the cycle in the rule file (`seqjudge lint` prints it).",
+    )
+
+
 class _Compiled:
-    __slots__ = ("rule", "evaluate", "same", "description", "rule_id")
+    __slots__ = ("rule", "evaluate", "same", "description", "rule_id", "_head")
+
+    def entry(
+        self,
+        outcome: str,
+        explanation: str,
+        call_indices: list[int] | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """This rule's entry in a report's ``rules`` list."""
+        return {
+            **self._head,
+            "outcome": outcome,
+            "call_indices": call_indices or [],
+            "explanation": explanation,
+            "details": details,
+        }
 
     def __init__(self, rule: Any, evaluate: Evaluator | None, same: list[str] | None) -> None:
         self.rule = rule
@@ -54,6 +81,12 @@ class _Compiled:
         self.same = same
         self.rule_id: str = rule.rule_id
         self.description: str = rule.description or describe_rule(rule)
+        self._head = {
+            "rule_id": self.rule_id,
+            "type": rule.type,
+            "severity": rule.severity,
+            "group": rule.group,
+        }
 
 
 def describe_rule(rule: Any) -> str:
@@ -164,101 +197,89 @@ class Engine:
     def check(
         self, trace: Trace, *, threshold: float = DEFAULT_THRESHOLD, risk_level: RiskLevel = "medium"
     ) -> Report:
+        with gc_paused():  # indexing a long trace allocates per-call containers; see trace.gc_paused
+            return self._check(trace, threshold, risk_level)
+
+    def _check(self, trace: Trace, threshold: float, risk_level: RiskLevel) -> Report:
         index = TraceIndex(trace)
         whole = View(index)
-        results: list[RuleResult] = []
-        violations: list[Violation] = []
-        missing: list[MissingPrerequisite] = []
-        cycle_hits = self._cycle_hits(index)
+        # Plain dicts, validated once as a whole Report at the end: one pass through pydantic-core
+        # instead of one model construction per rule (measured: half the per-trace cost on small traces).
+        results: list[dict[str, Any]] = []
+        violations: list[dict[str, Any]] = []
+        missing: list[dict[str, Any]] = []
+        cycle_hits = self._cycle_hits(index) if self.cycles else {}
+        context = trace.context
         for comp in self.compiled:
             rule = comp.rule
-            base = {
-                "rule_id": comp.rule_id,
-                "type": rule.type,
-                "severity": rule.severity,
-                "group": rule.group,
-            }
-            if rule.when and not context_matches(trace.context, rule.when):
-                results.append(
-                    RuleResult(
-                        **base,
-                        outcome="not_applicable",
-                        explanation="The trace's context does not match the rule's `when`.",
-                    )
-                )
+            when = rule.when
+            if when and not context_matches(context, when):
+                results.append(comp.entry("not_applicable", _NOT_APPLICABLE))
                 continue
             if comp.evaluate is None:
-                results.append(
-                    RuleResult(
-                        **base,
-                        outcome="deferred",
-                        explanation="Written in words: only the LLM judge can decide it.",
-                    )
-                )
+                results.append(comp.entry("deferred", _DEFERRED))
                 continue
             finding = self._evaluate(comp, index, whole)
-            flaws = list(finding.flaws)
-            for tools_text in cycle_hits.get(comp.rule_id, []):
-                flaws.append(
-                    ev.Flaw(
-                        "circular_dependency",
-                        None,
-                        tools_text,
-                        "every tool on the cycle was called",
-                        f"The rules require {tools_text}, which no order can satisfy.",
-                        "Break the cycle in the rule file (`seqjudge lint` prints it).",
-                    )
-                )
+            flaws = finding.flaws
+            hits = cycle_hits.get(comp.rule_id)
+            if hits:
+                flaws = [*flaws, *(_cycle_flaw(text) for text in hits)]
             outcome = "failed" if flaws else finding.outcome
             explanation = finding.explanation
             if flaws and finding.outcome != "failed":
                 explanation = flaws[-1].explanation
-            results.append(
-                RuleResult(
-                    **base,
-                    outcome=outcome,
-                    call_indices=finding.call_indices,
-                    explanation=explanation,
-                    details=finding.details,
-                )
-            )
+            results.append(comp.entry(outcome, explanation, finding.call_indices, finding.details))
             for f in flaws:
                 at = f.offending
                 if at is not None and f.type in _ATTEMPT_COUNTS and not index.ok[at]:
                     f.explanation += f" Call {at + 1} failed, but for this rule every attempt counts."
                 violations.append(
-                    Violation(
-                        rule_id=comp.rule_id,
-                        rule_description=comp.description,
-                        violation_type=f.type,
-                        expected_order=f.expected,
-                        actual_order=f.actual,
-                        offending_call_index=f.offending,
-                        severity=rule.severity,
-                        explanation=f.explanation,
-                        suggestion=f.suggestion,
-                    )
+                    {
+                        "rule_id": comp.rule_id,
+                        "rule_description": comp.description,
+                        "violation_type": f.type,
+                        "expected_order": f.expected,
+                        "actual_order": f.actual,
+                        "offending_call_index": at,
+                        "severity": rule.severity,
+                        "explanation": f.explanation,
+                        "suggestion": f.suggestion,
+                    }
                 )
                 if f.missing:
-                    req, dep, at, impact = f.missing
+                    req, dep, dep_at, impact = f.missing
                     missing.append(
-                        MissingPrerequisite(
-                            required_call=req, dependent_call=dep, dependent_call_index=at, impact=impact
-                        )
+                        {
+                            "required_call": req,
+                            "dependent_call": dep,
+                            "dependent_call_index": dep_at,
+                            "impact": impact,
+                        }
                     )
-        value, checked, passed, failed = score(results)
-        critical = any(v.severity == "critical" for v in violations)
-        return Report(
-            trace_id=trace.trace_id or "<unnamed>",
-            verdict=verdict(value, critical, threshold=threshold, risk_level=risk_level),
-            sequence_correctness_score=value,
-            total_rules_checked=checked,
-            rules_passed=passed,
-            rules_failed=failed,
-            violations=violations,
-            missing_prerequisites=missing,
-            summary=_summary(index.n, results, violations),
-            rules=results,
+        passed = failed = 0
+        critical_failed = False
+        for r in results:
+            if r["outcome"] == "passed":
+                passed += 1
+            elif r["outcome"] == "failed":
+                failed += 1
+                critical_failed = critical_failed or r["severity"] == "critical"
+        checked = passed + failed
+        value = 0.0 if critical_failed else (passed / checked if checked else 1.0)
+        critical = any(v["severity"] == "critical" for v in violations)
+        return Report.model_validate(
+            {
+                "trace_id": trace.trace_id or "<unnamed>",
+                "verdict": verdict(value, critical, threshold=threshold, risk_level=risk_level),
+                "sequence_correctness_score": value,
+                "total_rules_checked": checked,
+                "rules_passed": passed,
+                "rules_failed": failed,
+                "violations": violations,
+                "missing_prerequisites": missing,
+                "summary": _summary(index.n, results, violations),
+                "rules": results,
+            }
         )
 
     def _evaluate(self, comp: _Compiled, index: TraceIndex, whole: View) -> ev.Finding:
@@ -306,11 +327,10 @@ class Engine:
         return hits
 
 
-def _summary(n_calls: int, results: list[RuleResult], violations: list[Violation]) -> str:
-    counts = {
-        o: sum(1 for r in results if r.outcome == o)
-        for o in ("passed", "failed", "not_exercised", "not_applicable", "deferred")
-    }
+def _summary(n_calls: int, results: list[dict[str, Any]], violations: list[dict[str, Any]]) -> str:
+    counts = dict.fromkeys(("passed", "failed", "not_exercised", "not_applicable", "deferred"), 0)
+    for r in results:
+        counts[r["outcome"]] += 1
     checked = counts["passed"] + counts["failed"]
     parts: list[str] = []
     if n_calls == 0:
@@ -319,13 +339,13 @@ def _summary(n_calls: int, results: list[RuleResult], violations: list[Violation
         parts.append("No rule was exercised, so the score is 1.0 by definition.")
     else:
         parts.append(f"{counts['passed']} of {checked} checked rule(s) passed.")
-    critical = [v for v in violations if v.severity == "critical"]
+    critical = [v for v in violations if v["severity"] == "critical"]
     if critical:
         first = critical[0]
-        where = "" if first.offending_call_index is None else f" at call {first.offending_call_index + 1}"
-        parts.append(
-            f"{len(critical)} critical violation(s); first: {first.rule_id} ({first.violation_type}{where})."
-        )
+        at = first["offending_call_index"]
+        where = "" if at is None else f" at call {at + 1}"
+        kind = first["violation_type"]
+        parts.append(f"{len(critical)} critical violation(s); first: {first['rule_id']} ({kind}{where}).")
     warnings = len(violations) - len(critical)
     if warnings:
         parts.append(f"{warnings} warning(s).")

@@ -26,18 +26,23 @@ class TraceIndex:
         self.calls: list[Call] = calls
         self.n = len(calls)
         self.steps: list[int] = trace.steps
-        names = [c.tool_name for c in calls]
         ok = [c.status == "ok" for c in calls]
         by_name: dict[str, list[int]] = {}
-        for i, name in enumerate(names):
-            lst = by_name.get(name)
-            if lst is None:
+        ok_by_name: dict[str, list[int]] = {}
+        # One pass, appending to both lists of the call's name: sequential access only (a second pass
+        # filtering each name's positions by `ok` reads a million-entry list at random).
+        for i, c in enumerate(calls):
+            name = c.tool_name
+            try:
+                by_name[name].append(i)
+            except KeyError:
                 by_name[name] = [i]
-            else:
-                lst.append(i)
+                ok_by_name[name] = []
+            if ok[i]:
+                ok_by_name[name].append(i)
         self.ok = ok
         self.by_name = by_name
-        self.ok_by_name = {name: [i for i in positions if ok[i]] for name, positions in by_name.items()}
+        self.ok_by_name = ok_by_name
         self._sel: dict[Selector, tuple[list[int], list[int]]] = {}
         self._groups: dict[tuple[str, ...], list[tuple[str, list[int]]]] = {}
 

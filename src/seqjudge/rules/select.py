@@ -36,7 +36,9 @@ class ArgCondition:
         return True
 
 
-@dataclass(frozen=True)
+# eq=False: selectors are compiled once per engine and used as cache keys on every trace, so identity
+# hashing (free) beats hashing their frozensets and patterns each time.
+@dataclass(frozen=True, eq=False)
 class Selector:
     """Matches a call whose name is in ``names``, or that satisfies one of ``conditions``."""
 
