@@ -11,11 +11,15 @@ from seqjudge.crosscheck import agreement, cohen_kappa, reconcile
 from seqjudge.judge.judge import Fingerprint, JudgeResult
 from seqjudge.judge.schema import JudgeOutput
 
-RULES = RuleSet.model_validate({"rules": [
-    {"id": "verify-first", "type": "before", "first": "Verify", "then": "Delete"},
-    {"id": "no-admin", "type": "blocklist", "pattern": "admin_"},
-    {"id": "confirm", "type": "judge", "description": "Confirm with the user before deleting."},
-]})
+RULES = RuleSet.model_validate(
+    {
+        "rules": [
+            {"id": "verify-first", "type": "before", "first": "Verify", "then": "Delete"},
+            {"id": "no-admin", "type": "blocklist", "pattern": "admin_"},
+            {"id": "confirm", "type": "judge", "description": "Confirm with the user before deleting."},
+        ]
+    }
+)
 FP = Fingerprint(provider="scripted", model="m", template_version="1", template_hash="h", prompt_hash="p")
 
 
@@ -28,17 +32,32 @@ def judged(failed: dict[str, str], asked: list[str] | None = None, *, status: st
     asked = asked if asked is not None else [r.rule_id for r in RULES.rules]
     if status == "unscored":
         return JudgeResult(status="unscored", reason="three bad replies", fingerprint=FP, rule_ids=asked)
-    violations: list[dict[str, Any]] = [{
-        "rule_id": rid, "rule_description": "", "violation_type": "out_of_order", "expected_order": "",
-        "actual_order": "", "offending_call_index": 0, "severity": sev, "explanation": f"judge says {rid}",
-    } for rid, sev in failed.items()]
+    violations: list[dict[str, Any]] = [
+        {
+            "rule_id": rid,
+            "rule_description": "",
+            "violation_type": "out_of_order",
+            "expected_order": "",
+            "actual_order": "",
+            "offending_call_index": 0,
+            "severity": sev,
+            "explanation": f"judge says {rid}",
+        }
+        for rid, sev in failed.items()
+    ]
     passed = len(asked) - len(failed)
     critical = any(s == "critical" for s in failed.values())
-    out = JudgeOutput.model_validate({
-        "sequence_correctness_score": 0.0 if critical else (passed / len(asked) if asked else 1.0),
-        "total_rules_checked": len(asked), "rules_passed": passed, "rules_failed": len(failed),
-        "violations": violations, "missing_prerequisites": [], "summary": "",
-    })
+    out = JudgeOutput.model_validate(
+        {
+            "sequence_correctness_score": 0.0 if critical else (passed / len(asked) if asked else 1.0),
+            "total_rules_checked": len(asked),
+            "rules_passed": passed,
+            "rules_failed": len(failed),
+            "violations": violations,
+            "missing_prerequisites": [],
+            "summary": "",
+        }
+    )
     return JudgeResult(status="scored", report=out, fingerprint=FP, rule_ids=asked)
 
 
@@ -111,13 +130,20 @@ def test_contextual_mode_cross_checks_nothing() -> None:
 
 
 def test_high_risk_routes_every_imperfect_score() -> None:
-    rules = RuleSet.model_validate({"rules": [
-        {"id": "a", "type": "require", "tool": "A"},
-        {"id": "w", "type": "max_calls", "tool": "E", "max": 1, "severity": "warning"},
-        {"id": "b", "type": "require", "tool": "B"}, {"id": "c", "type": "require", "tool": "C"},
-        {"id": "d", "type": "require", "tool": "D"}, {"id": "e", "type": "require", "tool": "E"},
-        {"id": "f", "type": "require", "tool": "F"}, {"id": "g", "type": "require", "tool": "G"},
-    ]})
+    rules = RuleSet.model_validate(
+        {
+            "rules": [
+                {"id": "a", "type": "require", "tool": "A"},
+                {"id": "w", "type": "max_calls", "tool": "E", "max": 1, "severity": "warning"},
+                {"id": "b", "type": "require", "tool": "B"},
+                {"id": "c", "type": "require", "tool": "C"},
+                {"id": "d", "type": "require", "tool": "D"},
+                {"id": "e", "type": "require", "tool": "E"},
+                {"id": "f", "type": "require", "tool": "F"},
+                {"id": "g", "type": "require", "tool": "G"},
+            ]
+        }
+    )
     report = check(trace("A", "B", "C", "D", "E", "E", "F", "G"), rules, risk_level="high")
     res = reconcile(report, None, risk_level="high")
     assert res.score == pytest.approx(7 / 8)  # 0.875: above the 0.85 threshold
