@@ -219,3 +219,20 @@ def test_demo_runs_every_golden_suite_and_says_the_judge_was_skipped(
         assert f"== {suite}:" in out
     assert "most often failed:" in out and "← violation" in out and "Suggestion:" in out
     assert "deferred" in out
+
+
+def test_a_cycle_is_reported_on_traces_not_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rules = write(tmp_path, "rules.yaml", "rules:\n"
+                  "  - {id: a-first, type: before, first: get_order_details, then: get_user_details}\n"
+                  "  - {id: u-first, type: before, first: get_user_details, then: get_order_details}\n")
+    traces = write(tmp_path, "t.jsonl", traces_jsonl(
+        {"trace_id": "both", "calls": [{"tool_name": "get_user_details"}, {"tool_name": "get_order_details"}]},
+        {"trace_id": "one", "calls": [{"tool_name": "get_user_details"}]}))
+    catalog = str(GOLDEN / "tau-retail" / "catalog.json")
+    assert run(["lint", rules, "--catalog", catalog]) == 2
+    assert "get_order_details -> get_user_details -> get_order_details" in capsys.readouterr().out
+    assert run(["check", rules, traces, "--catalog", catalog, "--format", "jsonl"]) == 1
+    both, one = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    kinds = {(v["rule_id"], v["violation_type"]) for v in both["violations"]}
+    assert ("a-first", "circular_dependency") in kinds and ("u-first", "circular_dependency") in kinds
+    assert not any(v["violation_type"] == "circular_dependency" for v in one["violations"])

@@ -54,6 +54,7 @@ class LintProblem:
     where: str | None
     message: str
     hint: str | None = None
+    code: str = ""  # a stable name for the kind of problem ("cycle", "unknown_tool", ...) for programs
 
     def render(self, source: str | None = None) -> str:
         place = ", ".join(p for p in (source, self.where) if p)
@@ -307,6 +308,7 @@ def lint(
                     f"circular precedence {cy.text()} (rules: {ids}): each tool must come before "
                     "the next, so no trace that calls all of them can satisfy every rule",
                     "remove or reverse one of these rules",
+                    code="cycle",
                 )
             )
         else:
@@ -319,6 +321,7 @@ def lint(
                     "through an alternative tool, args_match, same:, when:, a strict sequence or an "
                     "in_order trajectory",
                     "check that this is intended",
+                    code="possible_cycle",
                 )
             )
 
