@@ -311,9 +311,9 @@ class Engine:
             text = f"Failed for {labels}: " + " ".join(f.explanation for _, f in failed)
             return ev.Finding("failed", text, sorted(indices), flaws)
         if passed:
-            indices = sorted({i for f in passed for i in f.call_indices})
+            held = sorted({i for f in passed for i in f.call_indices})
             return ev.Finding(
-                "passed", f"Held for each of {len(passed)} value(s) of {', '.join(comp.same)}.", indices
+                "passed", f"Held for each of {len(passed)} value(s) of {', '.join(comp.same)}.", held
             )
         return ev.Finding("not_exercised", f"Not exercised for any value of {', '.join(comp.same)}.")
 

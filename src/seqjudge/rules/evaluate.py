@@ -339,7 +339,7 @@ def sequence(rule: SequenceRule, sels: list[Selector], v: View) -> Finding:
         if not first_ok:
             return Finding("not_exercised", f"{sels[0].text} never succeeded, so the sequence never started.")
         start = first_ok[0]
-        done = [start]
+        done: list[int] = [start]
         r = 1
         walk = v.every_position()
         begin = bisect_right(walk, start) if isinstance(walk, list) else start + 1
@@ -363,7 +363,7 @@ def sequence(rule: SequenceRule, sels: list[Selector], v: View) -> Finding:
     if not member_positions:
         return Finding("not_exercised", f"None of {names} is called.")
     member_positions = sorted(set(member_positions))
-    done: list[int] = []
+    done = []
     r = 0
     for i in member_positions:
         if r == k:
@@ -529,14 +529,14 @@ def trajectory(rule: TrajectoryRule, v: View) -> Finding:
             (j for j, (a, b) in enumerate(zip(ok_names, expected, strict=False)) if a != b),
             min(len(ok_names), len(expected)),
         )
-        at = ok_pos[diverge] if diverge < len(ok_pos) else None
+        where: int | None = ok_pos[diverge] if diverge < len(ok_pos) else None
         kind = (
             "forbidden_call" if len(ok_names) > len(expected) and diverge == len(expected) else "out_of_order"
         )
         flaws.append(
             Flaw(
                 kind,
-                at,
+                where,
                 exp_text,
                 " -> ".join(ok_names[:50]) + (" …" if len(ok_names) > 50 else ""),
                 f"The successful calls differ from the expected trajectory at position {diverge + 1}.",
