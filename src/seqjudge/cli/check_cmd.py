@@ -13,6 +13,7 @@ from typing import IO, Annotated
 import typer
 
 from seqjudge.cli.app import app
+from seqjudge.cli.trace_options import ErrorPattern, MessagesKey, TraceFormat, Verbose
 from seqjudge.errors import InputError
 from seqjudge.report import DEFAULT_THRESHOLD
 from seqjudge.rules.engine import Engine
@@ -90,12 +91,11 @@ ThresholdOpt = Annotated[
     float, typer.Option("--threshold", min=0.0, max=1.0, help="Scores below this are routed to review.")
 ]
 RiskOpt = Annotated[Risk, typer.Option("--risk-level", help="high: any score below 1.0 goes to review.")]
-TraceFormatOpt = Annotated[str | None, typer.Option("--trace-format", help="Force a trace format.")]
-MessagesKeyOpt = Annotated[str | None, typer.Option("--messages-key", help="Key holding a conversation.")]
-ErrorPatternOpt = Annotated[
-    str | None, typer.Option("--error-pattern", help="Regex: a tool result matching it marks a failed call.")
-]
-VerboseOpt = Annotated[bool, typer.Option("-v", "--verbose", help="Say which trace format was detected.")]
+# The trace-reading options are defined once, in trace_options; these names are what the commands use.
+TraceFormatOpt = TraceFormat
+MessagesKeyOpt = MessagesKey
+ErrorPatternOpt = ErrorPattern
+VerboseOpt = Verbose
 
 
 @app.command()
