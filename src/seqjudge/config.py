@@ -1,6 +1,10 @@
 """The project config file (`seqjudge.yaml`): a suite's settings in one place; command-line flags override it.
 
 Relative paths are resolved against the config file's folder. Unknown keys are errors.
+
+``thresholds: {low, medium, high}`` (written by ``seqjudge calibrate --write``) gives a calibrated threshold
+per risk level: a run at risk level L uses ``thresholds.L`` when it is set, else ``threshold``; a
+``--threshold`` flag wins over both.
 """
 
 from __future__ import annotations
@@ -30,6 +34,17 @@ class ModelOptions(BaseModel):
     max_tokens: int = Field(default=4096, ge=256)
 
 
+class Thresholds(BaseModel):
+    """A threshold per risk level, as `seqjudge calibrate --write` recommends them. For a run at risk level
+    L, ``thresholds.L`` (when set) replaces ``threshold``; a ``--threshold`` flag still wins."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    low: float | None = Field(default=None, ge=0.0, le=1.0)
+    medium: float | None = Field(default=None, ge=0.0, le=1.0)
+    high: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -41,16 +56,29 @@ class RunConfig(BaseModel):
     model_options: ModelOptions = Field(default_factory=ModelOptions)
     risk_level: RiskLevel = "medium"
     threshold: float = Field(default=DEFAULT_THRESHOLD, ge=0.0, le=1.0)
+    thresholds: Thresholds | None = None
     store: str = DEFAULT_STORE
     judge_mode: Literal["full", "contextual"] = "full"
     max_attempts: int = Field(default=3, ge=1)
     concurrency: int = Field(default=8, ge=1)
+    # Requests / tokens per minute; None = the provider's default (seqjudge.limits.DEFAULT_LIMITS), 0 = off.
+    rpm: int | None = Field(default=None, ge=0)
+    tpm: int | None = Field(default=None, ge=0)
+    # Stop starting judge calls once this many USD are spent or reserved (None or 0 = no budget).
+    max_cost: float | None = Field(default=None, ge=0)
+    # Price overrides (seqjudge.pricing): a YAML/JSON file, or an inline mapping model -> price.
+    prices: str | dict[str, Any] | None = None
     cache: bool = True
     redact: list[str] = Field(default_factory=lambda: list(DEFAULT_REDACT))
     trace_format: str | None = None
     messages_key: str | None = None
     error_pattern: str | None = None
     label: str | None = None
+
+    def threshold_for(self, risk_level: RiskLevel | None = None) -> float:
+        """The threshold of a run at ``risk_level`` (default: the config's): ``thresholds`` first."""
+        value = getattr(self.thresholds, risk_level or self.risk_level, None) if self.thresholds else None
+        return self.threshold if value is None else value
 
     def resolved(self, base: Path) -> RunConfig:
         """Paths made absolute against ``base`` (the config file's folder)."""
@@ -67,6 +95,7 @@ class RunConfig(BaseModel):
                 "catalog": fix(self.catalog),
                 "examples": fix(self.examples),
                 "store": fix(self.store),
+                "prices": fix(self.prices) if isinstance(self.prices, str) else self.prices,
             }
         )
 

@@ -2,27 +2,51 @@
 
 Each trace is stored in its own transaction as soon as it is decided, so a run killed at any moment keeps
 every finished trace, and ``resume`` finishes the rest without judging a stored trace again.
+
+Throughput (see seqjudge.limits): traces stream through a bounded look-ahead (``2 * concurrency`` traces
+decided at once, so memory stays flat however long the suite), the provider sits behind ``LimitedProvider``
+(at most ``concurrency`` calls in flight, requests/tokens per minute, the run-wide pause after a 429, the
+``--max-cost`` budget), and the response cache answers any request seen before without a call.
+
+What stops a run, and what a trace becomes:
+- auth/config errors, and connection/bad-request errors before any call has succeeded (a wrong base URL, a
+  wrong model name): fatal. No new call starts; calls in flight finish and are stored; status
+  ``interrupted``; the error is raised (exit 3). The traces not stored are left for ``--resume``.
+- the budget: no new call starts; status ``stopped``; the summary says how to finish (``--resume``).
+- anything else the SDK's retries did not cure (rate limits, 5xx, timeouts, a dropped connection once the
+  endpoint has answered, a malformed body): that trace is stored ``unscored`` with the reason and routed
+  to review, and the run goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from seqjudge.config import RunConfig
-from seqjudge.crosscheck import TraceResult, agreement, reconcile
+from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
 from seqjudge.errors import ProviderError
+from seqjudge.limits import Budget, LimitedProvider, RateLimiter, default_limits, estimate_tokens
+from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.model import RuleSet
 from seqjudge.trace import Trace
 
 # Provider errors after which no other trace can succeed either: stop the run (exit 3), keep it resumable.
-FATAL_KINDS = {"auth", "config", "connection", "bad_request"}
+FATAL_KINDS = {"auth", "config"}
+# ... and these too, as long as no call of this run has succeeded (the endpoint or the model is wrong);
+# once one has, they are one trace's bad luck (a dropped connection, one over-long prompt).
+FATAL_UNTIL_SUCCESS = {"connection", "bad_request"}
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# Expected output tokens of one judge reply for --dry-run (a judgement with a few violations is 250-500).
+DRY_RUN_OUTPUT_TOKENS = 400
 
 
 def judge_unavailable(model: str | None) -> str | None:
@@ -47,15 +71,48 @@ class RunSummary:
     reasons: Counter[str] = field(default_factory=Counter)
     judge_status: Counter[str] = field(default_factory=Counter)
     violated: Counter[str] = field(default_factory=Counter)
-    tokens: dict[str, int] = field(default_factory=lambda: {"input": 0, "cached_input": 0, "output": 0})
+    tokens: dict[str, int] = field(
+        default_factory=lambda: {"input": 0, "cached_input": 0, "cache_write": 0, "output": 0}
+    )
     skipped_stored: int = 0
     agreement: dict[str, Any] = field(default_factory=dict)
     status: str = "completed"
     error: str | None = None
+    # Cost: of every stored trace of the run (a resumed run counts what was stored before, too).
+    model: str | None = None
+    price: Price | None = None
+    cost: Cost = field(default_factory=Cost)
+    judged_traces: int = 0  # traces with a judge result (scored or unscored)
+    max_trace_cost: float = 0.0
+    # This invocation's provider calls (seqjudge.limits.CallStats.as_dict) and response-cache hits.
+    calls: dict[str, Any] = field(default_factory=dict)
+    cache_hits: int = 0
+    stopped: str | None = None  # why the run stopped early (the budget)
+    decisions: list[RuleDecision] = field(default_factory=list, repr=False)  # cross-checked, for agreement
 
     @property
     def traces(self) -> int:
         return sum(self.verdicts.values())
+
+    @property
+    def priced(self) -> bool:
+        return self.price is not None
+
+    def cost_totals(self) -> dict[str, Any] | None:
+        if self.price is None:
+            return None
+        c = self.cost
+        return {
+            "usd": round(c.total, 6),
+            "input_usd": round(c.input, 6),
+            "cached_input_usd": round(c.cached_input, 6),
+            "cache_write_usd": round(c.cache_write, 6),
+            "output_usd": round(c.output, 6),
+            "per_trace_usd": round(c.total / self.judged_traces, 6) if self.judged_traces else 0.0,
+            "max_trace_usd": round(self.max_trace_cost, 6),
+            "model": self.model,
+            "price_per_million": self.price.model_dump(),
+        }
 
     def totals(self) -> dict[str, Any]:
         return {
@@ -66,9 +123,12 @@ class RunSummary:
             "review_reasons": dict(self.reasons),
             "judge": dict(self.judge_status),
             "tokens": dict(self.tokens),
+            "cost": self.cost_totals(),
+            "calls": {**self.calls, "cache_hits": self.cache_hits},
             "violations_by_rule": dict(self.violated.most_common()),
             "agreement": self.agreement,
             "judge_skipped": self.judge_skipped,
+            "stopped": self.stopped,
         }
 
 
@@ -78,10 +138,39 @@ def _judge_rule_ids(ruleset: RuleSet, mode: str) -> list[str]:
     return [r.rule_id for r in ruleset.rules]
 
 
+def run_limits(cfg: RunConfig, provider_name: str) -> tuple[int, int]:
+    """(rpm, tpm) of a run: the config's, else the provider's defaults; 0 = unlimited."""
+    rpm, tpm = default_limits(provider_name)
+    return (rpm if cfg.rpm is None else cfg.rpm, tpm if cfg.tpm is None else cfg.tpm)
+
+
+def run_price(cfg: RunConfig, prices: Any = None) -> Price | None:
+    """The price of the run's model (``prices`` or the config's ``prices:`` over the shipped table)."""
+    return price_for(cfg.model, load_prices(prices if prices is not None else cfg.prices))
+
+
+@contextmanager
+def steady_gc() -> Iterator[None]:
+    """Garbage collection tuned for the length of a run, then restored.
+
+    A run allocates many short-lived objects against a large long-lived heap (the SDK, compiled rules,
+    pydantic schemas), and the collector's full passes kept re-scanning that heap: about a tenth of the
+    CPU of a judged trace. What exists at the start is frozen (never scanned during the run) and young
+    collections run less often."""
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(threshold[0], 20_000), threshold[1], threshold[2])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
+
+
 async def run_traces(
     cfg: RunConfig,
     ruleset: RuleSet,
-    traces: Any,
+    traces: Iterable[Trace],
     store: Any,
     *,
     provider: Any = None,
@@ -89,8 +178,16 @@ async def run_traces(
     catalog: Any = None,
     examples: Any = None,
     on_result: Callable[[Trace, TraceResult], None] | None = None,
+    on_progress: Callable[[RunSummary], None] | None = None,
+    limiter: RateLimiter | None = None,
+    prices: Any = None,
+    cache_dir: str | Path | None = None,
 ) -> RunSummary:
-    """Decide every trace of ``traces`` (an iterable) and store each result as it is decided."""
+    """Decide every trace of ``traces`` (an iterable) and store each result as it is decided.
+
+    ``limiter`` replaces the one built from ``cfg.rpm``/``cfg.tpm`` (a benchmark scales the window);
+    ``prices`` replaces ``cfg.prices``; ``cache_dir`` the response cache's folder (default: ``cache/``
+    beside the store)."""
     from seqjudge.redact import redact_trace
 
     engine = Engine(ruleset)
@@ -100,10 +197,20 @@ async def run_traces(
 
         opts = cfg.model_options
         provider = get_provider(
-            cfg.model,
+            cfg.model,  # type: ignore[arg-type]
             base_url=opts.base_url,
-            timeout=opts.timeout,  # type: ignore[arg-type]
+            timeout=opts.timeout,
             max_retries=opts.max_retries,
+        )
+    price = run_price(cfg, prices) if provider is not None else None
+    if provider is not None and cfg.max_cost and price is None:
+        from seqjudge.errors import InputError
+
+        raise InputError(
+            f"--max-cost needs the price of model {cfg.model}, and seqjudge has none",
+            where="--max-cost",
+            hint="give it with --prices FILE (or prices: in seqjudge.yaml), e.g. "
+            f"{cfg.model}: {{input: 2.5, cached_input: 1.25, output: 10}} in USD per million tokens",
         )
     fingerprint = {
         "model": cfg.model if provider is not None else None,
@@ -116,17 +223,38 @@ async def run_traces(
         run_id = store.create_run(
             config=cfg.model_dump(mode="json"), fingerprint=fingerprint, label=cfg.label
         )
+    summary = RunSummary(
+        run_id=run_id,
+        judged=provider is not None,
+        judge_skipped=skipped,
+        model=cfg.model if provider is not None else None,
+        price=price,
+    )
     done = store.completed_trace_ids(run_id)
-    summary = RunSummary(run_id=run_id, judged=provider is not None, judge_skipped=skipped)
-    cache = None
-    if provider is not None and cfg.cache:
-        from seqjudge.judge.cache import ResponseCache
+    if done:
+        # Totals and cost cover the whole run, not only what this invocation adds.
+        for stored in store.results(run_id):
+            _count(summary, stored.result)
 
-        cache = ResponseCache()
+    gate: LimitedProvider | None = None
+    cache = None
+    if provider is not None:
+        rpm, tpm = run_limits(cfg, getattr(provider, "name", ""))
+        budget = Budget(cfg.max_cost) if cfg.max_cost else None
+        gate = LimitedProvider(
+            provider,
+            concurrency=cfg.concurrency,
+            limiter=limiter or RateLimiter(rpm, tpm),
+            budget=budget,
+            estimate_cost=(lambda i, o: estimate_cost(i, o, price)) if price is not None else None,
+            cost_of=(lambda usage: cost_of(usage, price).total) if price is not None else None,
+        )
+        if cfg.cache:
+            from seqjudge.judge.cache import ResponseCache
+
+            cache = ResponseCache(cache_dir if cache_dir is not None else Path(cfg.store).parent / "cache")
     rule_ids = _judge_rule_ids(ruleset, cfg.judge_mode)
-    results: list[TraceResult] = []
     fatal: list[ProviderError] = []
-    semaphore = asyncio.Semaphore(cfg.concurrency)
 
     async def decide(trace: Trace) -> None:
         # The engine sees the trace as it is (a rule may match on any argument); only what leaves the
@@ -134,12 +262,12 @@ async def run_traces(
         report = engine.check(trace, threshold=cfg.threshold, risk_level=cfg.risk_level)
         redacted = redact_trace(trace, cfg.redact)
         judged = None
-        if provider is not None and rule_ids and not fatal:
-            judged = await _judge(
-                redacted, ruleset, provider, cfg, cache, rule_ids, catalog, examples, semaphore, fatal
-            )
+        if gate is not None and rule_ids:
+            if gate.stop_reason is not None:
+                return  # stopping: leave the trace for --resume
+            judged = await _judge(redacted, ruleset, gate, cfg, cache, rule_ids, catalog, examples, fatal)
             if judged is None:
-                return  # a fatal provider error: leave the trace for --resume
+                return  # the run is stopping: leave the trace for --resume
         result = reconcile(
             report,
             judged,
@@ -149,75 +277,118 @@ async def run_traces(
         )
         store.save_result(run_id, redacted, result)
         _count(summary, result)
-        results.append(result)
         if on_result is not None:
             on_result(trace, result)
+        if on_progress is not None:
+            on_progress(summary)
 
+    # Traces decided at once: enough to keep every provider slot busy while others render and store, and
+    # few enough that memory stays flat however long the suite. A semaphore, not asyncio.wait over the
+    # pending set, which would cost O(pending) per finished trace.
+    lookahead = asyncio.Semaphore(cfg.concurrency * 2)
     pending: set[asyncio.Task[None]] = set()
-    for trace in traces:
-        if fatal:
-            break
-        if trace.trace_id in done:
-            summary.skipped_stored += 1
-            continue
-        pending.add(asyncio.create_task(decide(trace)))
-        if len(pending) >= cfg.concurrency * 2:  # bounded look-ahead: traces stream, memory stays flat
-            finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for t in finished:
-                t.result()
-    if pending:
-        for t in await asyncio.gather(*pending, return_exceptions=True):
-            if isinstance(t, BaseException):
-                raise t
-    summary.agreement = agreement(results)
+    failed: list[BaseException] = []
+
+    def finished(task: asyncio.Task[None]) -> None:
+        pending.discard(task)
+        lookahead.release()
+        if not task.cancelled() and task.exception() is not None:
+            failed.append(task.exception())  # type: ignore[arg-type]
+
+    try:
+        with steady_gc():
+            for trace in traces:
+                if failed:
+                    raise failed[0]  # a bug in one trace ends the run (marked interrupted below)
+                if gate is not None and gate.stop_reason is not None:
+                    break
+                if trace.trace_id in done:
+                    summary.skipped_stored += 1
+                    continue
+                await lookahead.acquire()
+                task = asyncio.create_task(decide(trace))
+                pending.add(task)
+                task.add_done_callback(finished)
+            while pending:
+                await asyncio.wait(set(pending))
+        if failed:
+            raise failed[0]
+    except BaseException as exc:  # a bug, Ctrl-C, a cancelled task: keep the run resumable and say so
+        for t in pending:
+            t.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        _finish(summary, gate, cache)
+        summary.status = "interrupted"
+        summary.error = f"{type(exc).__name__}: {exc}"
+        store.finish_run(run_id, totals=summary.totals(), status="interrupted")
+        raise
+    _finish(summary, gate, cache)
     if fatal:
         summary.status = "interrupted"
         summary.error = str(fatal[0])
+    elif gate is not None and gate.stop_reason is not None:
+        summary.status = "stopped"
+        summary.stopped = gate.stop_reason
     store.finish_run(run_id, totals=summary.totals(), status=summary.status)
     if fatal:
         raise fatal[0]
     return summary
 
 
+def _finish(summary: RunSummary, gate: LimitedProvider | None, cache: Any) -> None:
+    summary.agreement = agreement([_Decided(summary.decisions)])  # type: ignore[list-item]  # reads .rules
+    if gate is not None:
+        summary.calls = gate.stats.as_dict()
+    if cache is not None:
+        summary.cache_hits = cache.hits
+
+
+@dataclass
+class _Decided:
+    """What ``crosscheck.agreement`` reads of a result (its rule decisions): the results themselves, with
+    their traces and reports, need not stay in memory for the whole run."""
+
+    rules: list[RuleDecision]
+
+
 async def _judge(
     trace: Trace,
     ruleset: RuleSet,
-    provider: Any,
+    gate: LimitedProvider,
     cfg: RunConfig,
     cache: Any,
     rule_ids: list[str],
     catalog: Any,
     examples: Any,
-    semaphore: asyncio.Semaphore,
     fatal: list[ProviderError],
 ) -> Any:
-    from seqjudge.judge.judge import judge_trace
+    from seqjudge.judge.judge import judge_trace  # cheap once imported; the judge's deps stay lazy
 
-    async with semaphore:
-        if fatal:
+    try:
+        return await judge_trace(
+            trace,
+            ruleset,
+            gate,
+            catalog=catalog,
+            examples=examples,
+            risk_level=cfg.risk_level,
+            max_attempts=cfg.max_attempts,
+            cache=cache,
+            rule_ids=rule_ids,
+            max_tokens=cfg.model_options.max_tokens,
+            temperature=cfg.model_options.temperature,
+            seed=cfg.model_options.seed,
+        )
+    except ProviderError as exc:
+        if exc.kind in ("stopped", "budget"):
+            return None  # gate.stop_reason says why (the budget, or a fatal error in another trace)
+        if exc.kind in FATAL_KINDS or (exc.kind in FATAL_UNTIL_SUCCESS and gate.stats.calls == 0):
+            fatal.append(exc)
+            gate.stop(str(exc))
             return None
-        try:
-            return await judge_trace(
-                trace,
-                ruleset,
-                provider,
-                catalog=catalog,
-                examples=examples,
-                risk_level=cfg.risk_level,
-                max_attempts=cfg.max_attempts,
-                cache=cache,
-                rule_ids=rule_ids,
-                max_tokens=cfg.model_options.max_tokens,
-                temperature=cfg.model_options.temperature,
-                seed=cfg.model_options.seed,
-            )
-        except ProviderError as exc:
-            if exc.kind in FATAL_KINDS:
-                fatal.append(exc)
-                return None
-            # Rate limits and server errors that outlived the SDK's own retries: this trace is unscored,
-            # with the reason, and goes to review; the run goes on.
-            return exc.unscored  # type: ignore[attr-defined]
+        # Rate limits, server errors, timeouts that outlived the SDK's own retries: this trace is unscored,
+        # with the reason, and goes to review; the run goes on.
+        return exc.unscored  # type: ignore[attr-defined]
 
 
 def _count(summary: RunSummary, result: TraceResult) -> None:
@@ -227,9 +398,115 @@ def _count(summary: RunSummary, result: TraceResult) -> None:
     for d in result.rules:
         if d.final == "failed":
             summary.violated[d.rule_id] += 1
-    if result.judge is not None:
-        summary.judge_status[result.judge.status] += 1
-        usage = result.judge.usage
+        if d.agree is not None and d.judge is not None:
+            summary.decisions.append(d)
+    judge = result.judge
+    if judge is not None and not isinstance(judge, dict):
+        summary.judge_status[judge.status] += 1
+        summary.judged_traces += 1
+        usage = judge.usage
         summary.tokens["input"] += usage.input_tokens
         summary.tokens["cached_input"] += usage.cached_input_tokens
+        summary.tokens["cache_write"] += usage.cache_write_tokens
         summary.tokens["output"] += usage.output_tokens
+        if summary.price is not None:
+            trace_cost = cost_of(usage, summary.price)
+            summary.cost = summary.cost + trace_cost
+            summary.max_trace_cost = max(summary.max_trace_cost, trace_cost.total)
+
+
+# -- dry run -----------------------------------------------------------------------------------------------
+@dataclass
+class RunEstimate:
+    """What a run would send, without sending it (``seqjudge run --dry-run``)."""
+
+    traces: int = 0
+    skipped_stored: int = 0
+    calls: int = 0  # first attempts only; re-asks come on top
+    input_tokens: int = 0
+    static_tokens: int = 0  # of one call: the part a provider's prompt cache can reuse across traces
+    output_tokens: int = 0
+    max_output_tokens: int = 0  # the max_tokens bound
+    model: str | None = None
+    price: Price | None = None
+    judge_skipped: str | None = None
+
+    def cost(self, *, prompt_cache: bool = False) -> float | None:
+        """USD; ``prompt_cache``: the static part of every call but the first read from the prompt cache."""
+        if self.price is None:
+            return None
+        cached = self.static_tokens * max(self.calls - 1, 0) if prompt_cache else 0
+        return estimate_cost(self.input_tokens, self.output_tokens, self.price, cached_input_tokens=cached)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": True,
+            "traces": self.traces,
+            "skipped_stored": self.skipped_stored,
+            "calls": self.calls,
+            "input_tokens": self.input_tokens,
+            "static_tokens_per_call": self.static_tokens,
+            "output_tokens": self.output_tokens,
+            "max_output_tokens": self.max_output_tokens,
+            "model": self.model,
+            "price_per_million": self.price.model_dump() if self.price else None,
+            "cost_usd": _round(self.cost()),
+            "cost_usd_with_prompt_cache": _round(self.cost(prompt_cache=True)),
+            "judge_skipped": self.judge_skipped,
+            "token_estimate": "characters / 4",
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def estimate_run(
+    cfg: RunConfig,
+    ruleset: RuleSet,
+    traces: Iterable[Trace],
+    *,
+    catalog: Any = None,
+    examples: Any = None,
+    skip: set[str] | frozenset[str] = frozenset(),
+    prices: Any = None,
+) -> RunEstimate:
+    """Render every judge prompt a run would send and estimate its tokens (characters / 4) and cost.
+
+    No provider is built (no key is needed) and nothing is written. Inputs are checked exactly as the judge
+    checks them, so a dry run also finds the errors that would stop a real one."""
+    from seqjudge.judge.prompt import catalog_names, render
+    from seqjudge.judge.validate import check_inputs
+    from seqjudge.redact import redact_trace
+
+    est = RunEstimate(model=cfg.model, price=run_price(cfg, prices) if cfg.model else None)
+    if not cfg.model:
+        est.judge_skipped = judge_unavailable(cfg.model)
+    rule_ids = _judge_rule_ids(ruleset, cfg.judge_mode)
+    names = catalog_names(catalog) if catalog is not None else None
+    max_tokens = cfg.model_options.max_tokens
+    for trace in traces:
+        if trace.trace_id in skip:
+            est.skipped_stored += 1
+            continue
+        est.traces += 1
+        if not rule_ids:
+            continue
+        checked = check_inputs(
+            redact_trace(trace, cfg.redact), ruleset, catalog_names=names, rule_ids=rule_ids
+        )
+        prompt = render(
+            checked,
+            ruleset,
+            catalog=catalog,
+            examples=examples,
+            risk_level=cfg.risk_level,
+            rule_ids=rule_ids,
+        )
+        static = estimate_tokens(len(prompt.system) + len(prompt.static))
+        est.static_tokens = static
+        est.input_tokens += static + estimate_tokens(len(prompt.dynamic))
+        est.output_tokens += min(DRY_RUN_OUTPUT_TOKENS, max_tokens)
+        est.max_output_tokens += max_tokens
+        est.calls += 1
+    return est

@@ -93,7 +93,7 @@ class FakeLLMServer:
     # -- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> FakeLLMServer:
         handler = _make_handler(self)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = _Server(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         # A short poll interval: shutdown() waits up to one interval, and tests start a server each.
         self._thread = threading.Thread(
@@ -169,9 +169,18 @@ class FakeLLMServer:
         return FakeReply(500, {"error": "fake server: no scripted reply"})
 
 
+class _Server(ThreadingHTTPServer):
+    # The stdlib's listen backlog of 5 drops connections when a client opens dozens at once (a benchmark at
+    # concurrency 64), and the client then waits a second for the SYN to be retried.
+    request_queue_size = 256
+
+
 def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in separate writes; with Nagle's algorithm on, the body waits for the
+        # client's delayed ACK (~40 ms a reply), which a throughput benchmark would measure instead of us.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:  # stdlib signature
             pass  # keep pytest output clean

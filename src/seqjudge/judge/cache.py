@@ -6,7 +6,8 @@ adapter will send, the rendered prompt (system, static, dynamic), the schema and
 reply is kept, bad ones too, so a rerun replays the same attempts in the same order.
 
 One JSON file per key under ``.seqjudge/cache/<2 hex>/<key>.json``, written to a temporary file and renamed
-into place, so a killed run never leaves half a file that a later run would read.
+into place, so a killed run never leaves half a file that a later run would read (an unreadable file is a
+miss, never an error).
 """
 
 from __future__ import annotations
@@ -14,13 +15,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from seqjudge.judge.providers.base import JudgeRequest, ProviderReply, canonical_json
+from seqjudge.judge.providers.base import (
+    JudgeRequest,
+    ProviderReply,
+    canonical_json,
+    canonical_object,
+    request_json,
+)
 
 DEFAULT_CACHE_DIR = Path(".seqjudge") / "cache"
 CACHE_FORMAT = 1
@@ -40,14 +46,17 @@ def sent_params(provider: Any, request: JudgeRequest) -> dict[str, Any]:
 
 
 def request_key(provider: Any, request: JudgeRequest) -> str:
-    payload = {
-        "format": CACHE_FORMAT,
-        "provider": getattr(provider, "name", type(provider).__name__),
-        "model": getattr(provider, "model", ""),
-        "sent": sent_params(provider, request),
-        "request": request.model_dump(mode="json"),
-    }
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+    # canonical_json of {format, provider, model, sent, request}, the request's part encoded once.
+    text = canonical_object(
+        {
+            "format": canonical_json(CACHE_FORMAT),
+            "provider": canonical_json(getattr(provider, "name", type(provider).__name__)),
+            "model": canonical_json(getattr(provider, "model", "")),
+            "sent": canonical_json(sent_params(provider, request)),
+            "request": request_json(request),
+        }
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class ResponseCache:
@@ -57,12 +66,30 @@ class ResponseCache:
         self.root = Path(root)
         self.hits = 0
         self.misses = 0
+        # A miss is followed by a put of the same request: its key (a hash over the whole prompt) is kept
+        # for a while rather than computed twice. Keyed by identity, and by what the adapter will send (an
+        # Anthropic provider may switch to tool use in between); the entry holds the objects, so an id is
+        # never reused while it is here.
+        self._keys: dict[tuple[int, int], tuple[Any, JudgeRequest, dict[str, Any], str]] = {}
+        self._dirs: set[Path] = set()  # folders known to exist
+        self._written = 0
+
+    def key(self, provider: Any, request: JudgeRequest) -> str:
+        sent = sent_params(provider, request)
+        memo = self._keys.get((id(provider), id(request)))
+        if memo is not None and memo[0] is provider and memo[1] is request and memo[2] == sent:
+            return memo[3]
+        key = request_key(provider, request)
+        if len(self._keys) >= 1024:
+            del self._keys[next(iter(self._keys))]  # the oldest
+        self._keys[(id(provider), id(request))] = (provider, request, sent, key)
+        return key
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, provider: Any, request: JudgeRequest) -> ProviderReply | None:
-        path = self.path(request_key(provider, request))
+        path = self.path(self.key(provider, request))
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             reply = ProviderReply.model_validate(data["reply"])
@@ -74,9 +101,11 @@ class ResponseCache:
         return reply
 
     def put(self, provider: Any, request: JudgeRequest, reply: ProviderReply) -> Path:
-        key = request_key(provider, request)
+        key = self.key(provider, request)
         path = self.path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent not in self._dirs:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._dirs.add(path.parent)
         record = {
             "format": CACHE_FORMAT,
             "key": key,
@@ -84,14 +113,19 @@ class ResponseCache:
             "model": getattr(provider, "model", ""),
             "reply": reply.model_dump(mode="json"),
         }
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}-", suffix=".tmp")
+        data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
+        # A name no other writer uses (process, cache object, counter), created exclusively, written once
+        # and renamed into place. No fsync: it blocked the event loop for milliseconds per reply, and a
+        # cache needs atomicity (the rename), not durability. After a power loss an entry may be missing or
+        # empty: a miss, which costs one call and is rewritten.
+        self._written += 1
+        tmp = path.parent / f".{key[:8]}-{os.getpid()}-{id(self):x}-{self._written}.tmp"
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(record, handle, ensure_ascii=False, sort_keys=True)
-                handle.flush()
-                os.fsync(handle.fileno())
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
             os.replace(tmp, path)
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
             raise
         return path

@@ -82,6 +82,7 @@ class AnthropicProvider(SDKProvider):
         }
         if self.base_url:
             kwargs["base_url"] = self.base_url
+        kwargs.update(self._transport_options())
         return self._sdk.AsyncAnthropic(**kwargs)
 
     # -- request -------------------------------------------------------------------------------------------
@@ -137,7 +138,7 @@ class AnthropicProvider(SDKProvider):
         raw = await self._client().messages.with_raw_response.create(**body)
         message = await raw.parse()
         return self.reply_from_body(
-            message.to_dict(mode="json"),
+            self._body(message),
             request=request,
             body=body,
             transport_retries=raw.retries_taken,

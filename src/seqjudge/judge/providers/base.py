@@ -9,6 +9,7 @@ that line sharp is what stops retries from multiplying and secrets from leaking 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import hashlib
 import importlib
 import json
@@ -49,6 +50,30 @@ _SCHEMA_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 def canonical_json(value: Any) -> str:
     """One byte sequence per value: sorted keys, no whitespace, UTF-8 kept (hashes must not see key order)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_object(parts: dict[str, str]) -> str:
+    """``canonical_json`` of an object whose values are given already encoded (``canonical_json`` each):
+    the same text, without encoding a large value twice."""
+    return "{" + ",".join(f"{canonical_json(k)}:{v}" for k, v in sorted(parts.items())) + "}"
+
+
+# The prompt is most of a request and is hashed more than once per call (request hash, cache key): the
+# encoding of recent requests is kept, by identity. Requests are frozen, and an entry holds its request, so
+# an id is never reused while it is here.
+_REQUEST_JSON: dict[int, tuple[Any, str]] = {}
+
+
+def request_json(request: Any) -> str:
+    """``canonical_json(request.model_dump(mode="json"))``, remembered for recent requests."""
+    hit = _REQUEST_JSON.get(id(request))
+    if hit is not None and hit[0] is request:
+        return hit[1]
+    text = canonical_json(request.model_dump(mode="json"))
+    if len(_REQUEST_JSON) >= 512:
+        _REQUEST_JSON.pop(next(iter(_REQUEST_JSON)), None)  # the oldest
+    _REQUEST_JSON[id(request)] = (request, text)
+    return text
 
 
 class Usage(BaseModel):
@@ -132,13 +157,17 @@ with warnings.catch_warnings():
             ``sent_params`` is what the adapter adds (its exact request body and endpoint); the request's own
             fields are always included, so a caller that only knows the sampling can still key a cache on it.
             """
-            payload = {
-                "provider": provider,
-                "model": model,
-                "request": self.model_dump(mode="json"),
-                "sent": sent_params,
-            }
-            return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+            # canonical_json({"provider", "model", "request": <fields>, "sent"}), with the request's part
+            # encoded once per request (the response cache's key encodes it too).
+            text = canonical_object(
+                {
+                    "provider": canonical_json(provider),
+                    "model": canonical_json(model),
+                    "request": request_json(self),
+                    "sent": canonical_json(sent_params),
+                }
+            )
+            return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class ProviderReply(BaseModel):
@@ -200,6 +229,37 @@ def redact(text: str, *secrets: str | None) -> str:
             text = text.replace(secret, "[redacted]")
     text = _KEYLIKE.sub("[redacted]", text)
     return _URL_USERINFO.sub("[redacted]@", text)
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds a response asks the client to wait: ``retry-after-ms``, ``retry-after`` in seconds, or
+    ``retry-after`` as an HTTP date (the SDKs read the same headers in the same order). None when absent."""
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) / divisor
+        except ValueError:
+            continue
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+class TransportObserver(Protocol):
+    """Hears of the HTTP traffic of an SDK adapter (see ``SDKProvider.observe_transport``)."""
+
+    async def on_request(self, retry_count: int) -> None: ...
+
+    def on_response(self, status: int, retry_after: float | None) -> None: ...
 
 
 # -- registry ----------------------------------------------------------------------------------------------
@@ -364,6 +424,7 @@ class SDKProvider:
         self._api_key = read_api_key(self.name, self.key_env)
         self._sdk_client: Any = None
         self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._observer: TransportObserver | None = None
 
     def __repr__(self) -> str:
         # Never the key: reprs end up in logs and test failure output.
@@ -374,6 +435,43 @@ class SDKProvider:
     def _build_client(self) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def observe_transport(self, observer: TransportObserver | None) -> None:
+        """Tell ``observer`` of every HTTP attempt (before it is sent; SDK retries included) and every
+        response status with its Retry-After: how a run's limiter counts retries and hears of 429s that the
+        SDK retries without raising. Call before the first request (the next client is built with it)."""
+        self._observer = observer
+        self._sdk_client = self._client_loop = None
+
+    def _transport_options(self) -> dict[str, Any]:
+        """Extra SDK client options: an HTTP client with event hooks when someone observes the transport."""
+        observer = self._observer
+        if observer is None:
+            return {}
+
+        async def on_request(request: Any) -> None:
+            await observer.on_request(int(request.headers.get("x-stainless-retry-count") or 0))
+
+        async def on_response(response: Any) -> None:
+            observer.on_response(response.status_code, retry_after_seconds(response.headers))
+
+        hooks = {"request": [on_request], "response": [on_response]}
+        # The SDK's own default client class keeps its connection limits, timeouts and redirects.
+        return {"http_client": self._sdk.DefaultAsyncHttpxClient(event_hooks=hooks)}
+
+    def _body(self, parsed: Any) -> dict[str, Any]:
+        """The SDK's parsed reply as a JSON dict; a body that is not a JSON object is a server error (a
+        proxy's HTML page, a truncated reply), never an AttributeError that would end a whole run."""
+        to_dict = getattr(parsed, "to_dict", None)
+        if to_dict is None:
+            raise ProviderError(
+                f"{self.name} at {self.endpoint} answered with a body that is not a JSON object "
+                f"({type(parsed).__name__}: {self._redact(str(parsed))[:80]!r})",
+                kind="server",
+                provider=self.name,
+            )
+        data: dict[str, Any] = to_dict(mode="json")
+        return data
+
     def _client(self) -> Any:
         # An httpx client is bound to the event loop it first ran in; a caller that uses asyncio.run() more
         # than once would otherwise get "Event loop is closed" from a pooled connection. A weak reference,
@@ -383,6 +481,14 @@ class SDKProvider:
             self._sdk_client = self._build_client()
             self._client_loop = weakref.ref(loop)
         return self._sdk_client
+
+    def sdk_client(self) -> Any:
+        """The SDK client of this event loop, for calls beyond ``complete`` (the batch APIs)."""
+        return self._client()
+
+    def provider_error(self, exc: Exception) -> ProviderError | None:
+        """An SDK exception as the ``ProviderError`` a user sees (key redacted); None if not the SDK's."""
+        return self._map_error(exc)
 
     async def aclose(self) -> None:
         if self._sdk_client is not None:
@@ -410,6 +516,12 @@ class SDKProvider:
             )
         except ProviderError as exc:
             error = exc
+        except json.JSONDecodeError as exc:  # the SDK could not parse a 2xx body
+            error = ProviderError(
+                f"{self.name} at {self.endpoint} answered with a body that is not valid JSON ({exc})",
+                kind="server",
+                provider=self.name,
+            )
         except Exception as exc:
             mapped = self._map_error(exc)
             if mapped is None:

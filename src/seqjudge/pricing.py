@@ -1,0 +1,193 @@
+"""What a judge run costs: a small price table, user overrides, and cost from token usage.
+
+Prices change, and this table is only as current as the seqjudge release that ships it (checked against
+the providers' pricing pages in 2025). Override or extend it with a YAML or JSON file, ``--prices FILE`` or
+``prices: FILE`` in seqjudge.yaml (an inline mapping there works too):
+
+    prices:                       # the wrapper key is optional
+      openai:gpt-4o: {input: 2.50, cached_input: 1.25, output: 10.00}
+      my-vllm-model: {input: 0, output: 0}
+
+Prices are USD per million tokens. ``cached_input`` is what a prompt-cache read costs (default: the input
+price), ``cache_write`` what writing the cache costs (Anthropic; default: the input price). A model is
+found by its exact name (with or without the ``provider:`` prefix), else by the longest known prefix, so a
+dated snapshot (``gpt-4o-2024-08-06``) takes its family's price. A model without a price has no cost
+figure (and ``--max-cost`` refuses to run with it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from seqjudge.errors import InputError
+
+__all__ = ["PRICES", "Cost", "Price", "cost_of", "estimate_cost", "load_prices", "price_for"]
+
+PER = 1_000_000
+
+
+class Price(BaseModel):
+    """USD per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
+
+    def describe(self) -> str:
+        cached = f", ${self.cached_input:g}/M cached input" if self.cached_input is not None else ""
+        return f"${self.input:g}/M input{cached}, ${self.output:g}/M output"
+
+
+def _p(inp: float, cached: float, out: float, write: float | None = None) -> Price:
+    return Price(input=inp, cached_input=cached, output=out, cache_write=write)
+
+
+# USD per million tokens: input, cached input, output (and Anthropic's 5-minute cache write).
+PRICES: dict[str, Price] = {
+    # OpenAI: cached input is the automatic prefix cache.
+    "openai:gpt-4o": _p(2.50, 1.25, 10.00),
+    "openai:gpt-4o-mini": _p(0.15, 0.075, 0.60),
+    "openai:gpt-4.1": _p(2.00, 0.50, 8.00),
+    "openai:gpt-4.1-mini": _p(0.40, 0.10, 1.60),
+    "openai:gpt-4.1-nano": _p(0.10, 0.025, 0.40),
+    "openai:gpt-5": _p(1.25, 0.125, 10.00),
+    "openai:gpt-5-mini": _p(0.25, 0.025, 2.00),
+    "openai:gpt-5-nano": _p(0.05, 0.005, 0.40),
+    "openai:o3": _p(2.00, 0.50, 8.00),
+    "openai:o4-mini": _p(1.10, 0.275, 4.40),
+    # Anthropic: cache reads at 0.1x input, 5-minute cache writes at 1.25x.
+    "anthropic:claude-opus-4-5": _p(5.00, 0.50, 25.00, 6.25),
+    "anthropic:claude-opus-4-1": _p(15.00, 1.50, 75.00, 18.75),
+    "anthropic:claude-sonnet-4-5": _p(3.00, 0.30, 15.00, 3.75),
+    "anthropic:claude-sonnet-4": _p(3.00, 0.30, 15.00, 3.75),
+    "anthropic:claude-haiku-4-5": _p(1.00, 0.10, 5.00, 1.25),
+    "anthropic:claude-3-5-haiku": _p(0.80, 0.08, 4.00, 1.00),
+}
+
+
+def load_prices(source: str | Path | Mapping[str, Any] | None = None) -> dict[str, Price]:
+    """The shipped table updated with ``source`` (a YAML/JSON file, or a mapping model -> price)."""
+    table = dict(PRICES)
+    if source is None:
+        return table
+    where = "<prices>"
+    data: Any = source
+    if isinstance(source, str | Path):
+        where = str(source)
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(
+                f"cannot read the price file ({exc.strerror})",
+                source=where,
+                where="--prices",
+                hint="give a YAML or JSON file of model: {input, cached_input, output} in USD per million",
+            ) from None
+        try:
+            data = json.loads(text) if where.endswith(".json") else yaml.safe_load(text)
+        except (ValueError, yaml.YAMLError) as exc:
+            raise InputError(f"not valid YAML or JSON ({exc})", source=where, hint="fix the syntax") from None
+    if isinstance(data, Mapping) and set(data) == {"prices"}:
+        data = data["prices"]
+    if not isinstance(data, Mapping):
+        raise InputError(
+            "prices are a mapping of model names to {input, cached_input, output}",
+            source=where,
+            hint="e.g. openai:gpt-4o: {input: 2.5, cached_input: 1.25, output: 10}",
+        )
+    for name, value in data.items():
+        try:
+            table[str(name)] = value if isinstance(value, Price) else Price.model_validate(value)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(x) for x in err["loc"]) or "(price)"
+            raise InputError(
+                f"the price of {name}: {loc}: {err['msg'].lower()}",
+                source=where,
+                where=str(name),
+                hint="each price has input and output (and optionally cached_input, cache_write), "
+                "USD per million tokens",
+            ) from None
+    return table
+
+
+def price_for(model: str | None, table: Mapping[str, Price] | None = None) -> Price | None:
+    """The price of ``provider:model`` (or a bare model name): exact, then the longest prefix."""
+    if not model:
+        return None
+    table = PRICES if table is None else table
+    provider, _, bare = model.partition(":")
+    if not bare:
+        provider, bare = "", model
+    names = [model, bare] if provider else [bare]
+    for name in names:
+        if name in table:
+            return table[name]
+    best: tuple[int, Price] | None = None
+    for key, price in table.items():
+        key_provider, _, key_bare = key.partition(":")
+        if not key_bare:
+            key_provider, key_bare = "", key
+        if key_provider and provider and key_provider != provider:
+            continue
+        if bare.startswith(key_bare) and (best is None or len(key_bare) > best[0]):
+            best = (len(key_bare), price)
+    return best[1] if best else None
+
+
+@dataclass(frozen=True)
+class Cost:
+    """USD, by kind of token."""
+
+    input: float = 0.0
+    cached_input: float = 0.0
+    cache_write: float = 0.0
+    output: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.input + self.cached_input + self.cache_write + self.output
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(
+            self.input + other.input,
+            self.cached_input + other.cached_input,
+            self.cache_write + other.cache_write,
+            self.output + other.output,
+        )
+
+
+def cost_of(usage: Any, price: Price, *, scale: float = 1.0) -> Cost:
+    """The cost of a ``Usage`` (``input_tokens`` counts every prompt token, cached ones included).
+
+    ``scale`` multiplies everything (0.5 for the batch APIs' half price)."""
+    cached = usage.cached_input_tokens
+    written = usage.cache_write_tokens
+    uncached = max(usage.input_tokens - cached - written, 0)
+    cached_price = price.input if price.cached_input is None else price.cached_input
+    write_price = price.input if price.cache_write is None else price.cache_write
+    return Cost(
+        input=uncached * price.input * scale / PER,
+        cached_input=cached * cached_price * scale / PER,
+        cache_write=written * write_price * scale / PER,
+        output=usage.output_tokens * price.output * scale / PER,
+    )
+
+
+def estimate_cost(
+    input_tokens: int, output_tokens: int, price: Price, *, cached_input_tokens: int = 0
+) -> float:
+    """USD for a call not made yet (nothing cached unless said)."""
+    cached_price = price.input if price.cached_input is None else price.cached_input
+    uncached = max(input_tokens - cached_input_tokens, 0)
+    return (uncached * price.input + cached_input_tokens * cached_price + output_tokens * price.output) / PER
