@@ -388,17 +388,18 @@ def test_resolve_run_prefix_is_unique_match(tmp_path: Path, monkeypatch: pytest.
 
 
 # -- schema ------------------------------------------------------------------------------------------------
-def test_fresh_store_is_at_version_1_in_wal_with_foreign_keys(tmp_path: Path) -> None:
+def test_fresh_store_is_at_the_latest_version_in_wal_with_foreign_keys(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "er" / "seqjudge.db"
+    latest = len(store_module.MIGRATIONS)
     with Store(path) as s:
-        assert s.schema_version == 1 and s.journal_mode == "wal"
+        assert s.schema_version == latest and s.journal_mode == "wal"
         with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"), s._tx() as conn:
             conn.execute(
                 "INSERT INTO rule_decisions VALUES ('r', 't', 0, 'x', 'require', 'critical', "
                 "'passed', NULL, 'passed', NULL)"
             )
     assert raw_rows(path, "PRAGMA journal_mode") == [("wal",)]  # persistent: the file is in WAL mode
-    assert raw_rows(path, "SELECT version FROM schema_version") == [(1,)]
+    assert raw_rows(path, "SELECT version FROM schema_version") == [(v,) for v in range(1, latest + 1)]
 
 
 def test_an_old_store_is_upgraded_by_a_new_migration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -406,8 +407,9 @@ def test_an_old_store_is_upgraded_by_a_new_migration(tmp_path: Path, monkeypatch
     with Store(path) as s:
         run = s.create_run(config={}, fingerprint={})
         s.save_result(run, *pair("t1", "split"))
+    latest = len(store_module.MIGRATIONS)
     new = Migration(
-        2,
+        latest + 1,
         "review items get a priority",
         (
             "ALTER TABLE review_items ADD COLUMN priority INTEGER NOT NULL DEFAULT 0",
@@ -416,15 +418,17 @@ def test_an_old_store_is_upgraded_by_a_new_migration(tmp_path: Path, monkeypatch
     )
     monkeypatch.setattr(store_module, "MIGRATIONS", [*store_module.MIGRATIONS, new])
     with Store(path) as s:
-        assert s.schema_version == 2
+        assert s.schema_version == latest + 1
         assert s.result(run, "t1").result.trace_id == "t1"  # old data intact
-    assert raw_rows(path, "SELECT version FROM schema_version ORDER BY version") == [(1,), (2,)]
+    assert raw_rows(path, "SELECT version FROM schema_version ORDER BY version") == [
+        (v,) for v in range(1, latest + 2)
+    ]
     assert raw_rows(path, "SELECT trace_id, priority FROM review_items") == [("t1", 1)]
     with Store(path) as s:  # applied once only
-        assert s.schema_version == 2
+        assert s.schema_version == latest + 1
     # An older seqjudge refuses a store written by a newer one rather than misreading it.
-    monkeypatch.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS[:1])
-    with pytest.raises(InputError, match="schema version 2, newer than this seqjudge knows"):
+    monkeypatch.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS[:latest])
+    with pytest.raises(InputError, match=f"schema version {latest + 1}, newer than this seqjudge knows"):
         Store(path)
 
 

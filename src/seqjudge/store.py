@@ -48,7 +48,7 @@ from seqjudge.redact import (
 from seqjudge.trace import Trace
 
 DEFAULT_STORE_PATH = Path(".seqjudge") / "seqjudge.db"
-RUN_STATUSES = ("running", "completed", "stopped", "interrupted")
+RUN_STATUSES = ("running", "completed", "stopped", "interrupted", "batch_pending")
 FINAL_STATUSES = ("completed", "stopped", "interrupted")
 LIST_RUNS_HINT = "`seqjudge runs list` shows the stored runs"
 
@@ -59,6 +59,9 @@ class Migration:
     version: int
     description: str
     statements: tuple[str, ...]
+    # A migration that rebuilds a table others reference runs with foreign keys off (dropping the old table
+    # would otherwise cascade to its children) and checks them before it commits.
+    rebuilds_tables: bool = False
 
 
 _V1 = (
@@ -146,9 +149,92 @@ _V1 = (
     )""",
 )
 
+# -- batch runs (seqjudge.batch) --
+# Runs gain the status `batch_pending` (submitted to a provider's batch API, not yet collected). SQLite
+# cannot alter a CHECK constraint, so `runs` is rebuilt, rowids kept (list_runs orders ties by rowid).
+# batch_traces: what a batch run needs to finish a trace without the input files: the redacted trace, the
+#   engine's report (the engine sees the unredacted trace, as online) and the rendered prompt's metadata.
+# batches: one row per provider batch; state `submitted` until its results are recorded here.
+# batch_requests: one row per request in a batch, joined to its trace by custom_id; `session` is the judge
+#   call's state up to this request; outcome/result are recorded once from the provider's results, and
+#   `handled` says the outcome was acted on (result stored, re-asked, or put in a follow-up batch).
+# prompt_parts: the system and static prompt texts, once each (every request of a run repeats them).
+_V2 = (
+    """CREATE TABLE runs_v2 (
+        id TEXT PRIMARY KEY,
+        label TEXT,
+        status TEXT NOT NULL CHECK (
+            status IN ('running', 'completed', 'stopped', 'interrupted', 'batch_pending')
+        ),
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        config TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        totals TEXT
+    )""",
+    "INSERT INTO runs_v2 (rowid, id, label, status, started_at, finished_at, config, fingerprint, totals) "
+    "SELECT rowid, id, label, status, started_at, finished_at, config, fingerprint, totals FROM runs",
+    "DROP TABLE runs",
+    "ALTER TABLE runs_v2 RENAME TO runs",
+    "CREATE INDEX runs_started ON runs (started_at)",
+    """CREATE TABLE batch_traces (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        trace_id TEXT NOT NULL,
+        custom_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        trace TEXT NOT NULL,
+        engine TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        request TEXT NOT NULL,
+        PRIMARY KEY (run_id, trace_id),
+        UNIQUE (run_id, custom_id)
+    )""",
+    """CREATE TABLE batches (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        round INTEGER NOT NULL,
+        purpose TEXT NOT NULL CHECK (purpose IN ('first', 'retry', 'reask', 'mixed')),
+        input_file_id TEXT,
+        wire TEXT NOT NULL,
+        request_count INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        counts TEXT NOT NULL,
+        state TEXT NOT NULL DEFAULT 'submitted' CHECK (state IN ('submitted', 'collected')),
+        submitted_at TEXT NOT NULL,
+        checked_at TEXT,
+        collected_at TEXT
+    )""",
+    "CREATE INDEX batches_run ON batches (run_id, state)",
+    """CREATE TABLE batch_requests (
+        batch_id TEXT NOT NULL REFERENCES batches (id) ON DELETE CASCADE,
+        custom_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        purpose TEXT NOT NULL CHECK (purpose IN ('first', 'retry', 'reask')),
+        attempt INTEGER NOT NULL,
+        prompt_hash TEXT NOT NULL,
+        request_hash TEXT NOT NULL,
+        session TEXT NOT NULL,
+        outcome TEXT CHECK (outcome IN ('succeeded', 'errored', 'expired', 'canceled')),
+        result TEXT,
+        error TEXT,
+        handled INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (batch_id, custom_id),
+        FOREIGN KEY (run_id, trace_id) REFERENCES batch_traces (run_id, trace_id) ON DELETE CASCADE
+    )""",
+    "CREATE INDEX batch_requests_run ON batch_requests (run_id, handled, trace_id)",
+    """CREATE TABLE prompt_parts (
+        hash TEXT PRIMARY KEY,
+        text TEXT NOT NULL
+    )""",
+)
+
 # Applied in order; a new schema is a new entry at the end, never an edit of an applied one.
 MIGRATIONS: list[Migration] = [
     Migration(1, "runs, results, rule decisions, judge attempts, review items, baselines", _V1),
+    Migration(2, "batch runs: run status batch_pending, batches, batch requests", _V2, rebuilds_tables=True),
 ]
 
 
@@ -156,7 +242,7 @@ MIGRATIONS: list[Migration] = [
 class RunInfo(BaseModel):
     id: str
     label: str | None = None
-    status: Literal["running", "completed", "stopped", "interrupted"]
+    status: Literal["running", "completed", "stopped", "interrupted", "batch_pending"]
     started_at: datetime
     finished_at: datetime | None = None
     config: dict[str, Any] = Field(default_factory=dict)
@@ -220,6 +306,50 @@ class ReviewDetail(ReviewItem):
     @property
     def disagreements(self) -> list[RuleDecision]:
         return self.result.disagreements
+
+
+class BatchTrace(BaseModel):
+    """A trace of a batch run as kept until its result is stored (see ``Store.put_batch_traces``)."""
+
+    trace_id: str
+    custom_id: str
+    trace: Trace
+    engine: dict[str, Any]
+    prompt: dict[str, Any]
+    request: dict[str, Any]
+
+
+class BatchInfo(BaseModel):
+    id: str
+    run_id: str
+    provider: str
+    model: str
+    round: int
+    purpose: str
+    input_file_id: str | None = None
+    wire: dict[str, Any] = Field(default_factory=dict)
+    request_count: int
+    status: str  # the provider's own word, as last seen
+    counts: dict[str, int] = Field(default_factory=dict)
+    state: Literal["submitted", "collected"]
+    submitted_at: datetime
+    checked_at: datetime | None = None
+    collected_at: datetime | None = None
+
+
+class BatchRequest(BaseModel):
+    batch_id: str
+    custom_id: str
+    trace_id: str
+    purpose: Literal["first", "retry", "reask"]
+    attempt: int  # the judge attempt this request is (1 = the first)
+    prompt_hash: str
+    request_hash: str
+    session: dict[str, Any]
+    outcome: Literal["succeeded", "errored", "expired", "canceled"] | None = None
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    handled: bool = False
 
 
 class DuplicateTraceError(InputError):
@@ -406,17 +536,25 @@ class Store:
                 "version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)"
             )
         for migration in migrations:
-            with self._tx() as conn:
-                # Read inside the transaction: another process may have migrated meanwhile.
-                current = self._version(conn)
-                if current >= migration.version:
-                    continue
-                for statement in migration.statements:
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
-                    (migration.version, migration.description, _iso(_now())),
-                )
+            if migration.rebuilds_tables:
+                self._conn.execute("PRAGMA foreign_keys=OFF")  # a no-op inside a transaction: set it before
+            try:
+                with self._tx() as conn:
+                    # Read inside the transaction: another process may have migrated meanwhile.
+                    current = self._version(conn)
+                    if current >= migration.version:
+                        continue
+                    for statement in migration.statements:
+                        conn.execute(statement)
+                    if migration.rebuilds_tables and conn.execute("PRAGMA foreign_key_check").fetchone():
+                        raise RuntimeError(f"store migration {migration.version} broke a foreign key")
+                    conn.execute(
+                        "INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
+                        (migration.version, migration.description, _iso(_now())),
+                    )
+            finally:
+                if migration.rebuilds_tables:
+                    self._conn.execute("PRAGMA foreign_keys=ON")
 
     @staticmethod
     def _version(conn: sqlite3.Connection) -> int:
@@ -485,6 +623,15 @@ class Store:
     def reopen_run(self, run_id: str) -> RunInfo:
         """Mark a stopped or interrupted run ``running`` again (``--resume``); returns it, config included."""
         with self._tx() as conn:
+            pending = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if pending is not None and pending["status"] == "batch_pending":
+                # Judging its traces online now would pay for them twice: once more in the batches.
+                raise InputError(
+                    f"run {run_id} is waiting for provider batches",
+                    source=str(self.path),
+                    hint=f"`seqjudge batch status {run_id}` shows them; `seqjudge batch collect {run_id}` "
+                    "finishes the run",
+                )
             cur = conn.execute(
                 "UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (run_id,)
             )
@@ -1005,3 +1152,229 @@ class Store:
         return {
             r["name"]: r["run_id"] for r in self._read("SELECT name, run_id FROM baselines ORDER BY name")
         }
+
+    # -- batch runs (seqjudge.batch) --
+    def mark_batch_pending(self, run_id: str) -> None:
+        """The run waits for provider batches: not running in any process, not finished either."""
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE runs SET status = 'batch_pending', finished_at = NULL WHERE id = ?", (run_id,)
+            )
+            if cur.rowcount == 0:
+                raise InputError(
+                    f"no run {run_id!r} in the store", source=str(self.path), hint=LIST_RUNS_HINT
+                )
+
+    def put_batch_traces(self, run_id: str, rows: list[dict[str, Any]], parts: dict[str, str]) -> None:
+        """Keep, in one transaction, what finishing each trace needs: ``rows`` of {trace_id, custom_id,
+        trace, engine, prompt, request} (``trace`` redacted here like a stored trace, ``engine`` like a
+        stored result) and the prompt texts the requests refer to by hash."""
+        names = self._names_for(run_id)
+        with self._tx() as conn:
+            self._put_parts(conn, parts)
+            seq = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM batch_traces WHERE run_id = ?", (run_id,)
+            ).fetchone()[0]
+            conn.executemany(
+                "INSERT INTO batch_traces (run_id, trace_id, custom_id, seq, trace, engine, prompt, request) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        run_id,
+                        row["trace_id"],
+                        row["custom_id"],
+                        seq + i + 1,
+                        _dumps(self._clean(redact_trace(row["trace"], names).model_dump(mode="json"))),
+                        self._text(redact_value(row["engine"], names, keys=False)),
+                        self._text(row["prompt"]),
+                        self._text(row["request"]),
+                    )
+                    for i, row in enumerate(rows)
+                ],
+            )
+
+    def _put_parts(self, conn: sqlite3.Connection, parts: dict[str, str]) -> None:
+        conn.executemany(
+            "INSERT OR IGNORE INTO prompt_parts (hash, text) VALUES (?, ?)",
+            [(h, self._clean(text)) for h, text in parts.items()],
+        )
+
+    def prompt_parts(self, hashes: set[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        wanted = sorted(hashes)
+        for start in range(0, len(wanted), 500):  # SQLite's limit on bound parameters
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for r in self._read(f"SELECT hash, text FROM prompt_parts WHERE hash IN ({marks})", tuple(chunk)):
+                out[r["hash"]] = r["text"]
+        return out
+
+    def batch_traces(self, run_id: str) -> dict[str, BatchTrace]:
+        """The run's batch traces by trace id, in submission order."""
+        rows = self._read("SELECT * FROM batch_traces WHERE run_id = ? ORDER BY seq", (run_id,))
+        return {
+            r["trace_id"]: BatchTrace(
+                trace_id=r["trace_id"],
+                custom_id=r["custom_id"],
+                trace=Trace.model_validate_json(r["trace"]),
+                engine=json.loads(r["engine"]),
+                prompt=json.loads(r["prompt"]),
+                request=json.loads(r["request"]),
+            )
+            for r in rows
+        }
+
+    def add_batch(
+        self,
+        run_id: str,
+        batch: dict[str, Any],
+        requests: list[dict[str, Any]],
+        *,
+        parts: dict[str, str] | None = None,
+        handled: list[tuple[str, str]] | None = None,
+    ) -> None:
+        """Record a submitted batch and its requests in one transaction, and mark the requests it follows
+        up as ``handled`` (``(batch_id, custom_id)`` pairs). ``batch``: {id, provider, model, round, purpose,
+        input_file_id, wire, status, counts}; each request: {custom_id, trace_id, purpose, attempt,
+        prompt_hash, request_hash, session}."""
+        with self._tx() as conn:
+            self._put_parts(conn, parts or {})
+            conn.execute(
+                "INSERT INTO batches (id, run_id, provider, model, round, purpose, input_file_id, wire, "
+                "request_count, status, counts, submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    batch["id"],
+                    run_id,
+                    batch["provider"],
+                    batch["model"],
+                    batch["round"],
+                    batch["purpose"],
+                    batch.get("input_file_id"),
+                    _dumps(batch.get("wire") or {}),
+                    len(requests),
+                    batch["status"],
+                    _dumps(batch.get("counts") or {}),
+                    _iso(_now()),
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO batch_requests (batch_id, custom_id, run_id, trace_id, purpose, attempt, "
+                "prompt_hash, request_hash, session) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        batch["id"],
+                        r["custom_id"],
+                        run_id,
+                        r["trace_id"],
+                        r["purpose"],
+                        r["attempt"],
+                        r["prompt_hash"],
+                        r["request_hash"],
+                        self._text(r["session"]),
+                    )
+                    for r in requests
+                ],
+            )
+            conn.executemany(
+                "UPDATE batch_requests SET handled = 1 WHERE batch_id = ? AND custom_id = ?", handled or []
+            )
+
+    def batches(self, run_id: str) -> list[BatchInfo]:
+        """The run's batches, oldest first."""
+        return [
+            BatchInfo(
+                id=r["id"],
+                run_id=r["run_id"],
+                provider=r["provider"],
+                model=r["model"],
+                round=r["round"],
+                purpose=r["purpose"],
+                input_file_id=r["input_file_id"],
+                wire=json.loads(r["wire"]),
+                request_count=r["request_count"],
+                status=r["status"],
+                counts=json.loads(r["counts"]),
+                state=r["state"],
+                submitted_at=r["submitted_at"],
+                checked_at=r["checked_at"],
+                collected_at=r["collected_at"],
+            )
+            for r in self._read(
+                "SELECT * FROM batches WHERE run_id = ? ORDER BY submitted_at, rowid", (run_id,)
+            )
+        ]
+
+    def update_batch(self, batch_id: str, *, status: str, counts: dict[str, int]) -> None:
+        """What the provider said on the latest poll."""
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE batches SET status = ?, counts = ?, checked_at = ? WHERE id = ?",
+                (status, _dumps(counts), _iso(_now()), batch_id),
+            )
+
+    def record_batch_results(
+        self, batch_id: str, outcomes: list[dict[str, Any]], *, status: str, counts: dict[str, int]
+    ) -> int:
+        """Record an ended batch's results ({custom_id, outcome, result, error}) and mark it collected, in
+        one transaction. A result is written once: recording the same batch again changes nothing.
+        Returns how many requests got an outcome now."""
+        with self._tx() as conn:
+            state = conn.execute("SELECT state FROM batches WHERE id = ?", (batch_id,)).fetchone()
+            if state is None:
+                raise InputError(f"no batch {batch_id!r} in the store", source=str(self.path))
+            if state["state"] == "collected":
+                return 0
+            written = 0
+            for o in outcomes:
+                cur = conn.execute(
+                    "UPDATE batch_requests SET outcome = ?, result = ?, error = ? "
+                    "WHERE batch_id = ? AND custom_id = ? AND outcome IS NULL",
+                    (
+                        o["outcome"],
+                        None if o.get("result") is None else self._text(o["result"]),
+                        self._clean(o.get("error")),
+                        batch_id,
+                        o["custom_id"],
+                    ),
+                )
+                written += cur.rowcount
+            now = _iso(_now())
+            conn.execute(
+                "UPDATE batches SET status = ?, counts = ?, state = 'collected', checked_at = ?, "
+                "collected_at = ? WHERE id = ?",
+                (status, _dumps(counts), now, now, batch_id),
+            )
+        return written
+
+    def batch_requests(self, run_id: str, *, handled: bool | None = False) -> list[BatchRequest]:
+        """The run's batch requests (by default those whose outcome is not acted on yet), oldest first."""
+        sql = "SELECT q.* FROM batch_requests q JOIN batches b ON b.id = q.batch_id WHERE q.run_id = ?"
+        params: tuple[Any, ...] = (run_id,)
+        if handled is not None:
+            sql += " AND q.handled = ?"
+            params += (int(handled),)
+        rows = self._read(sql + " ORDER BY b.submitted_at, b.rowid, q.rowid", params)
+        return [
+            BatchRequest(
+                batch_id=r["batch_id"],
+                custom_id=r["custom_id"],
+                trace_id=r["trace_id"],
+                purpose=r["purpose"],
+                attempt=r["attempt"],
+                prompt_hash=r["prompt_hash"],
+                request_hash=r["request_hash"],
+                session=json.loads(r["session"]),
+                outcome=r["outcome"],
+                result=None if r["result"] is None else json.loads(r["result"]),
+                error=r["error"],
+                handled=bool(r["handled"]),
+            )
+            for r in rows
+        ]
+
+    def mark_handled(self, keys: list[tuple[str, str]]) -> None:
+        """Batch requests (``(batch_id, custom_id)``) whose outcome has been acted on."""
+        with self._tx() as conn:
+            conn.executemany(
+                "UPDATE batch_requests SET handled = 1 WHERE batch_id = ? AND custom_id = ?", keys
+            )

@@ -6,6 +6,9 @@ bad reply and what was wrong with it, so the context never grows beyond that. Tr
 SDK's to retry; a ``ProviderError`` propagates. A reply cut off by the token limit is retried once with a
 doubled limit (when allowed), never unchanged; a refusal ends the loop. When attempts run out the result
 is ``unscored`` with its reason, and every attempt (raw reply, error, usage, latency) is kept.
+
+``JudgeSession.accept(reply)`` is the validate-one-reply step on its own: batch runs (``seqjudge.batch``)
+feed it the replies a provider's batch API returned, then re-ask through the same loop (``finish``).
 """
 
 from __future__ import annotations
@@ -93,7 +96,7 @@ class JudgeResult(BaseModel):
         )
 
 
-class _Stop(Exception):
+class StopJudging(Exception):
     """Ends the loop without another attempt (a refusal, a cut-off that may not be retried)."""
 
     def __init__(self, reason: str) -> None:
@@ -115,6 +118,49 @@ def reask_message(problems: Sequence[str]) -> str:
         "follows the OUTPUT SCHEMA and the CONSTRAINTS, fixing exactly these problems. Answer with the JSON "
         "object only."
     )
+
+
+def prepare_request(
+    trace: Trace,
+    ruleset: RuleSet,
+    *,
+    catalog: Any = None,
+    examples: Any = None,
+    risk_level: RiskLevel = "medium",
+    rule_ids: Sequence[str] | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    temperature: float | None = 0.0,
+    seed: int | None = None,
+    max_field_chars: int = MAX_FIELD_CHARS,
+    max_trace_chars: int = MAX_TRACE_CHARS,
+) -> tuple[Trace, RenderedPrompt, JudgeRequest]:
+    """Check the inputs (``InputError`` before any call) and build the first request of a judge call.
+
+    The online judge and the batch transport both start here, so a batch line carries exactly the request
+    an online call would have sent."""
+    names = catalog_names(catalog) if catalog is not None else None
+    trace = check_inputs(trace, ruleset, catalog_names=names, rule_ids=rule_ids)
+    prompt = render(
+        trace,
+        ruleset,
+        catalog=catalog,
+        examples=examples,
+        risk_level=risk_level,
+        rule_ids=rule_ids,
+        max_field_chars=max_field_chars,
+        max_trace_chars=max_trace_chars,
+    )
+    request = JudgeRequest(
+        system=prompt.system,
+        static_prompt=prompt.static,
+        dynamic_prompt=prompt.dynamic,
+        schema=json_schema(),
+        schema_name=SCHEMA_NAME,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        seed=seed,
+    )
+    return trace, prompt, request
 
 
 async def judge_trace(
@@ -139,67 +185,50 @@ async def judge_trace(
     ``ProviderError`` (with ``.attempts`` holding what was recorded); bad output ends ``unscored``."""
     if max_attempts < 1:
         raise InputError(f"max_attempts is {max_attempts}", where="--max-attempts", hint="use 1 or more")
-    names = catalog_names(catalog) if catalog is not None else None
-    trace = check_inputs(trace, ruleset, catalog_names=names, rule_ids=rule_ids)
-    prompt = render(
+    trace, prompt, base = prepare_request(
         trace,
         ruleset,
         catalog=catalog,
         examples=examples,
         risk_level=risk_level,
         rule_ids=rule_ids,
-        max_field_chars=max_field_chars,
-        max_trace_chars=max_trace_chars,
-    )
-    base = JudgeRequest(
-        system=prompt.system,
-        static_prompt=prompt.static,
-        dynamic_prompt=prompt.dynamic,
-        schema=json_schema(),
-        schema_name=SCHEMA_NAME,
         max_tokens=max_tokens,
         temperature=temperature,
         seed=seed,
+        max_field_chars=max_field_chars,
+        max_trace_chars=max_trace_chars,
     )
-    run = _Run(provider, prompt, base, cache, max_tokens_limit)
-    report: JudgeOutput | None = None
-    reason: str | None = None
-    try:
-        async for attempt in AsyncRetrying(
-            stop=stop_after_attempt(max_attempts),
-            wait=wait_none(),
-            retry=retry_if_exception_type(JudgeOutputError),
-            reraise=True,
-        ):
-            with attempt:
-                report = await run.attempt()
-    except JudgeOutputError as exc:
-        reason = (
-            f"no valid judgement after {len(run.attempts)} attempt(s) (max_attempts={max_attempts}); "
-            f"last problem: {exc}"
-        )
-    except _Stop as exc:
-        reason = exc.reason
-    except ProviderError as exc:
-        exc.attempts = list(run.attempts)  # type: ignore[attr-defined]  # kept for the store and review
-        # What a run records when it carries on past this error: unscored, with the reason, never a score.
-        exc.unscored = run.result(  # type: ignore[attr-defined]
-            trace, None, f"provider error ({exc.kind}) after the SDK's own retries: {exc}"
-        )
-        raise
-    return run.result(trace, report, reason)
+    session = JudgeSession(provider, prompt, base, cache, max_tokens_limit)
+    return await session.finish(trace, max_attempts)
 
 
-class _Run:
-    """The state of one judge call across its attempts."""
+class SessionState(BaseModel):
+    """A judge call between two attempts, in JSON: what a batch run keeps while a request is in flight."""
+
+    attempts: list[Attempt] = Field(default_factory=list)
+    last_reply: ProviderReply | None = None
+    request: JudgeRequest  # the next request to send
+    grew_tokens: bool = False
+
+
+class JudgeSession:
+    """The state of one judge call across its attempts.
+
+    ``accept(reply)`` is the validate-one-reply step (record the attempt, check it, decide what comes
+    next); ``attempt()`` sends ``self.request`` and accepts the answer; ``finish()`` runs the re-ask loop to
+    ``max_attempts`` and returns the result. A batch run feeds batch replies to ``accept`` and keeps
+    ``state()`` in its store between rounds (``state=`` restores it).
+    """
 
     def __init__(
         self,
         provider: Provider,
         prompt: RenderedPrompt,
         base: JudgeRequest,
-        cache: ResponseCache | None,
-        max_tokens_limit: int,
+        cache: ResponseCache | None = None,
+        max_tokens_limit: int = DEFAULT_MAX_TOKENS_LIMIT,
+        *,
+        state: SessionState | None = None,
     ) -> None:
         self.provider = provider
         self.prompt = prompt
@@ -211,6 +240,57 @@ class _Run:
         self.attempts: list[Attempt] = []
         self.replies: list[ProviderReply] = []
         self.grew_tokens = False
+        if state is not None:
+            self.attempts = [a.model_copy() for a in state.attempts]
+            # Only the last reply is read again (by ``result``): it is all a restored session needs.
+            self.replies = [state.last_reply] if state.last_reply is not None else []
+            self.request = state.request
+            self.grew_tokens = state.grew_tokens
+
+    def state(self) -> SessionState:
+        return SessionState(
+            attempts=list(self.attempts),
+            last_reply=self.replies[-1] if self.replies else None,
+            request=self.request,
+            grew_tokens=self.grew_tokens,
+        )
+
+    async def finish(self, trace: Trace, max_attempts: int) -> JudgeResult:
+        """Ask (and re-ask) until a valid judgement or ``max_attempts`` attempts in all, counting those
+        already made; the result is ``unscored`` with its reason when none is valid."""
+        remaining = max_attempts - len(self.attempts)
+        if remaining < 1:
+            raise ValueError(f"no attempt left: {len(self.attempts)} of max_attempts={max_attempts} made")
+        report: JudgeOutput | None = None
+        reason: str | None = None
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(remaining),
+                wait=wait_none(),
+                retry=retry_if_exception_type(JudgeOutputError),
+                reraise=True,
+            ):
+                with attempt:
+                    report = await self.attempt()
+        except JudgeOutputError as exc:
+            reason = self.exhausted(max_attempts, exc)
+        except StopJudging as exc:
+            reason = exc.reason
+        except ProviderError as exc:
+            exc.attempts = list(self.attempts)  # type: ignore[attr-defined]  # kept for the store and review
+            # What a run records when it carries on past this error: unscored, with the reason, never a score.
+            exc.unscored = self.result(  # type: ignore[attr-defined]
+                trace, None, f"provider error ({exc.kind}) after the SDK's own retries: {exc}"
+            )
+            raise
+        return self.result(trace, report, reason)
+
+    def exhausted(self, max_attempts: int, exc: Exception) -> str:
+        """The reason of an ``unscored`` result whose attempts ran out."""
+        return (
+            f"no valid judgement after {len(self.attempts)} attempt(s) (max_attempts={max_attempts}); "
+            f"last problem: {exc}"
+        )
 
     async def _send(self, request: JudgeRequest) -> tuple[ProviderReply, bool]:
         if self.cache is not None:
@@ -226,8 +306,16 @@ class _Run:
         return reply, False
 
     async def attempt(self) -> JudgeOutput:
+        reply, cached = await self._send(self.request)
+        return self.accept(reply, cached=cached)
+
+    def accept(self, reply: ProviderReply, *, cached: bool = False) -> JudgeOutput:
+        """Record ``reply`` (the answer to ``self.request``) as the next attempt and validate it.
+
+        Returns the report; raises ``JudgeOutputError`` when the reply may be re-asked (``self.request``
+        is then the re-ask, or the same prompt with a doubled token limit after a cut-off) and
+        ``StopJudging`` when it may not (a refusal, a second cut-off)."""
         request = self.request
-        reply, cached = await self._send(request)
         raw = reply.text if reply.text.strip() or reply.parsed is None else json.dumps(reply.parsed)
         record = Attempt(
             n=len(self.attempts) + 1,
@@ -245,7 +333,7 @@ class _Run:
         if reply.finish_reason == "refusal" or reply.refusal:
             record.error_stage = "refusal"
             record.error = f"the model refused: {reply.refusal or 'no explanation given'}"
-            raise _Stop(
+            raise StopJudging(
                 f"the model refused to judge the trace ({reply.refusal or 'no explanation given'}); "
                 "a refusal is not re-asked unchanged"
             )
@@ -266,7 +354,7 @@ class _Run:
                 if self.grew_tokens
                 else f"doubling it would pass the limit of {self.max_tokens_limit}"
             )
-            raise _Stop(
+            raise StopJudging(
                 f"the reply was cut off at max_tokens={request.max_tokens} and {limit}; "
                 "a cut-off reply is not re-asked unchanged"
             )
