@@ -1,0 +1,465 @@
+"""`seqjudge baseline save|list`, `seqjudge compare` (the CI gate) and `seqjudge report-ci` (one run's CI
+outputs).
+
+A run reference (BASELINE, CANDIDATE, RUN) is, in this order: an exported JSONL file (`seqjudge runs
+export RUN --format jsonl`), a baseline name, a run id or a unique prefix of one, or `latest`.
+
+Exit codes of `compare`: 0 no regression, 1 regression, 2 bad input, 3 infrastructure (an alert that could
+not be posted, only with --alert-fail-hard and only when there is no regression to report: the gate's own
+verdict wins). `report-ci` exits like `seqjudge run`: 0 when every trace passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from seqjudge import alerts
+from seqjudge.ci_outputs import (
+    Pair,
+    append_step_summary,
+    failed_blocks,
+    github_compare,
+    github_run,
+    junit_compare,
+    junit_run,
+    markdown_compare,
+    markdown_run,
+    write_junit,
+)
+from seqjudge.cli.app import app
+from seqjudge.cli.check_cmd import open_output
+from seqjudge.compare import Comparison, compare, noise_floor
+from seqjudge.errors import InputError
+from seqjudge.store import DEFAULT_STORE_PATH, RunInfo, Store, StoredResult, read_export
+
+baseline_app = typer.Typer(
+    help="Named baselines: the runs `seqjudge compare` measures candidates against.", no_args_is_help=True
+)
+app.add_typer(baseline_app, name="baseline")
+
+REGRESSIONS_SHOWN = 3  # actionable blocks printed in full by `compare`'s text output
+
+
+class OutFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+StoreOpt = Annotated[
+    Path,
+    typer.Option("--store", envvar="SEQJUDGE_STORE", show_envvar=True, help="The seqjudge database to read."),
+]
+RefHelp = "An exported JSONL file, a baseline name, a run id (or unique prefix), or `latest`."
+JunitOpt = Annotated[Path | None, typer.Option("--junit", help="Write a JUnit XML report here.")]
+GithubOpt = Annotated[
+    bool,
+    typer.Option(
+        "--github", help="Print GitHub workflow annotations and append a job summary to $GITHUB_STEP_SUMMARY."
+    ),
+]
+MarkdownOpt = Annotated[
+    Path | None,
+    typer.Option("--markdown", help="Write a pull-request comment (markdown) here; - for stdout."),
+]
+FormatOpt = Annotated[OutFormat, typer.Option("--format", help="text or json.")]
+AlertBelowOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--alert-below", help="Alert when the pass rate or the judge-engine agreement falls below this (0-1)."
+    ),
+]
+AlertWebhookOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--alert-webhook",
+        envvar="SEQJUDGE_ALERT_WEBHOOK",
+        help="POST a Slack-compatible JSON alert here (keep the URL in a secret).",
+    ),
+]
+AlertFailHardOpt = Annotated[
+    bool, typer.Option("--alert-fail-hard", help="Exit 3 when the alert cannot be posted (default: warn).")
+]
+
+
+# -- reading runs --------------------------------------------------------------------------------------------
+@dataclass
+class Side:
+    name: str  # what the user wrote
+    run: RunInfo | None
+    stored: list[StoredResult]
+
+    @property
+    def pairs(self) -> list[Pair]:
+        return [(s.trace, s.result) for s in self.stored]
+
+
+class _Stores:
+    """Opens the store only when a reference needs it: two exported files need no database."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.db: Store | None = None
+
+    def get(self) -> Store:
+        if self.db is None:
+            self.db = Store(self.path, create=False)
+        return self.db
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+
+
+def _looks_like_file(ref: str) -> bool:
+    return ref.endswith((".jsonl", ".json")) or "/" in ref or "\\" in ref
+
+
+def load_side(ref: str, stores: _Stores, role: str) -> Side:
+    path = Path(ref)
+    if path.is_file():
+        try:
+            with path.open(encoding="utf-8") as handle:
+                rows = list(read_export(handle))
+        except OSError as exc:
+            raise InputError(f"cannot read the export ({exc.strerror})", source=ref) from None
+        if not rows:
+            raise InputError(
+                "the export holds no trace",
+                source=ref,
+                hint="export a run with `seqjudge runs export RUN --format jsonl -o FILE`",
+            )
+        return Side(name=ref, run=rows[0][0], stored=[stored for _, stored in rows])
+    if _looks_like_file(ref):
+        raise InputError(
+            f"no such file (the {role})",
+            source=ref,
+            hint="give an exported JSONL file, a baseline name, a run id or `latest`",
+        )
+    db = stores.get()
+    run_id = db.baselines().get(ref) or db.resolve_run(ref)
+    return Side(name=ref, run=db.run_info(run_id), stored=list(db.results(run_id)))
+
+
+def _describe(side: Side) -> str:
+    if side.run is None:
+        return side.name
+    label = f", label '{side.run.label}'" if side.run.label else ""
+    which = "" if side.run.id == side.name else f"run {side.run.id}"
+    inside = ", ".join(x for x in (which, label.removeprefix(", ")) if x)
+    return f"{side.name} [{inside}]" if inside else side.name
+
+
+# -- baseline ------------------------------------------------------------------------------------------------
+@baseline_app.command("save")
+def baseline_save(
+    run: Annotated[str, typer.Argument(help="A run id, a unique prefix of one, or `latest`.")],
+    name: Annotated[str, typer.Option("--name", help="The baseline's name (saving it again moves it).")],
+    store: StoreOpt = DEFAULT_STORE_PATH,
+) -> int:
+    """Mark a stored run as the baseline NAME."""
+    with Store(store, create=False) as db:
+        run_id = db.resolve_run(run)
+        before = db.baselines().get(name)
+        db.save_baseline(run_id, name)
+        info = db.run_info(run_id)
+    moved = f" (it was {before})" if before and before != run_id else ""
+    print(f"baseline {name!r} is run {run_id}{moved}: {info.counts['traces']} trace(s)")
+    return 0
+
+
+@baseline_app.command("list")
+def baseline_list(store: StoreOpt = DEFAULT_STORE_PATH, fmt: FormatOpt = OutFormat.text) -> int:
+    """List the baselines with their runs."""
+    with Store(store, create=False) as db:
+        rows = [(name, db.run_info(run_id)) for name, run_id in db.baselines().items()]
+    if fmt is OutFormat.json:
+        data = [
+            {"name": name, "run_id": info.id, "label": info.label, "counts": info.counts}
+            for name, info in rows
+        ]
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+        return 0
+    if not rows:
+        print("no baselines yet; `seqjudge baseline save RUN --name NAME` makes one")
+        return 0
+    width = max([len(name) for name, _ in rows] + [8])
+    print(f"{'BASELINE':<{width}}  RUN                   TRACES  PASS  FAIL  REVIEW  LABEL")
+    for name, info in rows:
+        c = info.counts
+        print(
+            f"{name:<{width}}  {info.id:<20}  {c['traces']:>6}  {c['pass']:>4}  {c['fail']:>4}  "
+            f"{c['review']:>6}  {info.label or ''}".rstrip()
+        )
+    return 0
+
+
+# -- compare -------------------------------------------------------------------------------------------------
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def comparison_lines(c: Comparison, base: Side, cand: Side) -> list[str]:
+    b, k = c.baseline, c.candidate
+    lines = [
+        f"Compare: baseline {_describe(base)}, {b.traces} traces; candidate {_describe(cand)}, "
+        f"{k.traces} traces",
+        f"  {c.matched} matched; {len(c.only_in_baseline)} only in the baseline; "
+        f"{len(c.only_in_candidate)} only in the candidate",
+        f"  {'':<16}{'baseline':>10}{'candidate':>11}",
+    ]
+    for key in ("pass", "fail", "review"):
+        delta = k.counts[key] - b.counts[key]
+        lines.append(f"  {key:<16}{b.counts[key]:>10}{k.counts[key]:>11}   ({delta:+d})")
+    pr = c.pass_rate
+    lines.append(
+        f"  {'pass rate':<16}{_rate(pr['baseline']):>10}{_rate(pr['candidate']):>11}   "
+        f"({100 * (pr['candidate'] - pr['baseline']):+.1f} pts, matched traces)"
+    )
+    s = c.score
+    lines.append(
+        f"  {'mean score':<16}{s.baseline_mean:>10.3f}{s.candidate_mean:>11.3f}   ({s.mean_change:+.3f}, "
+        f"{s.level:.0%} bootstrap interval [{s.interval[0]:+.3f}, {s.interval[1]:+.3f}])"
+    )
+    lines.append(f"  {'agreement':<16}{_rate(b.agreement):>10}{_rate(k.agreement):>11}")
+    if k.status not in (None, "completed"):
+        lines.append(f"  note: the candidate run is {k.status}: it may miss traces")
+    if c.worse:
+        shown = {ch.trace_id: ch for ch in c.changes}
+        items = [f"{t} pass->{shown[t].candidate}" for t in c.worse[:10] if t in shown]
+        more = f" and {len(c.worse) - 10} more" if len(c.worse) > 10 else ""
+        lines.append(f"Worse ({len(c.worse)}): " + ", ".join(items) + more)
+    if c.better:
+        more = f" and {len(c.better) - 10} more" if len(c.better) > 10 else ""
+        lines.append(f"Fixed ({len(c.better)}): " + ", ".join(c.better[:10]) + more)
+    for title, ids in (
+        ("Only in the baseline", c.only_in_baseline),
+        ("Only in the candidate", c.only_in_candidate),
+    ):
+        if ids:
+            more = f" and {len(ids) - 10} more" if len(ids) > 10 else ""
+            lines.append(f"{title} ({len(ids)}): " + ", ".join(ids[:10]) + more)
+    moved = [r for r in c.rules if r.new or r.fixed]
+    if moved:
+        width = max(len(r.rule_id) for r in moved)
+        lines.append("Rules that changed (final outcomes, matched traces):")
+        lines.append(f"  {'rule':<{width}}  {'decided by':<10}  failing    new  fixed  McNemar p")
+        for r in moved:
+            p = "" if r.p_value is None else f"{r.p_value:.3g}"
+            failing = f"{r.baseline_failed}->{r.candidate_failed}"
+            lines.append(
+                f"  {r.rule_id:<{width}}  {r.decided_by:<10}  {failing:<9}  {len(r.new):>3}  "
+                f"{len(r.fixed):>5}  {p}".rstrip()
+            )
+    for title, ids in (
+        ("Rules only in the baseline (not compared)", c.rules_only_in_baseline),
+        ("Rules only in the candidate (not compared)", c.rules_only_in_candidate),
+    ):
+        if ids:
+            lines.append(f"{title}: " + ", ".join(ids))
+    fired = [d.rule for d in c.fired]
+    lines.append(f"Decision: {'REGRESSION (' + ', '.join(fired) + ')' if fired else 'no regression'}")
+    for d in c.decisions:
+        mark = "FIRED" if d.fired else ("ok" if d.applies else "-")
+        lines.append(f"  {mark:<5} {d.rule}: {d.reason}")
+    return lines
+
+
+def _regression_blocks(c: Comparison, cand: Side) -> list[str]:
+    pairs = {r.trace_id: (t, r) for t, r in cand.pairs}
+    judge_fired = c.decision("judge_paired").fired
+    counted = [
+        (ch.trace_id, ch.deterministic_regressions or (ch.new_violations if judge_fired else []))
+        for ch in c.changes
+    ]
+    counted = [(t, rules) for t, rules in counted if rules and t in pairs]
+    if not counted:
+        return []
+    shown = counted[:REGRESSIONS_SHOWN]
+    lines = ["", f"Regressions in full ({len(shown)} of {len(counted)} trace(s)):", ""]
+    for trace_id, rules in shown:
+        lines += [*failed_blocks(*pairs[trace_id], rules), ""]
+    return lines
+
+
+def _write_markdown(path: Path, text: str) -> None:
+    with open_output(path) as out:
+        out.write(text)
+
+
+def _alert(
+    results: list[Any],
+    level: float | None,
+    webhook: str | None,
+    fail_hard: bool,
+    subject: str,
+    details: list[str],
+) -> bool:
+    if level is None:
+        return True
+    alert = alerts.evaluate(results, level, subject=subject, details=details)
+    return alerts.send(alert, webhook, fail_hard=fail_hard)
+
+
+@app.command("compare")
+def compare_cmd(
+    baseline: Annotated[str, typer.Argument(help="The baseline. " + RefHelp)],
+    candidate: Annotated[str, typer.Argument(help="The candidate. " + RefHelp)],
+    store: StoreOpt = DEFAULT_STORE_PATH,
+    max_drop: Annotated[
+        float | None,
+        typer.Option(
+            "--max-drop", help="Also a regression: the pass rate fell by more than this (0.05 = 5 pts)."
+        ),
+    ] = None,
+    alpha: Annotated[
+        float, typer.Option("--alpha", help="Significance level of the paired judge test.")
+    ] = 0.05,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
+    repeat: Annotated[
+        str | None,
+        typer.Option(
+            "--repeat",
+            help="A second run of the baseline's traces with the same judge: its disagreement with the "
+            "baseline is the noise floor judge changes must exceed. " + RefHelp,
+        ),
+    ] = None,
+    fail_on_missing: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-missing", help="Baseline traces missing from the candidate are a regression."
+        ),
+    ] = False,
+    junit: JunitOpt = None,
+    github: GithubOpt = False,
+    markdown: MarkdownOpt = None,
+    fmt: FormatOpt = OutFormat.text,
+    alert_below: AlertBelowOpt = None,
+    alert_webhook: AlertWebhookOpt = None,
+    alert_fail_hard: AlertFailHardOpt = False,
+) -> int:
+    """Compare a candidate run with a baseline, trace by trace: exit 1 on a regression.
+
+    A rule the engine decides that newly fails on any trace is a regression. Rules only the judge decides
+    are compared with a paired test (McNemar's exact test and a bootstrap interval) so that judge noise is
+    not taken for a regression. --max-drop adds a plain pass-rate gate.
+
+    Exit 0 no regression, 1 regression, 2 bad input, 3 an alert that could not be posted (only with
+    --alert-fail-hard, and only when there is no regression to report).
+    """
+    alert_webhook = alert_webhook or None  # an unset CI secret arrives as an empty string
+    alerts.check_level(alert_below)
+    alerts.check_webhook(alert_webhook, alert_below)
+    stores = _Stores(store)
+    try:
+        base = load_side(baseline, stores, "baseline")
+        cand = load_side(candidate, stores, "candidate")
+        noise = None
+        if repeat is not None:
+            again = load_side(repeat, stores, "repeat run")
+            noise = noise_floor(repeat, base.stored, again.stored)
+    finally:
+        stores.close()
+    result = compare(
+        base.stored,
+        cand.stored,
+        max_drop=max_drop,
+        alpha=alpha,
+        seed=seed,
+        noise=noise,
+        fail_on_missing=fail_on_missing,
+        names=(baseline, candidate),
+    )
+    for side, summary in ((base, result.baseline), (cand, result.candidate)):
+        if side.run is not None:
+            summary.run_id, summary.label, summary.status = side.run.id, side.run.label, side.run.status
+    if junit is not None:
+        write_junit(junit_compare(result, cand.pairs), junit)
+    md = markdown_compare(result, cand.pairs) if (markdown is not None or github) else ""
+    if markdown is not None:
+        _write_markdown(markdown, md)
+    if github:
+        for line in github_compare(result, cand.pairs):
+            print(line)
+        append_step_summary(md)
+    if fmt is OutFormat.json:
+        print(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2))
+    else:
+        print("\n".join(comparison_lines(result, base, cand) + _regression_blocks(result, cand)))
+    code = 1 if result.regression else 0
+    decision = [f"{'FIRED' if d.fired else 'ok'} {d.rule}: {d.reason}" for d in result.decisions if d.applies]
+    try:
+        _alert(
+            [s.result for s in cand.stored],
+            alert_below,
+            alert_webhook,
+            alert_fail_hard,
+            f"compare {baseline} -> {candidate}",
+            decision,
+        )
+    except alerts.AlertDeliveryError as exc:
+        if code == 0:
+            raise
+        print(f"error: {exc} (exiting 1 for the regression)", file=sys.stderr)
+    return code
+
+
+# -- report-ci -----------------------------------------------------------------------------------------------
+@app.command("report-ci")
+def report_ci(
+    run: Annotated[str, typer.Argument(help="The run. " + RefHelp)],
+    store: StoreOpt = DEFAULT_STORE_PATH,
+    junit: JunitOpt = None,
+    github: GithubOpt = False,
+    markdown: MarkdownOpt = None,
+    fmt: FormatOpt = OutFormat.text,
+    alert_below: AlertBelowOpt = None,
+    alert_webhook: AlertWebhookOpt = None,
+    alert_fail_hard: AlertFailHardOpt = False,
+) -> int:
+    """One stored run's CI outputs (JUnit, GitHub annotations and summary, a PR comment) and alerts.
+
+    Exit 0 when every trace passed, 1 when some failed or need review (as `seqjudge run`), 2 bad input,
+    3 an alert that could not be posted (with --alert-fail-hard).
+    """
+    alert_webhook = alert_webhook or None  # an unset CI secret arrives as an empty string
+    alerts.check_level(alert_below)
+    alerts.check_webhook(alert_webhook, alert_below)
+    stores = _Stores(store)
+    try:
+        side = load_side(run, stores, "run")
+    finally:
+        stores.close()
+    name = f"seqjudge run {side.run.id if side.run else side.name}"
+    pairs = side.pairs
+    if junit is not None:
+        write_junit(junit_run(pairs, name=name), junit)
+    md = markdown_run(pairs, name=name) if (markdown is not None or github) else ""
+    if markdown is not None:
+        _write_markdown(markdown, md)
+    if github:
+        for line in github_run(pairs, name=name):
+            print(line)
+        append_step_summary(md)
+    results = [r for _, r in pairs]
+    counts = {"pass": 0, "fail": 0, "review": 0}
+    for r in results:
+        counts[r.verdict] += 1
+    if fmt is OutFormat.json:
+        print(json.dumps({"run": side.run.id if side.run else side.name, "traces": len(results), **counts}))
+    else:
+        print(
+            f"{name}: {len(results)} trace(s): {counts['pass']} pass, {counts['fail']} fail, "
+            f"{counts['review']} review"
+        )
+        written = [f"{what} {path}" for what, path in (("JUnit", junit), ("markdown", markdown)) if path]
+        if written:
+            print("wrote " + ", ".join(written))
+    _alert(results, alert_below, alert_webhook, alert_fail_hard, name.removeprefix("seqjudge "), [])
+    return 0 if counts["pass"] == len(results) else 1
