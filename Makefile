@@ -21,6 +21,7 @@ demo: $(VENV)/.installed
 	$(BIN)/seqjudge demo golden_traces
 
 test: $(VENV)/.installed-test
+	@bash scripts/ensure-chromium.sh
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-test

@@ -1,14 +1,15 @@
 """A small brute-force reference evaluator for seqjudge's rules, written from the spec text only.
 
-Sources: issue 2 ("Semantics", "Report and score"), DECISIONS.md and the tables of seed 002. It is
-deliberately independent of ``seqjudge.rules.engine``: every rule is decided by direct quantification over
-the calls (O(n^2) at worst), so that a property test can compare the fast engine against something obviously
+Sources: issue 2 ("Semantics", "Report and score"), the README's rule semantics and the tables of
+seed 002. It is deliberately independent of ``seqjudge.rules.engine``: every rule is decided by direct
+quantification over the calls (O(n^2) at worst), so that a property test can compare the fast engine
+against something obviously
 right.
 Only ``compile_operand`` (operand -> selector, the shared matching contract) and the pydantic rule classes
 are borrowed from the package.
 
-Notation, as in DECISIONS.md: calls are 0-based indices, ``S[i]`` is the step ordinal of call ``i``, "p
-precedes t" means ``S[p] < S[t]``, and ``ok[i]`` means the call succeeded.
+Notation, as in the README's rule semantics: calls are 0-based indices, ``S[i]`` is the step ordinal
+of call ``i``, "p precedes t" means ``S[p] < S[t]``, and ``ok[i]`` means the call succeeded.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def _resolve(context: dict[str, Any], path: str) -> tuple[bool, Any]:
 def when_matches(when: dict[str, Any], context: dict[str, Any]) -> bool:
     """Every dotted path exists in ``context`` and equals the value (or is one of the listed values).
 
-    Paths are resolved inside the trace's context (DECISIONS.md). Seed 002's own example writes
+    Paths are resolved inside the trace's context (the README's rule semantics). Seed 002's own example writes
     ``context.user_role`` for the context's ``user_role``, so a leading ``context.`` that does not resolve
     inside the context is read as naming the context itself. (The texts leave this open; see the report.)"""
     for path, wanted in when.items():
@@ -300,10 +301,14 @@ def trajectory(calls: Sequence[RefCall], rule: TrajectoryRule) -> RefResult:
         violations += [RefViolation("out_of_order", first_any[y], certain=False) for _, y in pairs]
         return RefResult("failed" if violations else "passed", violations, True, details, count_certain=False)
     if rule.mode == "in_order":
-        position = 0
-        for name in ok_names:  # greedy subsequence match
-            if position < len(rule.expected) and name == rule.expected[position]:
-                position += 1
+        # A subsequence of the successful calls where each match *follows* the previous one: calls in one
+        # step never precede each other (issue 2, "Semantics"), so parallel calls do not count as in order.
+        # Matching greedily (earliest call first) is optimal because steps never decrease along the trace.
+        position, last_step = 0, -1
+        for i, c in enumerate(calls):
+            awaited = rule.expected[position] if position < len(rule.expected) else None
+            if c.ok and c.tool_name == awaited and S[i] > last_step:
+                position, last_step = position + 1, S[i]
         holds = position == len(rule.expected)
     elif rule.mode == "any_order":
         holds = Counter(rule.expected) <= Counter(ok_names)

@@ -221,13 +221,27 @@ def test_demo_runs_every_golden_suite_and_says_the_judge_was_skipped(
     assert "deferred" in out
 
 
-def test_a_cycle_is_reported_on_traces_not_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rules = write(tmp_path, "rules.yaml", "rules:\n"
-                  "  - {id: a-first, type: before, first: get_order_details, then: get_user_details}\n"
-                  "  - {id: u-first, type: before, first: get_user_details, then: get_order_details}\n")
-    traces = write(tmp_path, "t.jsonl", traces_jsonl(
-        {"trace_id": "both", "calls": [{"tool_name": "get_user_details"}, {"tool_name": "get_order_details"}]},
-        {"trace_id": "one", "calls": [{"tool_name": "get_user_details"}]}))
+def test_a_cycle_is_reported_on_traces_not_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules = write(
+        tmp_path,
+        "rules.yaml",
+        "rules:\n"
+        "  - {id: a-first, type: before, first: get_order_details, then: get_user_details}\n"
+        "  - {id: u-first, type: before, first: get_user_details, then: get_order_details}\n",
+    )
+    traces = write(
+        tmp_path,
+        "t.jsonl",
+        traces_jsonl(
+            {
+                "trace_id": "both",
+                "calls": [{"tool_name": "get_user_details"}, {"tool_name": "get_order_details"}],
+            },
+            {"trace_id": "one", "calls": [{"tool_name": "get_user_details"}]},
+        ),
+    )
     catalog = str(GOLDEN / "tau-retail" / "catalog.json")
     assert run(["lint", rules, "--catalog", catalog]) == 2
     assert "get_order_details -> get_user_details -> get_order_details" in capsys.readouterr().out

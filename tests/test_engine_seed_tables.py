@@ -550,6 +550,9 @@ def test_trajectory_precedence_reports_the_out_of_order_call() -> None:
         ("in_order", ["a", "x", "b", "y", "c"], "passed"),
         ("in_order", ["a", "c", "b"], "failed"),
         ("in_order", ["a", err("b"), "c"], "failed"),
+        # calls in one step never precede each other: parallel calls are not "in order" (issue 2)
+        ("in_order", [("a", "b"), "c"], "failed"),
+        ("in_order", ["a", ("b", "x"), ("c", "b")], "passed"),
         ("any_order", ["c", "b", "a", "a"], "passed"),
         ("any_order", ["c", "b"], "failed"),
         ("exact", ["a", "b", "c"], "passed"),
@@ -562,8 +565,9 @@ def test_trajectory_modes(mode: str, calls: list[CallSpec], outcome: str) -> Non
 
 
 def test_trajectory_precedence_deduplicates_expected() -> None:
-    """DECISIONS.md: in precedence mode "expected tools are de-duplicated keeping first position; each must
-    have an ok call" (a repeat asks for nothing more: "extra calls and repeats allowed")."""
+    """The README's rule semantics: in precedence mode "expected tools are taken in order of first
+    appearance", each needing a successful call (a repeat asks for nothing more: "extras and repeats
+    allowed")."""
     expect(["A"], {"type": "trajectory", "expected": ["A", "A"]}, "passed")
     expect(["A", "B"], {"type": "trajectory", "expected": ["A", "B", "A"]}, "passed")
     expect(["B", "A"], {"type": "trajectory", "expected": ["A", "B", "A"]}, "failed", "out_of_order", 0)

@@ -65,7 +65,14 @@ def _names(names: Iterable[str]) -> tuple[str, ...]:
 
 def key_matches(key: str, names: Iterable[str]) -> bool:
     """Whether ``key`` names a secret under ``names`` (see the module docstring for the rule)."""
-    compiled = _compiled(_names(names))
+    return _key_matches(key, _names(names))
+
+
+# A run stores thousands of traces whose keys repeat (customer_id, order_id, ...): the answer per key is
+# remembered, which made key matching the store's hottest path before.
+@lru_cache(maxsize=8192)
+def _key_matches(key: str, names: tuple[str, ...]) -> bool:
+    compiled = _compiled(names)
     if not compiled:
         return False
     words = _words(key)
@@ -98,12 +105,19 @@ def redact_text(text: str, names: Iterable[str] = DEFAULT_REDACT) -> str:
     """``text`` with the values of matching ``key=value`` / ``key: value`` / ``"key": "value"`` pairs
     replaced by ``[redacted]`` (quotes kept)."""
     names = _names(names)
-    compiled = _compiled(names)
-    if not compiled or not text:
-        return text
-    lowered = text.lower()
-    # Cheap filter: a matching key contains the first word of some name.
-    if not any(words[0] in lowered for words, _ in compiled):
+    return _redact_text(text, names, _first_words(names))
+
+
+@lru_cache(maxsize=64)
+def _first_words(names: tuple[str, ...]) -> re.Pattern[str] | None:
+    """Matches the first word of any name: a matching key contains one, so text without any is left alone
+    (one regex search per string is the cheap filter that spares most strings the full pattern)."""
+    firsts = sorted({words[0] for words, _ in _compiled(names)})
+    return re.compile("|".join(map(re.escape, firsts)), re.IGNORECASE) if firsts else None
+
+
+def _redact_text(text: str, names: tuple[str, ...], firsts: re.Pattern[str] | None) -> str:
+    if firsts is None or not text or not firsts.search(text):
         return text
     return _PAIR.sub(lambda m: _replace_pair(m, names), text)
 
@@ -121,19 +135,39 @@ def redact_value(value: Any, names: Iterable[str] = DEFAULT_REDACT, *, keys: boo
     """A copy of a JSON-like value: with ``keys``, the values of matching dict keys become ``[redacted]``;
     every string is passed through ``redact_text``. Other values are returned as they are."""
     names = _names(names)
-    if isinstance(value, str):
-        return redact_text(value, names)
+    return _redact_value(value, names, _first_words(names), keys)
+
+
+def _redact_value(value: Any, names: tuple[str, ...], firsts: re.Pattern[str] | None, keys: bool) -> Any:
+    # Exact type checks first: this walks every value a run stores, and ABC checks cost more.
+    kind = type(value)
+    if kind is str:
+        return _redact_text(value, names, firsts)
+    if kind is dict:
+        return _redact_mapping(value, names, firsts, keys)
+    if kind is list:
+        return [_redact_value(v, names, firsts, keys) for v in value]
+    if value is None or kind is int or kind is float or kind is bool:
+        return value
+    if isinstance(value, str):  # a str subclass
+        return _redact_text(value, names, firsts)
     if isinstance(value, Mapping):
-        out: dict[Any, Any] = {}
-        for k, v in value.items():
-            if keys and isinstance(k, str) and v is not None and key_matches(k, names):
-                out[k] = REDACTED
-            else:
-                out[k] = redact_value(v, names, keys=keys)
-        return out
+        return _redact_mapping(value, names, firsts, keys)
     if isinstance(value, list | tuple):
-        return [redact_value(v, names, keys=keys) for v in value]
+        return [_redact_value(v, names, firsts, keys) for v in value]
     return value
+
+
+def _redact_mapping(
+    value: Mapping[Any, Any], names: tuple[str, ...], firsts: re.Pattern[str] | None, keys: bool
+) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
+    for k, v in value.items():
+        if keys and v is not None and isinstance(k, str) and _key_matches(k, names):
+            out[k] = REDACTED
+        else:
+            out[k] = _redact_value(v, names, firsts, keys)
+    return out
 
 
 # Trace and call fields that carry structure, never data: left alone so that the copy still validates
@@ -144,6 +178,7 @@ _TRACE_STRUCTURE = frozenset({"trace_id", "calls", "messages"})
 
 
 def _redact_fields(data: dict[str, Any], structure: frozenset[str], names: tuple[str, ...]) -> dict[str, Any]:
+    firsts = _first_words(names)
     out: dict[str, Any] = {}
     for k, v in data.items():
         if k in structure:
@@ -151,11 +186,11 @@ def _redact_fields(data: dict[str, Any], structure: frozenset[str], names: tuple
         elif (
             v is not None
             and k not in ("arguments", "output", "error", "content", "context", "metadata")
-            and key_matches(k, names)
+            and _key_matches(k, names)
         ):
             out[k] = REDACTED  # an extra key kept from the source format, itself named like a secret
         else:
-            out[k] = redact_value(v, names)
+            out[k] = _redact_value(v, names, firsts, True)
     return out
 
 

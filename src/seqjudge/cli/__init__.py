@@ -11,7 +11,20 @@ import sys
 import typer
 
 # Each command module registers its commands on `app` when imported.
-from seqjudge.cli import check_cmd, convert_cmd, demo_cmd, judge_cmd, rules_cmd, run_cmd, store_cmd  # noqa: F401
+from seqjudge.cli import (  # noqa: F401
+    batch_cmd,
+    calibrate_cmd,
+    check_cmd,
+    compare_cmd,
+    convert_cmd,
+    demo_cmd,
+    golden_cmd,
+    judge_cmd,
+    report_cmd,
+    rules_cmd,
+    run_cmd,
+    store_cmd,
+)
 from seqjudge.cli.app import app
 from seqjudge.errors import SeqjudgeError
 

@@ -5,7 +5,7 @@ Output keeps exactly the keys the input gave (plus those an importer derived, an
 ``"messages": []`` and nulls on every call, and nothing the input said is lost; reading the output back gives
 the same traces. Traces are written as they are read, so memory stays flat; the output file is written
 beside its final name and renamed into place only when the whole input converted, so a bad input never leaves
-a half-written file.
+a half-written file (with ``-o -`` the traces before a bad record have already been printed).
 """
 
 from __future__ import annotations

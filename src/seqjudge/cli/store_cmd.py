@@ -103,11 +103,11 @@ def runs_list(store: StoreOpt = DEFAULT_STORE_PATH, fmt: ListFormatOpt = ListFor
         print(f"no runs stored in {store} yet; `seqjudge run` stores one")
         return 0
     width = max(len(r.id) for r in runs)
-    print(f"{'RUN':<{width}}  {'STARTED (UTC)':<19}  {'STATUS':<11}  TRACES  PASS  FAIL  REVIEW  LABEL")
+    print(f"{'RUN':<{width}}  {'STARTED (UTC)':<19}  {'STATUS':<13}  TRACES  PASS  FAIL  REVIEW  LABEL")
     for r in runs:
         c = r.counts
         print(
-            f"{r.id:<{width}}  {_when(r.started_at):<19}  {r.status:<11}  {c['traces']:>6}  {c['pass']:>4}  "
+            f"{r.id:<{width}}  {_when(r.started_at):<19}  {r.status:<13}  {c['traces']:>6}  {c['pass']:>4}  "
             f"{c['fail']:>4}  {c['review']:>6}  {r.label or ''}".rstrip()
         )
     return 0

@@ -319,7 +319,7 @@ def operand_words(op: Operand, aliases: dict[str, list[str]]) -> str:
 
 
 def requirement(rule: Any, aliases: dict[str, list[str]]) -> str:
-    """What the rule demands, in the engine's exact semantics (DECISIONS.md), as one paragraph."""
+    """What the rule demands, in the engine's exact semantics (see the README), as one paragraph."""
 
     def w(op: Operand) -> str:
         return operand_words(op, aliases)
