@@ -127,7 +127,7 @@ OPENAI = Wire(
 )
 ANTHROPIC = Wire(
     name="anthropic",
-    model="claude-sonnet-4-5",
+    model="claude-sonnet-5-5",
     key_env="ANTHROPIC_API_KEY",
     path="/v1/messages",
     ok=lambda content, **kw: anthropic_message(content, **kw),

@@ -317,7 +317,7 @@ def test_invalid_output_mode_is_input_error() -> None:
 def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     with pytest.raises(ProviderError) as caught:
-        get_provider("anthropic:claude-sonnet-4-5")
+        get_provider("anthropic:claude-sonnet-5-5")
     assert caught.value.kind == "config"
     assert "ANTHROPIC_API_KEY" in str(caught.value)
 

@@ -126,7 +126,7 @@ def judge(
             "--model",
             envvar="SEQJUDGE_MODEL",
             show_envvar=True,
-            help="provider:model, e.g. openai:gpt-4o or anthropic:claude-sonnet-4-5.",
+            help="provider:model, e.g. openai:gpt-4o or anthropic:claude-sonnet-5-5.",
         ),
     ] = None,
     catalog: CatalogOpt = None,
