@@ -1,0 +1,162 @@
+"""The open database: the SQLite connection and its pragmas, the lock and the transactions every write goes
+through, the schema migrated on open, and secrets scrubbed from every value written.
+
+- WAL journal, ``synchronous=NORMAL``: a commit survives the process being killed; only a power loss may
+  drop the last commits (never corrupt the file), which ``--resume`` then redoes.
+- ``schema_version`` holds one row per applied migration; a file written by a newer seqjudge is refused.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Self
+
+from seqjudge.errors import InputError
+from seqjudge.redact import ENV_SECRET_NAMES, scrub_secrets, secret_env_values
+from seqjudge.store.codec import _dumps, _iso, _now
+
+DEFAULT_STORE_PATH = Path(".seqjudge") / "seqjudge.db"
+
+
+class Connection:
+    """The database every part of ``Store`` works through (``Store`` is this and one mixin per concern)."""
+
+    def __init__(self, path: str | Path = DEFAULT_STORE_PATH, *, create: bool = True) -> None:
+        self.path = Path(path)
+        if not self.path.exists():
+            if not create:
+                raise InputError(
+                    "no seqjudge store here",
+                    source=str(self.path),
+                    hint="`seqjudge run` creates it; pass --store (or set SEQJUDGE_STORE) to use another one",
+                )
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Several threads may share the store (an async runner using worker threads): one lock serialises
+        # transactions, so two traces never interleave in one connection.
+        self._lock = threading.RLock()
+        self._redact_names: dict[str, tuple[str, ...]] = {}
+        self._secrets = secret_env_values(ENV_SECRET_NAMES)
+        try:
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, timeout=10.0, check_same_thread=False
+            )
+            self._conn.row_factory = sqlite3.Row
+            mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+        except BaseException as exc:
+            conn = getattr(self, "_conn", None)
+            if conn is not None:
+                conn.close()
+            if not isinstance(exc, sqlite3.DatabaseError):
+                raise
+            raise InputError(
+                f"cannot open the seqjudge store ({exc})",
+                source=str(self.path),
+                hint="pass --store with the path of a seqjudge database, or remove this file",
+            ) from None
+        self.journal_mode = str(mode).lower()
+
+    # -- lifecycle --
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None  # type: ignore[assignment]
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken up front (IMMEDIATE) so that a concurrent writer waits, not fails."""
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                raise RuntimeError("the store is closed")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    def _migrate(self) -> None:
+        # Looked up on the package when the store opens: `seqjudge.store.MIGRATIONS` is the list applied, and
+        # replacing it there (as the tests do, to play an older or a newer seqjudge) changes what is applied.
+        from seqjudge import store as package
+
+        migrations = sorted(package.MIGRATIONS, key=lambda m: m.version)
+        if [m.version for m in migrations] != list(range(1, len(migrations) + 1)):
+            raise RuntimeError("store migrations must be numbered 1, 2, 3... without gaps")
+        # Read first: a store that is up to date is opened without a write lock (a reader never waits for
+        # a running writer, and a read-only copy can be read).
+        current = self._version(self._conn)
+        if current > len(migrations):
+            raise InputError(
+                f"the store has schema version {current}, newer than this seqjudge knows ({len(migrations)})",
+                source=str(self.path),
+                hint="upgrade seqjudge, or pass --store with another database",
+            )
+        if current == len(migrations):
+            return
+        with self._tx() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version ("
+                "version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+        for migration in migrations:
+            if migration.rebuilds_tables:
+                self._conn.execute("PRAGMA foreign_keys=OFF")  # a no-op inside a transaction: set it before
+            try:
+                with self._tx() as conn:
+                    # Read inside the transaction: another process may have migrated meanwhile.
+                    current = self._version(conn)
+                    if current >= migration.version:
+                        continue
+                    for statement in migration.statements:
+                        conn.execute(statement)
+                    if migration.rebuilds_tables and conn.execute("PRAGMA foreign_key_check").fetchone():
+                        raise RuntimeError(f"store migration {migration.version} broke a foreign key")
+                    conn.execute(
+                        "INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
+                        (migration.version, migration.description, _iso(_now())),
+                    )
+            finally:
+                if migration.rebuilds_tables:
+                    self._conn.execute("PRAGMA foreign_keys=ON")
+
+    @staticmethod
+    def _version(conn: sqlite3.Connection) -> int:
+        """The applied schema version; 0 for a new file."""
+        if not conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+        ).fetchone():
+            return 0
+        row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        return int(row[0] or 0)
+
+    @property
+    def schema_version(self) -> int:
+        with self._lock:
+            return self._version(self._conn)
+
+    def _clean(self, value: Any) -> Any:
+        """Remove environment secrets (API keys) from a JSON-like value before it is written."""
+        return scrub_secrets(value, self._secrets)
+
+    def _text(self, value: Any) -> str:
+        return _dumps(self._clean(value))

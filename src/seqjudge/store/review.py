@@ -1,0 +1,160 @@
+"""The review queue: items routed for a person, their details, resolutions, and resolved items exported
+as golden-dataset labels."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import IO, Any
+
+from seqjudge.errors import InputError
+from seqjudge.store.codec import _dumps, _iso, _now
+from seqjudge.store.models import Resolution, ReviewDetail, ReviewItem
+from seqjudge.store.results import ResultsMixin
+
+
+class ReviewMixin(ResultsMixin):
+    """The ``review_items`` table."""
+
+    _REVIEW_SELECT = (
+        "SELECT i.*, r.verdict AS result_verdict, r.score AS result_score FROM review_items i "
+        "JOIN results r ON r.run_id = i.run_id AND r.trace_id = i.trace_id"
+    )
+
+    def _review_item(self, row: sqlite3.Row) -> ReviewItem:
+        return ReviewItem(**self._review_fields(row))
+
+    @staticmethod
+    def _review_fields(row: sqlite3.Row) -> dict[str, Any]:
+        resolution = None
+        if row["status"] == "resolved":
+            resolution = Resolution(
+                verdict=row["resolution_verdict"],
+                rules=json.loads(row["resolution_rules"] or "{}"),
+                note=row["note"] or "",
+                reviewer=row["reviewer"] or "",
+                resolved_at=row["resolved_at"],
+            )
+        return {
+            "id": row["id"],
+            "run_id": row["run_id"],
+            "trace_id": row["trace_id"],
+            "reasons": json.loads(row["reasons"]),
+            "status": row["status"],
+            "created_at": row["created_at"],
+            "verdict": row["result_verdict"],
+            "score": row["result_score"],
+            "resolution": resolution,
+        }
+
+    def review_items(
+        self, run: str | None = None, reason: str | None = None, status: str | None = "open"
+    ) -> list[ReviewItem]:
+        """Review items, oldest first. ``run`` is a run reference (id, prefix, ``latest``); ``status`` is
+        ``open``, ``resolved``, or None / ``all`` for both; ``reason`` keeps items routed for that reason."""
+        where: list[str] = []
+        params: list[Any] = []
+        if run is not None:
+            where.append("i.run_id = ?")
+            params.append(self.resolve_run(run))
+        if status not in (None, "all"):
+            if status not in ("open", "resolved"):
+                raise InputError(
+                    f"unknown review status {status!r}", where="--status", hint="use open, resolved or all"
+                )
+            where.append("i.status = ?")
+            params.append(status)
+        if reason is not None:
+            where.append("EXISTS (SELECT 1 FROM json_each(i.reasons) WHERE json_each.value = ?)")
+            params.append(reason)
+        sql = self._REVIEW_SELECT + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY i.id"
+        return [self._review_item(r) for r in self._read(sql, tuple(params))]
+
+    def review_item(self, item_id: int) -> ReviewDetail:
+        rows = self._read(self._REVIEW_SELECT + " WHERE i.id = ?", (item_id,))
+        if not rows:
+            raise InputError(
+                f"no review item {item_id}",
+                source=str(self.path),
+                hint="`seqjudge review list` shows the open items",
+            )
+        fields = self._review_fields(rows[0])
+        stored = self.result(fields["run_id"], fields["trace_id"])
+        return ReviewDetail(
+            **fields,
+            trace=stored.trace,
+            result=stored.result,
+            attempts=self.attempts(fields["run_id"], fields["trace_id"]),
+        )
+
+    def resolve_review(
+        self,
+        item_id: int,
+        *,
+        verdict: str,
+        rules: dict[str, str] | None = None,
+        note: str = "",
+        reviewer: str,
+    ) -> ReviewItem:
+        """Record a person's decision. Resolving again replaces the earlier resolution (a correction)."""
+        if verdict not in ("pass", "fail"):
+            raise InputError(
+                f"verdict {verdict!r} is not pass or fail",
+                where="--verdict",
+                hint="a reviewer says pass or fail",
+            )
+        rules = dict(rules or {})
+        item = self.review_item(item_id)
+        known = [d.rule_id for d in item.result.rules]
+        for rule_id, outcome in rules.items():
+            if rule_id not in known:
+                raise InputError(
+                    f"rule {rule_id!r} is not a rule of trace {item.trace_id}",
+                    where="--rule",
+                    hint=f"its rules are: {', '.join(known) or '(none)'}",
+                )
+            if outcome not in ("pass", "fail"):
+                raise InputError(
+                    f"rule {rule_id}: {outcome!r} is not pass or fail",
+                    where="--rule",
+                    hint="write --rule RULE=pass or --rule RULE=fail",
+                )
+        if not reviewer.strip():
+            raise InputError("the reviewer is empty", where="--reviewer", hint="say who decided")
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE review_items SET status = 'resolved', resolved_at = ?, reviewer = ?, "
+                "resolution_verdict = ?, resolution_rules = ?, note = ? WHERE id = ?",
+                (_iso(_now()), self._clean(reviewer), verdict, self._text(rules), self._clean(note), item_id),
+            )
+        return self._review_item(self._read(self._REVIEW_SELECT + " WHERE i.id = ?", (item_id,))[0])
+
+    def export_labels(self, out: IO[str], *, run: str | None = None) -> int:
+        """Write resolved items as golden-dataset label lines ``{trace_id, verdict, rules, labeler, note}``.
+
+        One line per trace id: when the same trace was resolved in several runs, the latest resolution
+        wins (a golden dataset labels each trace once). Returns the number of lines written."""
+        latest: dict[str, ReviewItem] = {}
+        for item in self.review_items(run=run, status="resolved"):
+            assert item.resolution is not None
+            seen = latest.get(item.trace_id)
+            if seen is None or (
+                seen.resolution and item.resolution.resolved_at >= seen.resolution.resolved_at
+            ):
+                latest[item.trace_id] = item
+        for item in latest.values():
+            res = item.resolution
+            assert res is not None
+            out.write(
+                _dumps(
+                    {
+                        "trace_id": item.trace_id,
+                        "verdict": res.verdict,
+                        "rules": res.rules,
+                        "labeler": res.reviewer,
+                        "note": res.note,
+                    }
+                )
+                + "\n"
+            )
+        return len(latest)

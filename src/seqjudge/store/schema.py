@@ -1,0 +1,193 @@
+"""The store's schema: its tables, as the ordered list of migrations that builds them.
+
+``Connection._migrate`` (connection.py) applies ``MIGRATIONS`` on open, in order, each in its own transaction;
+a migration with ``rebuilds_tables`` runs with foreign keys off and checks them before it commits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    statements: tuple[str, ...]
+    # A migration that rebuilds a table others reference runs with foreign keys off (dropping the old table
+    # would otherwise cascade to its children) and checks them before it commits.
+    rebuilds_tables: bool = False
+
+
+_V1 = (
+    """CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        label TEXT,
+        status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'stopped', 'interrupted')),
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        config TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        totals TEXT
+    )""",
+    "CREATE INDEX runs_started ON runs (started_at)",
+    """CREATE TABLE results (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        trace_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        saved_at TEXT NOT NULL,
+        verdict TEXT NOT NULL CHECK (verdict IN ('pass', 'fail', 'review')),
+        score REAL NOT NULL,
+        review_reasons TEXT NOT NULL,
+        judge_status TEXT NOT NULL CHECK (judge_status IN ('scored', 'unscored', 'skipped')),
+        judge_skipped TEXT,
+        tokens_in INTEGER NOT NULL DEFAULT 0,
+        tokens_out INTEGER NOT NULL DEFAULT 0,
+        trace TEXT NOT NULL,
+        result TEXT NOT NULL,
+        PRIMARY KEY (run_id, trace_id)
+    )""",
+    "CREATE INDEX results_seq ON results (run_id, seq)",
+    """CREATE TABLE rule_decisions (
+        run_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        rule_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        severity TEXT NOT NULL,
+        engine TEXT NOT NULL,
+        judge TEXT,
+        final TEXT NOT NULL,
+        agree INTEGER,
+        PRIMARY KEY (run_id, trace_id, position),
+        FOREIGN KEY (run_id, trace_id) REFERENCES results (run_id, trace_id) ON DELETE CASCADE
+    )""",
+    "CREATE INDEX rule_decisions_rule ON rule_decisions (run_id, rule_id)",
+    """CREATE TABLE judge_attempts (
+        run_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        request_hash TEXT NOT NULL,
+        raw_reply TEXT NOT NULL,
+        error TEXT,
+        error_stage TEXT,
+        usage TEXT NOT NULL,
+        latency_s REAL NOT NULL,
+        finish_reason TEXT NOT NULL,
+        max_tokens INTEGER,
+        reasked INTEGER NOT NULL DEFAULT 0,
+        cached INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (run_id, trace_id, position),
+        FOREIGN KEY (run_id, trace_id) REFERENCES results (run_id, trace_id) ON DELETE CASCADE
+    )""",
+    """CREATE TABLE review_items (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        reasons TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'resolved')),
+        created_at TEXT NOT NULL,
+        resolved_at TEXT,
+        reviewer TEXT,
+        resolution_verdict TEXT CHECK (resolution_verdict IN ('pass', 'fail')),
+        resolution_rules TEXT,
+        note TEXT,
+        UNIQUE (run_id, trace_id),
+        FOREIGN KEY (run_id, trace_id) REFERENCES results (run_id, trace_id) ON DELETE CASCADE
+    )""",
+    "CREATE INDEX review_items_status ON review_items (status, run_id)",
+    """CREATE TABLE baselines (
+        name TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        created_at TEXT NOT NULL
+    )""",
+)
+
+# -- batch runs (seqjudge.batch) --
+# Runs gain the status `batch_pending` (submitted to a provider's batch API, not yet collected). SQLite
+# cannot alter a CHECK constraint, so `runs` is rebuilt, rowids kept (list_runs orders ties by rowid).
+# batch_traces: what a batch run needs to finish a trace without the input files: the redacted trace, the
+#   engine's report (the engine sees the unredacted trace, as online) and the rendered prompt's metadata.
+# batches: one row per provider batch; state `submitted` until its results are recorded here.
+# batch_requests: one row per request in a batch, joined to its trace by custom_id; `session` is the judge
+#   call's state up to this request; outcome/result are recorded once from the provider's results, and
+#   `handled` says the outcome was acted on (result stored, re-asked, or put in a follow-up batch).
+# prompt_parts: the system and static prompt texts, once each (every request of a run repeats them).
+_V2 = (
+    """CREATE TABLE runs_v2 (
+        id TEXT PRIMARY KEY,
+        label TEXT,
+        status TEXT NOT NULL CHECK (
+            status IN ('running', 'completed', 'stopped', 'interrupted', 'batch_pending')
+        ),
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        config TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        totals TEXT
+    )""",
+    "INSERT INTO runs_v2 (rowid, id, label, status, started_at, finished_at, config, fingerprint, totals) "
+    "SELECT rowid, id, label, status, started_at, finished_at, config, fingerprint, totals FROM runs",
+    "DROP TABLE runs",
+    "ALTER TABLE runs_v2 RENAME TO runs",
+    "CREATE INDEX runs_started ON runs (started_at)",
+    """CREATE TABLE batch_traces (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        trace_id TEXT NOT NULL,
+        custom_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        trace TEXT NOT NULL,
+        engine TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        request TEXT NOT NULL,
+        PRIMARY KEY (run_id, trace_id),
+        UNIQUE (run_id, custom_id)
+    )""",
+    """CREATE TABLE batches (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        round INTEGER NOT NULL,
+        purpose TEXT NOT NULL CHECK (purpose IN ('first', 'retry', 'reask', 'mixed')),
+        input_file_id TEXT,
+        wire TEXT NOT NULL,
+        request_count INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        counts TEXT NOT NULL,
+        state TEXT NOT NULL DEFAULT 'submitted' CHECK (state IN ('submitted', 'collected')),
+        submitted_at TEXT NOT NULL,
+        checked_at TEXT,
+        collected_at TEXT
+    )""",
+    "CREATE INDEX batches_run ON batches (run_id, state)",
+    """CREATE TABLE batch_requests (
+        batch_id TEXT NOT NULL REFERENCES batches (id) ON DELETE CASCADE,
+        custom_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        purpose TEXT NOT NULL CHECK (purpose IN ('first', 'retry', 'reask')),
+        attempt INTEGER NOT NULL,
+        prompt_hash TEXT NOT NULL,
+        request_hash TEXT NOT NULL,
+        session TEXT NOT NULL,
+        outcome TEXT CHECK (outcome IN ('succeeded', 'errored', 'expired', 'canceled')),
+        result TEXT,
+        error TEXT,
+        handled INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (batch_id, custom_id),
+        FOREIGN KEY (run_id, trace_id) REFERENCES batch_traces (run_id, trace_id) ON DELETE CASCADE
+    )""",
+    "CREATE INDEX batch_requests_run ON batch_requests (run_id, handled, trace_id)",
+    """CREATE TABLE prompt_parts (
+        hash TEXT PRIMARY KEY,
+        text TEXT NOT NULL
+    )""",
+)
+
+# Applied in order; a new schema is a new entry at the end, never an edit of an applied one.
+MIGRATIONS: list[Migration] = [
+    Migration(1, "runs, results, rule decisions, judge attempts, review items, baselines", _V1),
+    Migration(2, "batch runs: run status batch_pending, batches, batch requests", _V2, rebuilds_tables=True),
+]
