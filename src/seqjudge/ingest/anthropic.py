@@ -21,8 +21,10 @@ from seqjudge.ingest.base import (
     Source,
     TraceBuilder,
     at,
+    conversation_traces,
     decode_arguments,
     kind_of,
+    no_conversation,
     record_metadata,
     record_trace_id,
     split_records,
@@ -76,23 +78,13 @@ def sniff(first_record: Any, options: Options | None = None) -> bool:
 
 
 def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]:
-    for record in records:
-        for index, conversation in split_records(record.value(), _is_message):
-            prefix = "" if index is None else f"[{index}]"
-            yield _trace(record, conversation, prefix, record.default_id(index), options)
+    yield from conversation_traces(records, options, _is_message, _trace)
 
 
 def _trace(record: Record, conversation: Any, prefix: str, default_id: str, options: Options) -> Trace:
     found = _messages(conversation, options)
     if found is None:
-        key = options.messages_key or "messages"
-        raise record.error(
-            f"this record holds no conversation: it is {kind_of(conversation)}, without a message list under "
-            f"'{key}'",
-            prefix or None,
-            hint="Give a list of messages, or objects holding one under 'messages' (or the key named with "
-            "--messages-key)",
-        )
+        raise no_conversation(record, conversation, prefix, options)
     key, messages = found
     builder = TraceBuilder(record, prefix, options)
     for i, message in enumerate(messages):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -428,6 +428,32 @@ def split_records(value: Any, is_message: Any) -> Iterator[tuple[int | None, Any
         yield from enumerate(value)
     else:
         yield None, value
+
+
+def conversation_traces(
+    records: Iterable[Record],
+    options: Options,
+    is_message: Callable[[Any], bool],
+    trace: Callable[[Record, Any, str, str, Options], Trace],
+) -> Iterator[Trace]:
+    """``trace(record, conversation, prefix, default_id, options)`` for every conversation in the records:
+    ``prefix`` is the conversation's JSON path in its record, ``default_id`` its id when it gives none."""
+    for record in records:
+        for index, conversation in split_records(record.value(), is_message):
+            prefix = "" if index is None else f"[{index}]"
+            yield trace(record, conversation, prefix, record.default_id(index), options)
+
+
+def no_conversation(record: Record, conversation: Any, prefix: str, options: Options) -> InputError:
+    """The error for a record whose conversation has no message list where one was expected."""
+    key = options.messages_key or "messages"
+    return record.error(
+        f"this record holds no conversation: it is {kind_of(conversation)}, without a message list under "
+        f"'{key}'",
+        prefix or None,
+        hint="Give a list of messages, or objects holding one under 'messages' (or the key named with "
+        "--messages-key)",
+    )
 
 
 def record_metadata(record: Any, *skip: str) -> dict[str, Any]:

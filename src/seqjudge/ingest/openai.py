@@ -26,8 +26,10 @@ from seqjudge.ingest.base import (
     Source,
     TraceBuilder,
     at,
+    conversation_traces,
     decode_arguments,
     kind_of,
+    no_conversation,
     plain_content,
     record_metadata,
     record_trace_id,
@@ -84,10 +86,7 @@ def sniff(first_record: Any, options: Options | None = None) -> bool:
 
 
 def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]:
-    for record in records:
-        for index, conversation in split_records(record.value(), _is_message):
-            prefix = "" if index is None else f"[{index}]"
-            yield _trace(record, conversation, prefix, record.default_id(index), options)
+    yield from conversation_traces(records, options, _is_message, _trace)
 
 
 def _walk_items(record: Any, found: tuple[str, list[Any]]) -> list[tuple[str, Any]]:
@@ -108,14 +107,7 @@ def _walk_items(record: Any, found: tuple[str, list[Any]]) -> list[tuple[str, An
 def _trace(record: Record, conversation: Any, prefix: str, default_id: str, options: Options) -> Trace:
     found = _items(conversation, options)
     if found is None:
-        expected = f"'{options.messages_key}'" if options.messages_key else "'messages'"
-        raise record.error(
-            f"this record holds no conversation: it is {kind_of(conversation)}, without a message list under "
-            f"{expected}",
-            prefix or None,
-            hint="Give a list of messages, or objects holding one under 'messages' (or the key named with "
-            "--messages-key)",
-        )
+        raise no_conversation(record, conversation, prefix, options)
     builder = TraceBuilder(record, prefix, options)
     _Walk(builder).run(_walk_items(conversation, found))
     skip = (found[0],) if found[0] else ("input", "output")

@@ -58,6 +58,9 @@ class AnthropicProvider(SDKProvider):
     name = "anthropic"
     default_key_env = "ANTHROPIC_API_KEY"
     sdk_module = "anthropic"
+    client_class = "AsyncAnthropic"
+    default_base_url = "https://api.anthropic.com"
+    request_path = "/v1/messages"
     extra_options = frozenset({"output_mode"})
 
     def __init__(self, model: str, **options: Any) -> None:
@@ -72,18 +75,6 @@ class AnthropicProvider(SDKProvider):
         self.output_mode: OutputMode = "tool" if mode == "tool" else "json_schema"
         # temperature/seed options are accepted (one config for every provider) but never sent; every reply
         # carries sampling_controlled=False so a score's fingerprint shows it.
-
-    def _build_client(self) -> Any:
-        kwargs: dict[str, Any] = {
-            "api_key": self._api_key,
-            "timeout": self.timeout,
-            "max_retries": self.max_retries,
-            "_strict_response_validation": self.strict_response_validation,
-        }
-        if self.base_url:
-            kwargs["base_url"] = self.base_url
-        kwargs.update(self._transport_options())
-        return self._sdk.AsyncAnthropic(**kwargs)
 
     # -- request -------------------------------------------------------------------------------------------
     def build_body(self, request: JudgeRequest, mode: OutputMode | None = None) -> dict[str, Any]:
@@ -117,10 +108,6 @@ class AnthropicProvider(SDKProvider):
             ]
             body["tool_choice"] = {"type": "tool", "name": request.schema_name}
         return body
-
-    def hash_request(self, request: JudgeRequest, body: dict[str, Any]) -> str:
-        url = f"{self.base_url or 'https://api.anthropic.com'}".rstrip("/") + "/v1/messages"
-        return request.request_hash(self.name, self.model, {"url": url, "body": body})
 
     # -- call ----------------------------------------------------------------------------------------------
     async def _complete(self, request: JudgeRequest) -> ProviderReply:

@@ -383,13 +383,17 @@ class SDKProvider:
     """Common ground of the OpenAI and Anthropic adapters: key, options, one SDK client per event loop,
     an overall deadline, and the translation of SDK exceptions into ``ProviderError``.
 
-    Subclasses set ``name``, ``default_key_env``, ``sdk_module`` and implement ``_build_client`` and
-    ``_complete``. The SDK is imported lazily, on construction, so importing seqjudge never needs it.
+    Subclasses set ``name``, ``default_key_env``, ``sdk_module``, ``client_class``, ``default_base_url`` and
+    ``request_path``, and implement ``_complete``. The SDK is imported lazily, on construction, so importing
+    seqjudge never needs it.
     """
 
     name = ""
     default_key_env = ""
     sdk_module = ""
+    client_class = ""  # the SDK's async client, e.g. AsyncOpenAI
+    default_base_url = ""  # where the SDK sends requests when no base_url is given
+    request_path = ""  # the endpoint a judge call is POSTed to, below the base URL
     extra_options: frozenset[str] = frozenset()
 
     def __init__(self, model: str, **options: Any) -> None:
@@ -432,8 +436,19 @@ class SDKProvider:
         return f"{type(self).__name__}(model={self.model!r}{where})"
 
     # -- client --------------------------------------------------------------------------------------------
-    def _build_client(self) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _build_client(self) -> Any:
+        # Both SDKs take the same client options; base_url is left out when not given so the SDK's own
+        # default (and its environment variable) applies.
+        kwargs: dict[str, Any] = {
+            "api_key": self._api_key,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "_strict_response_validation": self.strict_response_validation,
+        }
+        if self.base_url:
+            kwargs["base_url"] = self.base_url
+        kwargs.update(self._transport_options())
+        return getattr(self._sdk, self.client_class)(**kwargs)
 
     def observe_transport(self, observer: TransportObserver | None) -> None:
         """Tell ``observer`` of every HTTP attempt (before it is sent; SDK retries included) and every
@@ -498,6 +513,12 @@ class SDKProvider:
     @property
     def endpoint(self) -> str:
         return redact(self.base_url) if self.base_url else f"the default {self.name} endpoint"
+
+    # -- request -------------------------------------------------------------------------------------------
+    def hash_request(self, request: JudgeRequest, body: dict[str, Any]) -> str:
+        """The request's hash over the URL it is sent to and its exact body (``build_body``)."""
+        url = f"{self.base_url or self.default_base_url}".rstrip("/") + self.request_path
+        return request.request_hash(self.name, self.model, {"url": url, "body": body})
 
     # -- the call ------------------------------------------------------------------------------------------
     async def complete(self, request: JudgeRequest) -> ProviderReply:

@@ -54,24 +54,15 @@ class OpenAIProvider(SDKProvider):
     name = "openai"
     default_key_env = "OPENAI_API_KEY"
     sdk_module = "openai"
+    client_class = "AsyncOpenAI"
+    default_base_url = "https://api.openai.com/v1"
+    request_path = "/chat/completions"
 
     def __init__(self, model: str, **options: Any) -> None:
         super().__init__(model, **options)
         self.reasoning = is_reasoning_model(model)
         self._temperature_override = options.get("temperature")
         self._seed_override = options.get("seed")
-
-    def _build_client(self) -> Any:
-        kwargs: dict[str, Any] = {
-            "api_key": self._api_key,
-            "timeout": self.timeout,
-            "max_retries": self.max_retries,
-            "_strict_response_validation": self.strict_response_validation,
-        }
-        if self.base_url:
-            kwargs["base_url"] = self.base_url
-        kwargs.update(self._transport_options())
-        return self._sdk.AsyncOpenAI(**kwargs)
 
     # -- request -------------------------------------------------------------------------------------------
     def sampling(self, request: JudgeRequest) -> dict[str, Any]:
@@ -106,10 +97,6 @@ class OpenAIProvider(SDKProvider):
         body["max_completion_tokens" if self.reasoning else "max_tokens"] = request.max_tokens
         body.update(self.sampling(request))
         return body
-
-    def hash_request(self, request: JudgeRequest, body: dict[str, Any]) -> str:
-        url = f"{self.base_url or 'https://api.openai.com/v1'}".rstrip("/") + "/chat/completions"
-        return request.request_hash(self.name, self.model, {"url": url, "body": body})
 
     # -- call ----------------------------------------------------------------------------------------------
     async def _complete(self, request: JudgeRequest) -> ProviderReply:
