@@ -27,6 +27,7 @@ import io
 import json
 import os
 import pstats
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -224,8 +225,8 @@ def main() -> None:
             f"= {rate / ideal:.1%} (target >= 90%); {summary.traces} traces, {calls} calls, {wall:.2f} s"
         )
         print(
-            f"(b) CPU: {cpu * 1000 / summary.traces:.2f} ms per judged trace, the whole process (target <= 2 ms); "
-            f"{cpu:.2f} s CPU in {wall:.2f} s"
+            f"(b) CPU: {cpu * 1000 / summary.traces:.2f} ms per judged trace, the whole process "
+            f"(target <= 2 ms); {cpu:.2f} s CPU in {wall:.2f} s"
         )
         alone = work / "alone.jsonl"
         write_traces(alone, args.traces, prefix="alone")
@@ -270,6 +271,7 @@ def main() -> None:
         )
     finally:
         server.close()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -25,13 +25,21 @@ from typing import Any
 
 import pytest
 
-from fakes.server import FakeLLMServer, FakeReply, RecordedRequest, openai_chat, openai_error
+from fakes.server import (
+    FakeLLMServer,
+    FakeReply,
+    RecordedRequest,
+    anthropic_error,
+    anthropic_message,
+    openai_chat,
+    openai_error,
+)
 from seqjudge.cli import run
 from seqjudge.cli.progress import RunProgress
 from seqjudge.config import ModelOptions, RunConfig
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.ingest import load_traces
-from seqjudge.judge.providers.base import Usage
+from seqjudge.judge.providers.base import ProviderReply, Usage
 from seqjudge.pricing import PRICES, Price, cost_of, load_prices, price_for
 from seqjudge.rules.load import load_rules
 from seqjudge.runner import RunSummary, run_traces
@@ -144,8 +152,45 @@ def test_the_server_never_sees_more_than_concurrency_calls_at_once(tmp_path: Pat
     assert summary.traces == 40 and summary.judge_status["scored"] == 40
 
 
+def test_traces_stream_through_a_bounded_window(tmp_path: Path) -> None:
+    """With every provider call held, the runner reads at most 2 x concurrency traces ahead: memory stays
+    flat however long the suite."""
+    rules, traces, _ = write_suite(tmp_path / "suite", 100)
+    read: list[str] = []
+    release = asyncio.Event()
+
+    class Held:
+        name = "held"
+        model = "held-1"
+
+        async def complete(self, request: Any) -> ProviderReply:
+            await release.wait()
+            return ProviderReply(text=json.dumps(VALID), model=self.model, finish_reason="stop")
+
+    def counted() -> Any:
+        for trace in load_traces(traces):
+            read.append(trace.trace_id)
+            yield trace
+
+    async def scenario() -> RunSummary:
+        cfg = RunConfig(rules=str(rules), traces=str(traces), store=str(tmp_path / "s.db"), concurrency=3)
+        with Store(cfg.store) as db:
+            task = asyncio.create_task(run_traces(cfg, load_rules(cfg.rules), counted(), db, provider=Held()))
+            for _ in range(50):
+                await asyncio.sleep(0.01)
+            assert len(read) <= 2 * 3 + 1  # the window, plus the one waiting for a place in it
+            release.set()
+            return await task
+
+    summary = asyncio.run(scenario())
+    assert summary.traces == 100 and summary.calls["max_in_flight"] == 3
+
+
 # -- a 429 slows the whole run -----------------------------------------------------------------------------
-def test_a_429_with_retry_after_pauses_every_new_call(tmp_path: Path) -> None:
+@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+def test_a_429_with_retry_after_pauses_every_new_call(
+    tmp_path: Path, vendor: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pause = 0.3
     lock = threading.Lock()
     seen: list[tuple[float, int]] = []  # (arrival, x-stainless-retry-count)
@@ -157,14 +202,25 @@ def test_a_429_with_retry_after_pauses_every_new_call(tmp_path: Path) -> None:
             first = len(seen) == 1
             if first:
                 when["429"] = time.monotonic()
+        retry_after = {"retry-after": str(pause)}
+        if vendor == "anthropic":
+            if first:
+                return anthropic_error(429, "rate_limit_error", "slow down", retry_after)
+            time.sleep(0.05)
+            return anthropic_message(VALID)
         if first:
-            return openai_error(429, "slow down", {"retry-after": str(pause)}, type="rate_limit_error")
+            return openai_error(429, "slow down", retry_after, type="rate_limit_error")
         time.sleep(0.05)
         return openai_chat(VALID)
 
     rules, traces, _ = write_suite(tmp_path / "suite", 12)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
     with FakeLLMServer(responder=responder) as srv:
-        summary = go(config(rules, traces, srv, tmp_path, concurrency=4, cache=False))
+        cfg = config(rules, traces, srv, tmp_path, concurrency=4, cache=False)
+        if vendor == "anthropic":
+            options = ModelOptions(base_url=srv.anthropic_base_url)
+            cfg = cfg.model_copy(update={"model": "anthropic:claude-haiku-4-5", "model_options": options})
+        summary = go(cfg)
     assert summary.judge_status["scored"] == 12 and summary.calls["rate_limited"] == 1
     # The first four requests left together, before anyone heard of the 429. Every call that started
     # afterwards, and the SDK's own retry of the rate-limited one, arrived only once the pause was over;
@@ -172,6 +228,22 @@ def test_a_429_with_retry_after_pauses_every_new_call(tmp_path: Path) -> None:
     later = seen[4:]
     assert len(later) == 9 and sum(1 for _, retry in later if retry) == 1
     assert all(arrived >= when["429"] + pause for arrived, _ in later)
+
+
+def test_limits_come_from_flags_or_the_config_else_the_providers_defaults(tmp_path: Path) -> None:
+    from seqjudge.cli.run_cmd import build_config
+    from seqjudge.runner import run_limits
+
+    rules, traces, _ = write_suite(tmp_path / "suite", 1)
+    cfg = build_config([str(rules), str(traces)], {"rpm": None, "tpm": None})
+    assert run_limits(cfg, "openai") == (5_000, 450_000) and run_limits(cfg, "scripted") == (0, 0)
+    cfg = build_config([str(rules), str(traces)], {"rpm": 0, "tpm": 1_000})
+    assert run_limits(cfg, "anthropic") == (0, 1_000)  # 0 = unlimited
+    config_file = tmp_path / "seqjudge.yaml"
+    config_file.write_text(f"rules: {rules}\ntraces: {traces}\nrpm: 60\nmax_cost: 2.5\nprices: p.yaml\n")
+    cfg = build_config([str(config_file)], {"rpm": None})
+    assert run_limits(cfg, "openai") == (60, 450_000) and cfg.max_cost == 2.5
+    assert cfg.prices == str(tmp_path / "p.yaml")  # relative to the config file
 
 
 # -- dry run -----------------------------------------------------------------------------------------------
@@ -223,6 +295,9 @@ def test_prices_are_found_by_name_or_family_and_can_be_overridden(tmp_path: Path
     assert price_for("anthropic:claude-sonnet-4-5-20250929") == PRICES["anthropic:claude-sonnet-4-5"]
     assert price_for("anthropic:gpt-4o") is None  # another provider's model of the same name
     assert price_for("openai:my-finetune") is None and price_for(None) is None
+    # Nothing is guessed from a family: a newer or different model has no price until one is given.
+    assert price_for("openai:gpt-4o-audio-preview") is None
+    assert price_for("anthropic:claude-sonnet-4-6") is None
     yaml_file = tmp_path / "prices.yaml"
     yaml_file.write_text(
         "prices:\n  openai:gpt-4o: {input: 1, output: 2}\n  local-llm: {input: 0, output: 0}\n"

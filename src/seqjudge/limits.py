@@ -366,6 +366,8 @@ class LimitedProvider:
 
     def __getattr__(self, name: str) -> Any:
         # Only called for attributes this wrapper lacks: name, model, sampling, base_url, output_mode...
+        if name.startswith("__") or name == "_inner":  # copy/pickle probe before __init__ ran
+            raise AttributeError(name)
         return getattr(self._inner, name)
 
     def __repr__(self) -> str:

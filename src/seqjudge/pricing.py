@@ -1,8 +1,9 @@
 """What a judge run costs: a small price table, user overrides, and cost from token usage.
 
-Prices change, and this table is only as current as the seqjudge release that ships it (checked against
-the providers' pricing pages in 2025). Override or extend it with a YAML or JSON file, ``--prices FILE`` or
-``prices: FILE`` in seqjudge.yaml (an inline mapping there works too):
+Prices change, and this table is only as current as the seqjudge release that ships it (the providers'
+published list prices when it was written, 2025; newer models are not in it). Override or extend it with a
+YAML or JSON file, ``--prices FILE`` or ``prices: FILE`` in seqjudge.yaml (an inline mapping there works
+too):
 
     prices:                       # the wrapper key is optional
       openai:gpt-4o: {input: 2.50, cached_input: 1.25, output: 10.00}
@@ -10,14 +11,16 @@ the providers' pricing pages in 2025). Override or extend it with a YAML or JSON
 
 Prices are USD per million tokens. ``cached_input`` is what a prompt-cache read costs (default: the input
 price), ``cache_write`` what writing the cache costs (Anthropic; default: the input price). A model is
-found by its exact name (with or without the ``provider:`` prefix), else by the longest known prefix, so a
-dated snapshot (``gpt-4o-2024-08-06``) takes its family's price. A model without a price has no cost
-figure (and ``--max-cost`` refuses to run with it).
+found by its exact name (with or without the ``provider:`` prefix), else without a date suffix, so a dated
+snapshot (``gpt-4o-2024-08-06``, ``claude-haiku-4-5-20251001``) takes its model's price. Nothing is guessed
+from a family name (``gpt-4o-audio-preview`` is not ``gpt-4o``): a model without a price has no cost figure,
+and ``--max-cost`` refuses to run with it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,28 +124,23 @@ def load_prices(source: str | Path | Mapping[str, Any] | None = None) -> dict[st
     return table
 
 
+_DATED = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
+
+
 def price_for(model: str | None, table: Mapping[str, Price] | None = None) -> Price | None:
-    """The price of ``provider:model`` (or a bare model name): exact, then the longest prefix."""
+    """The price of ``provider:model`` (or a bare model name): its exact name, else without a date suffix;
+    ``provider:name`` entries first, then bare ``name`` ones."""
     if not model:
         return None
     table = PRICES if table is None else table
     provider, _, bare = model.partition(":")
     if not bare:
         provider, bare = "", model
-    names = [model, bare] if provider else [bare]
-    for name in names:
-        if name in table:
-            return table[name]
-    best: tuple[int, Price] | None = None
-    for key, price in table.items():
-        key_provider, _, key_bare = key.partition(":")
-        if not key_bare:
-            key_provider, key_bare = "", key
-        if key_provider and provider and key_provider != provider:
-            continue
-        if bare.startswith(key_bare) and (best is None or len(key_bare) > best[0]):
-            best = (len(key_bare), price)
-    return best[1] if best else None
+    for name in dict.fromkeys((bare, _DATED.sub("", bare))):
+        for key in (f"{provider}:{name}", name) if provider else (name,):
+            if key in table:
+                return table[key]
+    return None
 
 
 @dataclass(frozen=True)

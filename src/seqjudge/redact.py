@@ -116,8 +116,27 @@ def _first_words(names: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(map(re.escape, firsts)), re.IGNORECASE) if firsts else None
 
 
+# Short strings that needed no redaction, per filter: statuses, rule ids, tool names and verdicts repeat in
+# every stored result, and a set lookup is cheaper than the filter's search. Bounded; cleared when full.
+_CLEAN_SHORT: dict[re.Pattern[str], set[str]] = {}
+_SHORT = 48
+
+
 def _redact_text(text: str, names: tuple[str, ...], firsts: re.Pattern[str] | None) -> str:
-    if firsts is None or not text or not firsts.search(text):
+    if firsts is None or not text:
+        return text
+    if len(text) <= _SHORT:
+        clean = _CLEAN_SHORT.get(firsts)
+        if clean is None:
+            clean = _CLEAN_SHORT[firsts] = set()
+        if text in clean:
+            return text
+        if not firsts.search(text):
+            if len(clean) >= 65_536:
+                clean.clear()
+            clean.add(text)
+            return text
+    elif not firsts.search(text):
         return text
     return _PAIR.sub(lambda m: _replace_pair(m, names), text)
 
