@@ -294,8 +294,8 @@ async def test_fingerprint_and_usage_totals() -> None:
 async def test_a_cache_hit_makes_zero_calls_and_replays_every_attempt(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "cache")
     first = await run(ScriptedProvider(["bad", VALID]), cache=cache)
-    files = sorted((tmp_path / "cache").rglob("*.json"))
-    assert len(files) == 2 and not list((tmp_path / "cache").rglob("*.tmp"))
+    lines = (tmp_path / "cache" / "replies.jsonl").read_bytes().splitlines()
+    assert len(lines) == 2 and all(len(line.split(b"\t", 1)[0]) == 64 for line in lines)
 
     again = ScriptedProvider([])  # would raise if called
     second = await run(again, cache=ResponseCache(tmp_path / "cache"))
@@ -325,12 +325,39 @@ async def test_a_corrupt_cache_file_is_a_miss(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path)
     provider = ScriptedProvider([VALID])
     await run(provider, cache=cache)
-    (path,) = tmp_path.rglob("*.json")
-    path.write_text("{ half a fi", encoding="utf-8")
+    path = tmp_path / "replies.jsonl"
+    (line,) = path.read_bytes().splitlines()
+    key = line.split(b"\t", 1)[0]
+    path.write_bytes(key + b"\t{ half a li\n")  # a line whose JSON was cut short
     fresh = ScriptedProvider([VALID])
     result = await run(fresh, cache=ResponseCache(tmp_path))
     assert len(fresh.requests) == 1 and result.attempts[0].cached is False
-    assert json.loads(path.read_text(encoding="utf-8"))["reply"]["text"] == json.dumps(VALID)
+    # The new reply was appended after the broken line, and it is what a third run reads.
+    last = path.read_bytes().splitlines()[-1]
+    assert json.loads(last.split(b"\t", 1)[1])["reply"]["text"] == json.dumps(VALID)
+    third = ScriptedProvider([])
+    assert (await run(third, cache=ResponseCache(tmp_path))).attempts[0].cached is True
+
+
+async def test_a_line_cut_short_by_a_crash_is_closed_before_the_next_append(tmp_path: Path) -> None:
+    path = tmp_path / "replies.jsonl"
+    tmp_path.mkdir(exist_ok=True)
+    path.write_bytes(b"f" * 64 + b'\t{"format": 1, "key": "ff')  # no newline: a writer died mid-line
+    provider = ScriptedProvider([VALID])
+    await run(provider, cache=ResponseCache(tmp_path))
+    again = ScriptedProvider([])
+    result = await run(again, cache=ResponseCache(tmp_path))
+    assert again.requests == [] and result.attempts[0].cached is True
+    assert path.read_bytes().count(b"\n") == 2  # the cut line was closed, ours stands on its own
+
+
+async def test_replies_appended_by_another_process_are_found(tmp_path: Path) -> None:
+    reader = ResponseCache(tmp_path)
+    await run(ScriptedProvider([VALID]), cache=reader, risk_level="high")  # reader indexes the log
+    await run(ScriptedProvider([VALID]), cache=ResponseCache(tmp_path))  # "another process" appends
+    again = ScriptedProvider([])
+    result = await run(again, cache=reader)  # the miss re-scans the new tail
+    assert again.requests == [] and result.attempts[0].cached is True
 
 
 async def test_without_a_cache_every_run_calls() -> None:

@@ -5,13 +5,17 @@ Hosted models vary even at temperature 0; the cache is what makes a rerun of an 
 adapter will send, the rendered prompt (system, static, dynamic), the schema and the re-ask turns. Every
 reply is kept, bad ones too, so a rerun replays the same attempts in the same order.
 
-One JSON file per key under ``.seqjudge/cache/<2 hex>/<key>.json``, written to a temporary file and renamed
-into place, so a killed run never leaves half a file that a later run would read (an unreadable file is a
-miss, never an error).
+The replies live in one append-only log, ``.seqjudge/cache/replies.jsonl``, a line per reply:
+``<key>\t<json>\n``. Appends take an exclusive ``flock`` and are one write each, so concurrent runs never
+interleave lines; a line cut short by a crash has no newline or does not parse, and is a miss, never an
+error. The log is indexed once per cache object (key -> offset; replies are read back only on a hit), and
+re-scanned past what was seen when a key is missing, to find what another process appended since. One file
+per reply cost an ``open`` and often a ``mkdir`` per judged trace, the largest single cost of a judge run.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -62,8 +66,11 @@ def request_key(provider: Any, request: JudgeRequest) -> str:
 class ResponseCache:
     """``get(provider, request)`` -> the stored reply or None; ``put(provider, request, reply)``."""
 
+    LOG_NAME = "replies.jsonl"
+
     def __init__(self, root: str | Path = DEFAULT_CACHE_DIR) -> None:
         self.root = Path(root)
+        self.log = self.root / self.LOG_NAME
         self.hits = 0
         self.misses = 0
         # A miss is followed by a put of the same request: its key (a hash over the whole prompt) is kept
@@ -71,8 +78,9 @@ class ResponseCache:
         # Anthropic provider may switch to tool use in between); the entry holds the objects, so an id is
         # never reused while it is here.
         self._keys: dict[tuple[int, int], tuple[Any, JudgeRequest, dict[str, Any], str]] = {}
-        self._dirs: set[Path] = set()  # folders known to exist
-        self._written = 0
+        self._index: dict[str, tuple[int, int]] = {}  # key -> (offset, length) of its line in the log
+        self._scanned = 0  # bytes of the log already indexed
+        self._fd: int | None = None
 
     def key(self, provider: Any, request: JudgeRequest) -> str:
         sent = sent_params(provider, request)
@@ -85,27 +93,52 @@ class ResponseCache:
         self._keys[(id(provider), id(request))] = (provider, request, sent, key)
         return key
 
-    def path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
+    def _scan(self) -> None:
+        """Index the log's complete lines past what was already seen."""
+        try:
+            with self.log.open("rb") as handle:
+                handle.seek(self._scanned)
+                offset = self._scanned
+                for line in handle:
+                    if not line.endswith(b"\n"):
+                        break  # an append still in progress, or cut short by a crash: not yet an entry
+                    tab = line.find(b"\t")
+                    if tab == 64:
+                        self._index[line[:tab].decode("ascii", "replace")] = (offset, len(line))
+                    offset += len(line)
+                self._scanned = offset
+        except OSError:
+            return
 
     def get(self, provider: Any, request: JudgeRequest) -> ProviderReply | None:
-        path = self.path(self.key(provider, request))
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            reply = ProviderReply.model_validate(data["reply"])
-        except (OSError, ValueError, KeyError, TypeError, ValidationError):
-            # Missing, unreadable or from an older format: a miss, and the next put replaces it.
+        key = self.key(provider, request)
+        where = self._index.get(key)
+        if where is None:
+            self._scan()
+            where = self._index.get(key)
+        reply = self._read(key, where) if where is not None else None
+        if reply is None:
             self.misses += 1
             return None
         self.hits += 1
         return reply
 
+    def _read(self, key: str, where: tuple[int, int]) -> ProviderReply | None:
+        offset, length = where
+        try:
+            with self.log.open("rb") as handle:
+                handle.seek(offset)
+                line = handle.read(length)
+            data = json.loads(line[65:])
+            if data.get("format") != CACHE_FORMAT or data.get("key") != key:
+                return None
+            return ProviderReply.model_validate(data["reply"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
+            # Unreadable, cut short or from an older format: a miss, and the next put supersedes it.
+            return None
+
     def put(self, provider: Any, request: JudgeRequest, reply: ProviderReply) -> Path:
         key = self.key(provider, request)
-        path = self.path(key)
-        if path.parent not in self._dirs:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._dirs.add(path.parent)
         record = {
             "format": CACHE_FORMAT,
             "key": key,
@@ -113,19 +146,30 @@ class ResponseCache:
             "model": getattr(provider, "model", ""),
             "reply": reply.model_dump(mode="json"),
         }
-        data = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8")
-        # A name no other writer uses (process, cache object, counter), created exclusively, written once
-        # and renamed into place. No fsync: it blocked the event loop for milliseconds per reply, and a
-        # cache needs atomicity (the rename), not durability. After a power loss an entry may be missing or
-        # empty: a miss, which costs one call and is rewritten.
-        self._written += 1
-        tmp = path.parent / f".{key[:8]}-{os.getpid()}-{id(self):x}-{self._written}.tmp"
+        text = json.dumps(record, ensure_ascii=False, sort_keys=True)
+        line = f"{key}\t{text}\n".encode()
+        if self._fd is None:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.log, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = self._fd
+        # No fsync: it blocked the event loop for milliseconds per reply, and a cache needs whole lines,
+        # not durability. After a power loss the last entries may be missing: misses, which cost one call.
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        return path
+            end = os.lseek(fd, 0, os.SEEK_END)
+            if end and os.pread(fd, 1, end - 1) != b"\n":
+                os.write(fd, b"\n")  # close a line a crashed writer left open, so ours starts clean
+                end += 1
+            os.write(fd, line)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        self._index[key] = (end, len(line))
+        return self.log
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:  # the log's descriptor, when the cache object goes
+        self.close()
