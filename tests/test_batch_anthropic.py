@@ -15,44 +15,7 @@ from seqjudge.batch_api import AnthropicBatches, Polled
 from seqjudge.judge.judge import prepare_request
 
 API = "anthropic"
-
-
-def test_submit_and_collect_join_shuffled_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bs.scenario_submit_then_collect_shuffled(API, tmp_path, monkeypatch)
-
-
-def test_malformed_reply_is_reasked_online(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bs.scenario_malformed_reasked_online(API, tmp_path, monkeypatch)
-
-
-def test_malformed_reply_is_reasked_in_a_follow_up_batch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    bs.scenario_malformed_reasked_in_batch(API, tmp_path, monkeypatch)
-
-
-def test_errored_and_expired_requests_are_retried_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    bs.scenario_errored_retried_then_unscored(API, tmp_path, monkeypatch)
-
-
-def test_collected_run_equals_an_online_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bs.scenario_same_as_online(API, tmp_path, monkeypatch)
-
-
-def test_collect_is_resume_safe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bs.scenario_collect_is_resume_safe(API, tmp_path, monkeypatch)
-
-
-def test_collected_answers_make_reruns_free(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bs.scenario_cache_makes_reruns_free(API, tmp_path, monkeypatch)
-
-
-def test_cli_run_batch_status_collect(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    bs.scenario_cli(API, tmp_path, monkeypatch, capsys)
+# The scenarios both batch APIs share run in tests/test_batch_scenarios.py, once per API.
 
 
 def test_request_shapes_are_the_online_adapters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
