@@ -343,10 +343,10 @@ def scenario_collect_is_resume_safe(api: str, tmp_path: Path, monkeypatch: Any) 
         real_save = env.store.save_result
         saved: list[str] = []
 
-        def dies_after_two(run_id: str, trace: Any, result: Any) -> None:
+        def dies_after_two(run_id: str, trace: Any, result: Any, **options: Any) -> None:
             if len(saved) == 2:
                 raise KeyboardInterrupt  # the process is killed here
-            real_save(run_id, trace, result)
+            real_save(run_id, trace, result, **options)
             saved.append(result.trace_id)
 
         monkeypatch.setattr(env.store, "save_result", dies_after_two)

@@ -694,3 +694,30 @@ def test_an_api_key_in_the_environment_never_reaches_the_file(
     everything = b"".join(p.read_bytes() for p in files)
     assert b"C-1001" in everything  # the data is there...
     assert key.encode() not in everything  # ...the key is not, in the database or its WAL
+
+
+def test_a_trace_the_caller_redacted_with_the_runs_names_is_not_redacted_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import seqjudge.store.results as results_module
+
+    calls: list[object] = []
+    real = results_module.redact_trace
+    monkeypatch.setattr(results_module, "redact_trace", lambda t, n: calls.append(t) or real(t, n))
+    with Store(tmp_path / "s.db") as db:
+        run_id = db.create_run(config={"redact": ["password"]}, fingerprint={})
+        trace = Trace.model_validate(
+            {"trace_id": "a", "calls": [{"tool_name": "login", "arguments": {"password": "x"}}]}
+        )
+        redacted = real(trace, ["password"])
+        db.save_result(run_id, redacted, make_result(redacted), redacted_with=["password"])
+        assert calls == []  # trusted: same names as the run's
+        other = Trace.model_validate(
+            {"trace_id": "b", "calls": [{"tool_name": "login", "arguments": {"password": "y"}}]}
+        )
+        db.save_result(
+            run_id, other, make_result(other), redacted_with=["token"]
+        )  # other names: redacted here
+        assert len(calls) == 1
+        stored = db.result(run_id, "b").trace
+        assert stored.calls[0].arguments["password"] == "[redacted]"

@@ -218,7 +218,8 @@ def _save(
 ) -> None:
     """What the online runner does with a decided trace: reconcile and store it."""
     result = reconcile(report, judged, threshold=cfg.threshold, risk_level=cfg.risk_level, judge_skipped=None)
-    store.save_result(run_id, trace, result)
+    # Every trace reaching here was redacted with the run's names at submit time.
+    store.save_result(run_id, trace, result, redacted_with=cfg.redact)
 
 
 _Work = tuple[

@@ -275,7 +275,7 @@ async def run_traces(
             risk_level=cfg.risk_level,
             judge_skipped=skipped if provider is None else None,
         )
-        store.save_result(run_id, redacted, result)
+        store.save_result(run_id, redacted, result, redacted_with=cfg.redact)
         _count(summary, result)
         if on_result is not None:
             on_result(trace, result)

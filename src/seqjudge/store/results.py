@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from seqjudge.crosscheck import TraceResult
@@ -35,14 +35,22 @@ class ResultsMixin(RunsMixin):
     def completed_trace_ids(self, run_id: str) -> set[str]:
         return {r["trace_id"] for r in self._read("SELECT trace_id FROM results WHERE run_id = ?", (run_id,))}
 
-    def save_result(self, run_id: str, trace: Trace, result: TraceResult) -> None:
+    def save_result(
+        self, run_id: str, trace: Trace, result: TraceResult, *, redacted_with: Sequence[str] | None = None
+    ) -> None:
         """Store one trace's result in one transaction: the redacted trace, the result, its rule decisions,
         its judge attempts and (when routed) its review item. Raises ``DuplicateTraceError`` when the run
-        already holds this trace id."""
+        already holds this trace id.
+
+        ``redacted_with``: the names the caller already redacted ``trace`` with. When they are the run's
+        names the trace is stored as given; otherwise it is redacted here (redaction is the costliest step of
+        storing a trace, and the runner has always just done it)."""
         if trace.trace_id is not None and trace.trace_id != result.trace_id:
             raise ValueError(f"the trace is {trace.trace_id!r} but the result is for {result.trace_id!r}")
         names = self._names_for(run_id)
-        trace_data = redact_trace(trace, names).model_dump(mode="json")
+        if redacted_with is None or tuple(redacted_with) != tuple(names):
+            trace = redact_trace(trace, names)
+        trace_data = trace.model_dump(mode="json")
         trace_data["trace_id"] = result.trace_id  # an id-less trace is known by the engine's id from now on
         trace_data = self._clean(trace_data)
         # Results hold explanations and raw judge replies: only secrets written as key=value are redacted
