@@ -374,3 +374,19 @@ async def test_an_unwritable_cache_warns_but_keeps_the_answer(tmp_path: Path) ->
     with pytest.warns(UserWarning, match="could not write the response cache"):
         result = await run(provider, cache=ResponseCache(blocker))
     assert result.status == "scored" and len(provider.requests) == 1
+
+
+def test_request_json_is_the_canonical_encoding_even_with_shared_large_parts() -> None:
+    from seqjudge.judge.providers.base import JudgeRequest, canonical_json, request_json
+
+    static = "é" * 5000 + '"quoted" \\ and </tags>'  # large: encoded once per run, then remembered
+    for dynamic in ("first trace", "second trace\nwith lines"):
+        request = JudgeRequest(
+            system="s" * 3000,
+            static_prompt=static,
+            dynamic_prompt=dynamic,
+            schema={"b": 1, "a": [1, {"z": 2, "y": "é"}]},
+            schema_name="n",
+            reask=[{"role": "assistant", "content": "x"}, {"role": "user", "content": "y"}],
+        )
+        assert request_json(request) == canonical_json(request.model_dump(mode="json"))

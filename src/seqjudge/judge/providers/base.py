@@ -64,12 +64,31 @@ def canonical_object(parts: dict[str, str]) -> str:
 _REQUEST_JSON: dict[int, tuple[Any, str]] = {}
 
 
+_LARGE = 2048
+_PART_JSON: dict[str, str] = {}
+
+
+def _encode_part(value: Any) -> str:
+    if isinstance(value, str) and len(value) >= _LARGE:
+        # A str caches its own hash, so looking up the same object again costs nothing.
+        hit = _PART_JSON.get(value)
+        if hit is None:
+            if len(_PART_JSON) >= 16:
+                _PART_JSON.pop(next(iter(_PART_JSON)))  # the oldest
+            hit = _PART_JSON[value] = canonical_json(value)
+        return hit
+    return canonical_json(value)
+
+
 def request_json(request: Any) -> str:
     """``canonical_json(request.model_dump(mode="json"))``, remembered for recent requests."""
     hit = _REQUEST_JSON.get(id(request))
     if hit is not None and hit[0] is request:
         return hit[1]
-    text = canonical_json(request.model_dump(mode="json"))
+    # Field by field, so that the large parts every trace of a run shares (the system prompt and the
+    # static prefix: the same string objects) are encoded once per run, not once per trace. The result is
+    # byte-identical to canonical_json of the whole dump: canonical_object sorts keys the same way.
+    text = canonical_object({k: _encode_part(v) for k, v in request.model_dump(mode="json").items()})
     if len(_REQUEST_JSON) >= 512:
         _REQUEST_JSON.pop(next(iter(_REQUEST_JSON)), None)  # the oldest
     _REQUEST_JSON[id(request)] = (request, text)
