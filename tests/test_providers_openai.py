@@ -65,7 +65,7 @@ async def test_valid_reply_sends_exact_body(fake_llm: FakeLLMServer) -> None:
     reply = await provider.complete(request)
 
     assert len(fake_llm.requests) == 1
-    method, path, headers, body = fake_llm.requests[0]
+    method, path, headers, body, _raw = fake_llm.requests[0]
     assert (method, path) == ("POST", "/v1/chat/completions")
     assert headers["authorization"] == f"Bearer {KEY}"
     assert headers["x-stainless-retry-count"] == "0"

@@ -317,11 +317,13 @@ async def run_traces(
         for t in pending:
             t.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+        await _close_transport(provider)
         _finish(summary, gate, cache)
         summary.status = "interrupted"
         summary.error = f"{type(exc).__name__}: {exc}"
         store.finish_run(run_id, totals=summary.totals(), status="interrupted")
         raise
+    await _close_transport(provider)
     _finish(summary, gate, cache)
     if fatal:
         summary.status = "interrupted"
@@ -333,6 +335,15 @@ async def run_traces(
     if fatal:
         raise fatal[0]
     return summary
+
+
+async def _close_transport(provider: Any) -> None:
+    """Close the provider's HTTP connections while this event loop still runs: they belong to it, and an
+    aiohttp session left open warns on stderr when it is collected. The provider stays usable (its next
+    call opens a new client)."""
+    close = getattr(provider, "aclose", None)
+    if close is not None:
+        await close()
 
 
 def _finish(summary: RunSummary, gate: LimitedProvider | None, cache: Any) -> None:

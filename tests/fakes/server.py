@@ -68,6 +68,7 @@ class RecordedRequest(NamedTuple):
     path: str
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""  # the body's bytes as they came
 
 
 Responder = Callable[[RecordedRequest], FakeReply | None]
@@ -193,7 +194,7 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = raw
             headers = {k.lower(): v for k, v in self.headers.items()}
-            request = RecordedRequest(self.command, self.path, headers, body)
+            request = RecordedRequest(self.command, self.path, headers, body, raw)
             server._record(request)
 
             if "authorization" not in headers and "x-api-key" not in headers:

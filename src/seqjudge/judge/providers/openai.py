@@ -22,6 +22,7 @@ from seqjudge.judge.providers.base import (
     ProviderReply,
     SDKProvider,
     Usage,
+    canonical_json_shared,
     parse_json_object,
 )
 
@@ -108,7 +109,11 @@ class OpenAIProvider(SDKProvider):
             # parameter transform and response models: they cost about 0.6 ms of CPU a call, a third of a
             # judged trace at high concurrency (benchmarks/judge_throughput.py). Strict validation needs the
             # models, so it keeps create().
-            response = await client.post("/chat/completions", body=body, cast_to=raw_type)
+            # The body is encoded once: the exact bytes sent are the ones the request hash covers.
+            body_json = canonical_json_shared(body)
+            response = await client.post(
+                "/chat/completions", content=body_json.encode("utf-8"), cast_to=raw_type
+            )
             data = response.json()
             if not isinstance(data, dict):
                 data = self._body(data)  # raises: not a JSON object
@@ -116,6 +121,7 @@ class OpenAIProvider(SDKProvider):
                 data,
                 request=request,
                 body=body,
+                body_json=body_json,
                 transport_retries=int(response.request.headers.get("x-stainless-retry-count") or 0),
                 request_id=response.headers.get("x-request-id"),
             )
@@ -137,6 +143,7 @@ class OpenAIProvider(SDKProvider):
         body: dict[str, Any],
         transport_retries: int = 0,
         request_id: str | None = None,
+        body_json: str | None = None,
     ) -> ProviderReply:
         """Normalise a chat.completion JSON object (from the SDK or a Batch API output line)."""
         choices = data.get("choices") or []
@@ -160,7 +167,7 @@ class OpenAIProvider(SDKProvider):
             fingerprint=data.get("system_fingerprint"),
             sampling_sent=sampling,
             sampling_controlled="temperature" in sampling,
-            request_hash=self.hash_request(request, body),
+            request_hash=self.hash_request(request, body, body_json),
             provider=self.name,
             output_mode="json_schema",
             transport_retries=transport_retries,
