@@ -332,6 +332,38 @@ _ADMITTED: contextvars.ContextVar[bool] = contextvars.ContextVar("seqjudge_admit
 _SLOW_DOWN = {429, 529}
 
 
+class CpuLane:
+    """Takes turns at the CPU-bound part of deciding a trace (engine, rendering, validation, storage): one
+    holder at a time, and each new holder first lets every callback already waiting run.
+
+    Why: a run's event loop is CPU bound at high concurrency, and asyncio runs ready callbacks in order. A
+    freed slot's next request, or a reply being read, used to wait behind every trace that was rendering or
+    storing at that moment (tens of milliseconds a call at 64 in flight); through the lane it waits behind
+    at most one. ``LimitedProvider`` gives the turn up while its caller waits on the network.
+    """
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self._owner: asyncio.Task[Any] | None = None
+
+    async def enter(self) -> None:
+        await self._lock.acquire()
+        self._owner = asyncio.current_task()
+        try:
+            await asyncio.sleep(0)  # what became ready before this turn runs first
+        except BaseException:
+            self.leave()
+            raise
+
+    def leave(self) -> bool:
+        """Give the turn up if the current task holds it; whether it did."""
+        if self._owner is None or self._owner is not asyncio.current_task():
+            return False
+        self._owner = None
+        self._lock.release()
+        return True
+
+
 class LimitedProvider:
     """The run's provider behind its limits. Attributes other than ``complete`` are the wrapped provider's.
 
@@ -348,10 +380,12 @@ class LimitedProvider:
         budget: Budget | None = None,
         estimate_cost: Callable[[int, int], float] | None = None,
         cost_of: Callable[[Any], float | None] | None = None,
+        lane: CpuLane | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         self._inner = inner
+        self.lane = lane
         self._slots = asyncio.Semaphore(concurrency)
         self.concurrency = concurrency
         self.limiter = limiter or RateLimiter()
@@ -383,6 +417,16 @@ class LimitedProvider:
             self.stop_reason = reason
 
     async def complete(self, request: Any) -> Any:
+        # A call waits on the network, not on the CPU: the caller's turn in the lane is given up meanwhile.
+        lane = self.lane
+        if lane is None or not lane.leave():
+            return await self._complete(request)
+        try:
+            return await self._complete(request)
+        finally:
+            await lane.enter()
+
+    async def _complete(self, request: Any) -> Any:
         async with self._slots:
             if self.stop_reason is not None:
                 raise RunStoppedError()

@@ -33,7 +33,7 @@ from typing import Any
 from seqjudge.config import RunConfig
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
 from seqjudge.errors import ProviderError
-from seqjudge.limits import Budget, LimitedProvider, RateLimiter, default_limits, estimate_tokens
+from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.model import RuleSet
@@ -238,7 +238,9 @@ async def run_traces(
 
     gate: LimitedProvider | None = None
     cache = None
+    lane: CpuLane | None = None
     if provider is not None:
+        lane = CpuLane()
         rpm, tpm = run_limits(cfg, getattr(provider, "name", ""))
         budget = Budget(cfg.max_cost) if cfg.max_cost else None
         gate = LimitedProvider(
@@ -248,6 +250,7 @@ async def run_traces(
             budget=budget,
             estimate_cost=(lambda i, o: estimate_cost(i, o, price)) if price is not None else None,
             cost_of=(lambda usage: cost_of(usage, price).total) if price is not None else None,
+            lane=lane,
         )
         if cfg.cache:
             from seqjudge.judge.cache import ResponseCache
@@ -257,6 +260,15 @@ async def run_traces(
     fatal: list[ProviderError] = []
 
     async def decide(trace: Trace) -> None:
+        if lane is None:
+            return await decide_now(trace)
+        await lane.enter()
+        try:
+            return await decide_now(trace)
+        finally:
+            lane.leave()
+
+    async def decide_now(trace: Trace) -> None:
         # The engine sees the trace as it is (a rule may match on any argument); only what leaves the
         # process or is kept — the judge's prompt and the store — gets the redacted copy.
         report = engine.check(trace, threshold=cfg.threshold, risk_level=cfg.risk_level)
