@@ -23,6 +23,7 @@ never reaches the database even when it hides under an innocent key name.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -155,6 +156,77 @@ def redact_value(value: Any, names: Iterable[str] = DEFAULT_REDACT, *, keys: boo
     every string is passed through ``redact_text``. Other values are returned as they are."""
     names = _names(names)
     return _redact_value(value, names, _first_words(names), keys)
+
+
+def json_needs_value_redaction(json_text: str, names: Iterable[str] = DEFAULT_REDACT) -> bool:
+    """Whether ``redact_value(value, names, keys=False)`` might change ``value``, judged from its JSON text
+    (``json.dumps(value, ensure_ascii=False)``); False is a guarantee that it would not.
+
+    The store writes every result as JSON, and walking each one value by value cost more than everything
+    else in storing it. A string only changes when it holds a ``key: value`` or ``key=value`` pair whose key
+    contains a name's first word (``redact_text``), so it needs both a first word and a ``:`` or ``=``.
+    Each first word found in the text is checked against the JSON string around it. Escaping only touches
+    quotes, backslashes and control characters, never the letters and digits of a word, so a match in a
+    string is a match in its JSON form; a word outside any string, or in a key, at worst costs the walk."""
+    words = sorted({w[0] for w, _ in _compiled(_names(names))})
+    folded = _fold(json_text)
+    if len(folded) != len(json_text):  # pragma: no cover - _fold keeps lengths (tests/test_redact_json.py)
+        return True
+    for word in words:
+        at = folded.find(word)
+        while at >= 0:
+            begin = _quote_before(json_text, at)
+            end = _quote_after(json_text, at + len(word))
+            if begin < 0 or end < 0:
+                return True  # not inside a string: cannot tell, so walk
+            inside = json_text[begin:end]
+            if ":" in inside or "=" in inside:
+                return True
+            at = folded.find(word, end)  # the rest of this string holds no ':' or '='
+    return False
+
+
+# The characters Python's case-insensitive regex matching (``redact_text``'s filter) takes for an ASCII
+# letter, besides A-Z, and that ``str.lower`` does not turn into it; U+0130 also lowers to two characters.
+# tests/test_redact_json.py derives the list from ``re`` itself.
+_FOLD = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
+_FOLD_CHARS = "".join(map(chr, _FOLD))
+
+
+def _fold(text: str) -> str:
+    """``text`` lower-cased so that a plain ``find`` sees what a case-insensitive regex would, position for
+    position."""
+    if any(ch in text for ch in _FOLD_CHARS):
+        text = text.translate(_FOLD)
+    return text.lower()
+
+
+def _escaped(text: str, at: int) -> bool:
+    """Whether the quote at ``at`` is escaped: preceded by an odd run of backslashes."""
+    run = 0
+    while at - run - 1 >= 0 and text[at - run - 1] == "\\":
+        run += 1
+    return run % 2 == 1
+
+
+def _quote_after(text: str, at: int) -> int:
+    at = text.find('"', at)
+    while at >= 0 and _escaped(text, at):
+        at = text.find('"', at + 1)
+    return at
+
+
+def _quote_before(text: str, at: int) -> int:
+    at = text.rfind('"', 0, at)
+    while at >= 0 and _escaped(text, at):
+        at = text.rfind('"', 0, at)
+    return at
+
+
+def json_holds_secret(json_text: str, secrets: Iterable[str]) -> bool:
+    """Whether any of ``secrets`` occurs in the value ``json_text`` encodes (in a string or a key): each is
+    looked for in its JSON-escaped form, which is how it would appear in the text."""
+    return any(json.dumps(s, ensure_ascii=False)[1:-1] in json_text for s in secrets)
 
 
 def _redact_value(value: Any, names: tuple[str, ...], firsts: re.Pattern[str] | None, keys: bool) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 
 from seqjudge.crosscheck import TraceResult
 from seqjudge.errors import InputError
-from seqjudge.redact import redact_trace, redact_value
+from seqjudge.redact import json_holds_secret, json_needs_value_redaction, redact_trace, redact_value
 from seqjudge.store.codec import _dumps, _iso, _now, judge_data, rebuild_result
 from seqjudge.store.models import AttemptRecord, DuplicateTraceError, StoredResult
 from seqjudge.store.runs import LIST_RUNS_HINT, RunsMixin
@@ -57,7 +57,12 @@ class ResultsMixin(RunsMixin):
         # there, never keys (``input_tokens`` is a count, not a token).
         data = result.model_dump(mode="json")
         data["judge"] = judge_data(result.judge)
-        data = self._clean(redact_value(data, names, keys=False))
+        text = _dumps(data)
+        # The value-by-value walk only when the text says it could change something (see
+        # json_needs_value_redaction): it cost more than the rest of storing a result.
+        if json_needs_value_redaction(text, names) or json_holds_secret(text, self._secrets):
+            data = self._clean(redact_value(data, names, keys=False))
+            text = _dumps(data)
         judge = data["judge"]
         usage = (judge or {}).get("usage") or {}
         now = _iso(_now())
@@ -84,7 +89,7 @@ class ResultsMixin(RunsMixin):
                         int(usage.get("input_tokens", 0)),
                         int(usage.get("output_tokens", 0)),
                         _dumps(trace_data),
-                        _dumps(data),
+                        text,
                     ),
                 )
                 self._insert_decisions(conn, run_id, trace_id, data["rules"])
