@@ -110,10 +110,15 @@ _ESCAPES = (
 )
 
 
+# Encoders built once: json.dumps with options builds a new one per call, and a prompt makes dozens of calls.
+_DATA_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def data_json(value: Any) -> str:
     """Compact JSON with the escapes above: safe to place between the delimiters. Keys keep their order
     (``cap`` sorts the trace's own dicts; the envelope of each item has a fixed order, kind first)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
+    text = _DATA_JSON.encode(value)
     for raw, escaped in _ESCAPES:  # str.replace is C-fast; str.translate with a dict is not
         if raw in text:
             text = text.replace(raw, escaped)
@@ -146,10 +151,10 @@ def cap_field(value: Any, limit: int) -> Any:
     the marker counts what was really left out)."""
     capped = cap(value, limit)
     if isinstance(capped, dict | list):
-        text = json.dumps(capped, ensure_ascii=False, separators=(",", ":"))
+        text = _COMPACT_JSON.encode(capped)
         if len(text) > limit:
             # cap() with no limit only normalises: string keys, sorted, non-finite floats as text.
-            whole = json.dumps(cap(value, sys.maxsize), ensure_ascii=False, separators=(",", ":"))
+            whole = _COMPACT_JSON.encode(cap(value, sys.maxsize))
             return cap(whole, limit)
     return capped
 

@@ -49,9 +49,12 @@ FinishReason = Literal["stop", "length", "refusal", "tool_use", "other"]
 _SCHEMA_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # built once
+
+
 def canonical_json(value: Any) -> str:
     """One byte sequence per value: sorted keys, no whitespace, UTF-8 kept (hashes must not see key order)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def canonical_object(parts: dict[str, str]) -> str:
