@@ -250,3 +250,17 @@ def test_a_cycle_is_reported_on_traces_not_refused(
     kinds = {(v["rule_id"], v["violation_type"]) for v in both["violations"]}
     assert ("a-first", "circular_dependency") in kinds and ("u-first", "circular_dependency") in kinds
     assert not any(v["violation_type"] == "circular_dependency" for v in one["violations"])
+
+
+def test_totals_list_tied_rules_in_the_order_they_were_first_violated() -> None:
+    # A set's order varies between runs (string hashing); the JSON summary must not.
+    from seqjudge.textview import Totals
+
+    totals = Totals()
+    totals.count("fail", ["zeta", "alpha", "mid", "alpha"], [])
+    totals.count("fail", ["mid", "zeta", "alpha"], ["judge-rule"])
+    summary = totals.as_dict()
+    assert list(summary["violations_by_rule"]) == ["zeta", "alpha", "mid"]
+    assert summary["violations_by_rule"] == {"zeta": 2, "alpha": 2, "mid": 2}
+    assert summary["deferred_rules"] == {"judge-rule": 1}
+    assert (summary["traces"], summary["fail"]) == (2, 2)

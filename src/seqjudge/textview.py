@@ -96,13 +96,22 @@ class Totals:
         self.n = 0
 
     def add(self, report: Report) -> None:
+        self.count(
+            report.verdict,
+            [v.rule_id for v in report.violations],
+            [r.rule_id for r in report.rules if r.outcome == "deferred"],
+        )
+
+    def count(self, verdict: str, violated: list[str], deferred: list[str]) -> None:
+        """``add`` from a report's verdict, its violations' rule ids and its deferred rules' ids (what
+        ``seqjudge check`` has when it skips the report models)."""
         self.n += 1
-        self.verdicts[report.verdict] += 1
-        for rule_id in {v.rule_id for v in report.violations}:
+        self.verdicts[verdict] += 1
+        # dict.fromkeys, not a set: first-seen order, so that equal counts list the same way every run.
+        for rule_id in dict.fromkeys(violated):
             self.violated[rule_id] += 1
-        for r in report.rules:
-            if r.outcome == "deferred":
-                self.deferred[r.rule_id] += 1
+        for rule_id in deferred:
+            self.deferred[rule_id] += 1
 
     def line(self) -> str:
         return (

@@ -9,7 +9,6 @@ Positions are 0-based here and in JSON; messages say "call N" 1-based, as a pers
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +27,7 @@ from seqjudge.rules.model import (
 from seqjudge.rules.select import Selector
 
 
-@dataclass
+@dataclass(slots=True)
 class Flaw:
     """A violation before it is stamped with the rule's id, description and severity."""
 
@@ -41,7 +40,7 @@ class Flaw:
     missing: tuple[str, str, int, str] | None = None  # required, dependent, dependent index, impact
 
 
-@dataclass
+@dataclass(slots=True)
 class Finding:
     outcome: str  # passed | failed | not_exercised
     explanation: str
@@ -51,11 +50,11 @@ class Finding:
 
 
 def _at(v: View, i: int) -> str:
-    return f"{v.index.calls[i].tool_name} (call {i + 1})"
+    return f"{v.index.names[i]} (call {i + 1})"
 
 
 def _name(v: View, i: int) -> str:
-    return v.index.calls[i].tool_name
+    return v.index.names[i]
 
 
 def _first_ok_before(ok_positions: list[int], steps: list[int], step: int) -> int | None:
@@ -157,7 +156,8 @@ def blocklist(rule: BlocklistRule, v: View) -> Finding:
                 hits.extend(positions)
         hits.sort()
     else:
-        hits = [i for i in v.members if pattern in index.calls[i].tool_name]
+        names = index.names
+        hits = [i for i in v.members if pattern in names[i]]
     if not hits:
         return Finding("passed", f"No tool whose name contains {pattern!r} was called.")
     f = hits[0]
@@ -171,9 +171,9 @@ def blocklist(rule: BlocklistRule, v: View) -> Finding:
                 "forbidden_call",
                 f,
                 f"no tool whose name contains {pattern!r}",
-                f"{index.calls[f].tool_name} called at position {f + 1}{more}",
+                f"{index.names[f]} called at position {f + 1}{more}",
                 f"{_at(v, f)} is forbidden: its name contains {pattern!r}{more}.",
-                f"Remove the call to {index.calls[f].tool_name}; it must never be called.",
+                f"Remove the call to {index.names[f]}; it must never be called.",
             )
         ],
     )
@@ -324,13 +324,9 @@ def after(rule: AfterRule, trigger: Selector, then: Selector, v: View) -> Findin
     )
 
 
-def _member_of(sels: list[Selector], call: Any) -> list[int]:
-    return [m for m, s in enumerate(sels) if s.matches(call)]
-
-
 def sequence(rule: SequenceRule, sels: list[Selector], v: View) -> Finding:
     index = v.index
-    calls, ok, steps = index.calls, index.ok, index.steps
+    tools, ok, args, steps = index.names, index.ok, index.args, index.steps
     k = len(sels)
     names = " -> ".join(s.text for s in sels)
     expected = f"{names}" + (" consecutively" if rule.strict else " in this order")
@@ -347,7 +343,7 @@ def sequence(rule: SequenceRule, sels: list[Selector], v: View) -> Finding:
             if r == k:
                 break
             i = walk[pos]
-            if sels[r].matches(calls[i]):
+            if sels[r].hit(tools[i], ok[i], args[i]):
                 if not ok[i]:
                     continue  # a failed attempt of the awaited tool waits for its retry
                 if steps[i] > steps[done[-1]]:
@@ -368,7 +364,7 @@ def sequence(rule: SequenceRule, sels: list[Selector], v: View) -> Finding:
     for i in member_positions:
         if r == k:
             break
-        ms = _member_of(sels, calls[i])
+        ms = [m for m, s in enumerate(sels) if s.hit(tools[i], ok[i], args[i])]
         if r in ms:
             if not ok[i]:
                 continue
@@ -388,7 +384,7 @@ def _sequence_break(
 ) -> Finding:
     awaited = sels[r].text
     got = _at(v, i)
-    if done and v.index.steps[i] == v.index.steps[done[-1]] and sels[r].matches(v.index.calls[i]):
+    if done and v.index.steps[i] == v.index.steps[done[-1]] and v.index.matching(sels[r], i):
         why = f"{got} ran in the same step as {_at(v, done[-1])}, so it does not follow it"
     elif strict:
         why = f"{got} came while {awaited} was awaited next"
@@ -405,7 +401,7 @@ def _sequence_break(
                 expected,
                 f"{' -> '.join(_at(v, d) for d in done) or 'nothing'}, then {got}",
                 why + ".",
-                f"Call {awaited} (successfully) before {v.index.calls[i].tool_name}"
+                f"Call {awaited} (successfully) before {v.index.names[i]}"
                 + (", with nothing in between." if strict else "."),
             )
         ],
@@ -446,7 +442,7 @@ def _sequence_end(v: View, sels: list[Selector], r: int, done: list[int], expect
                 expected,
                 " -> ".join(_at(v, d) for d in done) + f", then no successful {awaited}",
                 f"The sequence started but was not completed: {awaited} never followed {_at(v, last)}.",
-                f"Complete the sequence: call {awaited} after {v.index.calls[last].tool_name}.",
+                f"Complete the sequence: call {awaited} after {v.index.names[last]}.",
             )
         ],
     )
@@ -456,14 +452,17 @@ def trajectory(rule: TrajectoryRule, v: View) -> Finding:
     index = v.index
     steps = index.steps
     expected = rule.expected
-    want = Counter(expected)
+    want: dict[str, int] = {}  # a plain count, not a Counter: this runs once per trace and rule
+    for name in expected:
+        want[name] = want.get(name, 0) + 1
     # Everything below reads the per-name position lists; only `exact` may need the whole ok-call list.
     have = {n: len(index.ok_by_name.get(n, ())) for n in want}
     if rule.mode == "precedence":
         # Precedence asks for each tool once; a repeat in `expected` adds no requirement.
         missing = sorted(n for n in want if not have[n])
     else:
-        missing = sorted((want - Counter(have)).elements())
+        # Each tool as many times as `expected` asks for it more often than it succeeded.
+        missing = sorted(n for n, k in want.items() for _ in range(k - have[n]))
     extra = sorted(n for n in index.by_name if n not in want)
     first_any = {n: index.by_name[n][0] for n in want if n in index.by_name}
     first_ok = {n: index.ok_by_name[n][0] for n in want if index.ok_by_name.get(n)}
@@ -524,7 +523,7 @@ def trajectory(rule: TrajectoryRule, v: View) -> Finding:
             )
     elif mode == "exact" and not same_order and not missing:
         ok_pos = [i for i in v.every_position() if index.ok[i]]
-        ok_names = [index.calls[i].tool_name for i in ok_pos]
+        ok_names = [index.names[i] for i in ok_pos]
         diverge = next(
             (j for j, (a, b) in enumerate(zip(ok_names, expected, strict=False)) if a != b),
             min(len(ok_names), len(expected)),
@@ -550,7 +549,7 @@ def trajectory(rule: TrajectoryRule, v: View) -> Finding:
 
 
 def _ok_names(index: Any) -> list[str]:
-    return [index.calls[i].tool_name for i in range(index.n) if index.ok[i]]
+    return [name for name, good in zip(index.names, index.ok, strict=True) if good]
 
 
 def _subsequence_prefix(

@@ -10,12 +10,15 @@ from typing import Any
 from seqjudge.rules.model import ArgsSelector, Operand, operand_text
 from seqjudge.trace import Call
 
+# Built once: json.dumps with options builds an encoder per call, a third of the cost of a small value.
+_CANONICAL = json.JSONEncoder(separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
 
 def arg_text(value: Any) -> str:
     """An argument's value as args_match sees it: strings as they are, anything else as compact JSON."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 @dataclass(frozen=True)
@@ -25,11 +28,14 @@ class ArgCondition:
     status: str | None = None
 
     def matches(self, call: Call) -> bool:
-        if call.tool_name not in self.names:
+        return self.hit(call.tool_name, call.status == "ok", call.arguments)
+
+    def hit(self, name: str, ok: bool, args: dict[str, Any]) -> bool:
+        """``matches`` on a call's parts, as the trace index holds them (status is "ok" or "error")."""
+        if name not in self.names:
             return False
-        if self.status is not None and call.status != self.status:
+        if self.status is not None and (self.status == "ok") != ok:
             return False
-        args = call.arguments
         for key, rx in self.patterns:
             if key not in args or rx.search(arg_text(args[key])) is None:
                 return False
@@ -45,6 +51,12 @@ class Selector:
     text: str
     names: frozenset[str]
     conditions: tuple[ArgCondition, ...] = field(default=())
+    # The one name a plain single-tool operand matches, else None: the index's shortest path.
+    single: str | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if not self.conditions and len(self.names) == 1:
+            object.__setattr__(self, "single", next(iter(self.names)))
 
     @property
     def all_names(self) -> frozenset[str]:
@@ -58,9 +70,11 @@ class Selector:
         return not self.conditions
 
     def matches(self, call: Call) -> bool:
-        if call.tool_name in self.names:
-            return True
-        return any(c.matches(call) for c in self.conditions)
+        return self.hit(call.tool_name, call.status == "ok", call.arguments)
+
+    def hit(self, name: str, ok: bool, args: dict[str, Any]) -> bool:
+        """``matches`` on a call's parts, as the trace index holds them."""
+        return name in self.names or any(c.hit(name, ok, args) for c in self.conditions)
 
 
 def expand_name(name: str, aliases: dict[str, list[str]]) -> list[str]:
