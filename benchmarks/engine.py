@@ -170,6 +170,14 @@ def main() -> None:
             f"({calls / f:,.0f} calls/s, {args.traces / f:,.0f} traces/s); json.loads {p:.2f} s; "
             f"ratio {f / p:.2f}x"
         )
+        from seqjudge.checkpool import worker_count
+
+        workers = worker_count()
+        print(
+            f"(b) used {workers} worker process(es) after the first lines"
+            if workers
+            else "(b) ran in one process (one core, or no fork)"
+        )
         print(f"medians of {args.repeats} runs, each side by side with its parse-only baseline")
 
 

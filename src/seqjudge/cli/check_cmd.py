@@ -5,20 +5,22 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, Annotated, Any
 
 import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.trace_options import ErrorPattern, MessagesKey, TraceFormat, Verbose
 from seqjudge.errors import InputError
-from seqjudge.report import DEFAULT_THRESHOLD
+from seqjudge.ingest.base import Done
+from seqjudge.report import DEFAULT_THRESHOLD, Report
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.model import RuleSet
 from seqjudge.textview import Totals, trace_line, violation_block
+from seqjudge.trace import PlainTrace, Trace
 
 
 class Format(StrEnum):
@@ -120,26 +122,46 @@ def check(
 
     Exit 0 when every trace passed, 1 when some trace failed or needs review, 2 on bad input.
     """
-    from seqjudge.ingest import load_traces
+    from seqjudge.checkpool import Checker, LinePool
+    from seqjudge.ingest import load_checkable, load_traces
 
     ruleset = load_ruleset(rules, catalog)
-    engine = Engine(ruleset)
+    checker = Checker(Engine(ruleset), threshold, risk_level.value)
     totals = Totals()
     reports = []
-    stream = load_traces(
-        traces, format=trace_format, messages_key=messages_key, error_pattern=error_pattern, verbose=verbose
+    options: dict[str, Any] = dict(
+        format=trace_format, messages_key=messages_key, error_pattern=error_pattern, verbose=verbose
     )
-    with open_output(output) as out:
-        for trace in stream:
-            report = engine.check(trace, threshold=threshold, risk_level=risk_level.value)
-            totals.add(report)
+    stream: Generator[Trace | PlainTrace | Done, None, None]
+    if fmt is Format.text:
+        stream = (trace for trace in load_traces(traces, **options))
+    else:
+        # The JSON views need only the engine's data, so plain JSONL records skip the models (PlainTrace),
+        # and JSONL output from a large native JSONL file is checked by worker processes (checkpool).
+        pool = LinePool(checker) if fmt is Format.jsonl and traces != "-" else None
+        stream = load_checkable(traces, native_lines=pool, **options)
+    # closing: an error ends the loop early, and a worker pool must shut down then, not at collection.
+    with open_output(output) as out, contextlib.closing(stream):
+        for item in stream:
             if fmt is Format.jsonl:
-                out.write(report.model_dump_json() + "\n")
-            elif fmt is Format.json:
-                reports.append(report.model_dump(mode="json"))
+                checked = item.result if isinstance(item, Done) else checker.checked(item)
+                totals.count(checked.verdict, checked.violated, checked.deferred)
+                out.write(checked.text + "\n")
+                continue
+            assert not isinstance(item, Done)
+            data = checker.data(item)
+            totals.count(
+                data["verdict"],
+                [v["rule_id"] for v in data["violations"]],
+                [r["rule_id"] for r in data["rules"] if r["outcome"] == "deferred"],
+            )
+            if fmt is Format.json:
+                reports.append(data)  # already what model_dump(mode="json") of its Report gives
             else:
+                report = Report.model_validate(data)
+                assert isinstance(item, Trace)
                 for v in report.violations:
-                    out.write(violation_block(trace, report, v) + "\n\n")
+                    out.write(violation_block(item, report, v) + "\n\n")
                 out.write(trace_line(report) + "\n")
         if fmt is Format.json:
             json.dump({"summary": totals.as_dict(), "reports": reports}, out, ensure_ascii=False, indent=2)

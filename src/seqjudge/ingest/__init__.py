@@ -13,6 +13,10 @@ specific first; OpenAI comes after Anthropic because a text-only conversation re
 shortcut: a whole JSON document is first offered to pydantic as native trace(s) straight from its bytes, so a
 large native file is parsed once, not once to detect and again to read.
 
+``load_checkable`` is the same for callers that only run the engine (``seqjudge check``): plain native JSONL
+records come as ``PlainTrace`` columns instead of models, and a hook may read native JSONL files itself (the
+check command's worker pool); format detection, errors and the duplicate-id check are shared.
+
 Reading: a file whose first line is a complete JSON value and which has more lines (or ends in .jsonl) is
 JSONL and is read one line at a time, so memory stays flat however long it is; otherwise it is one JSON
 document, parsed whole.
@@ -23,19 +27,19 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from seqjudge.errors import InputError
 from seqjudge.ingest import anthropic, assay, native, openai, otel
-from seqjudge.ingest.base import Format, Options, Record, Source, kind_of
-from seqjudge.trace import Trace
+from seqjudge.ingest.base import Done, Format, NativeLines, Options, Record, Source, kind_of
+from seqjudge.trace import PlainTrace, Trace
 
 FORMATS: dict[str, Format] = {m.NAME: m for m in (native, anthropic, openai, otel, assay)}  # type: ignore[misc]
 TRACE_SUFFIXES = (".json", ".jsonl")
 
-__all__ = ["FORMATS", "load_traces"]
+__all__ = ["FORMATS", "load_checkable", "load_traces"]
 
 
 def load_traces(
@@ -50,6 +54,34 @@ def load_traces(
 
     Arguments are checked now (an unknown format, a bad regex, a missing path), the files when iterated.
     """
+    # Without options.plain the importers yield Trace only.
+    return cast(Iterator[Trace], _load(*_prepare(path, format, messages_key, error_pattern, verbose)))
+
+
+def load_checkable(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    messages_key: str | None = None,
+    error_pattern: str | None = None,
+    verbose: bool = False,
+    native_lines: NativeLines | None = None,
+) -> Generator[Trace | PlainTrace | Done, None, None]:
+    """``load_traces`` for callers that only run the engine: a plain native JSONL record comes as a
+    PlainTrace (its columns, without models); everything else, errors included, is exactly as there.
+
+    ``native_lines``, if given, reads each native JSONL file instead (see ``Options``); the loader still
+    picks the format and checks trace ids for duplicates.
+    """
+    sources, options = _prepare(path, format, messages_key, error_pattern, verbose)
+    options.plain = True
+    options.native_lines = native_lines
+    return _load(sources, options)
+
+
+def _prepare(
+    path: str | Path, format: str | None, messages_key: str | None, error_pattern: str | None, verbose: bool
+) -> tuple[list[tuple[Source, Path | None]], Options]:
     options = Options(format=format, messages_key=messages_key, verbose=verbose)
     if format is not None and format not in FORMATS:
         raise InputError(
@@ -66,15 +98,16 @@ def load_traces(
                 where="--error-pattern",
                 hint="Write a Python regular expression, e.g. '^Error'",
             ) from None
-    sources = _sources(path)
-    return _load(sources, options)
+    return _sources(path), options
 
 
 _DUPLICATE_HINT = "Give every trace a distinct trace_id (ids must be unique within one input)"
 _DOCUMENT = 1 << 39  # marks a trace's ordinal in a document rather than a line number
 
 
-def _load(sources: list[tuple[Source, Path | None]], options: Options) -> Iterator[Trace]:
+def _load(
+    sources: list[tuple[Source, Path | None]], options: Options
+) -> Generator[Trace | PlainTrace | Done, None, None]:
     # The duplicate-id index is the only thing kept per trace: id -> where it was, packed in one int (file
     # number, then line or ordinal), so memory grows by about a hundred bytes a trace, not by the records.
     seen: dict[str, int] = {}
@@ -90,7 +123,8 @@ def _load(sources: list[tuple[Source, Path | None]], options: Options) -> Iterat
         base = number << 40
         for count, trace in enumerate(traces, start=1):
             trace_id = trace.trace_id if isinstance(trace.trace_id, str) else str(trace.trace_id)
-            line = tracker.line
+            # A hook reads ahead of what it yields: its items carry their own line.
+            line = trace.line if isinstance(trace, Done) else tracker.line
             if trace_id in seen:
                 earlier = _place(sources, seen[trace_id])
                 raise InputError(
@@ -116,17 +150,22 @@ def _place(sources: list[tuple[Source, Path | None]], packed: int) -> str:
 
 def _parse(
     first: Record, rest: Iterator[Record], source: Source, options: Options
-) -> tuple[Format, Iterable[Trace]]:
+) -> tuple[Format, Iterable[Trace | PlainTrace | Done]]:
     """Choose the format (forced, or from the first record) and start parsing with it."""
 
     def chained() -> Iterator[Record]:
         yield first
         yield from rest
 
+    def parse(fmt: Format) -> Iterable[Trace | PlainTrace | Done]:
+        if fmt is native and first.line is not None and options.native_lines is not None:
+            return options.native_lines(chained(), source, options)
+        return fmt.parse(chained(), source, options)
+
     if options.format is not None:
         _say(options, source, options.format, "forced with --trace-format")
         fmt = FORMATS[options.format]
-        return fmt, fmt.parse(chained(), source, options)
+        return fmt, parse(fmt)
     if first.line is None:
         fast = native.fast_document(first, options)
         if fast is not None:
@@ -140,7 +179,7 @@ def _parse(
             if tried:
                 why += f" (not {', '.join(tried)})"
             _say(options, source, name, why)
-            return fmt, fmt.parse(chained(), source, options)
+            return fmt, parse(fmt)
         tried.append(name)
     raise first.error(
         f"the first record matches no known trace format (tried {', '.join(tried)}): it is {kind_of(value)}",

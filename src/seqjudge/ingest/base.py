@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from seqjudge.errors import InputError
-from seqjudge.trace import Trace
+from seqjudge.trace import PlainTrace, Trace
 
 NEVER_ANSWERED = "never answered: no tool result for call id {id}"
 
@@ -35,9 +35,29 @@ class Options:
     messages_key: str | None = None
     error_pattern: re.Pattern[str] | None = None
     verbose: bool = False
+    # Yield seqjudge.trace.PlainTrace for plain native JSONL records (for callers that only run the engine).
+    plain: bool = False
+    # Reads a native JSONL file's records in place of native.parse, yielding Done items in record order
+    # (`seqjudge check`'s worker pool); None: native.parse.
+    native_lines: NativeLines | None = None
 
 
 _UNSET: Any = object()
+
+
+@dataclass(slots=True)
+class Done:
+    """A JSONL record already turned into its caller's result (by an ``Options.native_lines`` hook).
+
+    The loader checks ``trace_id`` for duplicates as it does a trace's, at this record's ``line``.
+    """
+
+    trace_id: str
+    line: int
+    result: Any
+
+
+NativeLines = Callable[[Iterator["Record"], "Source", Options], Iterator[Done]]
 
 
 @dataclass(slots=True)
@@ -126,7 +146,9 @@ class Format(Protocol):
 
     def sniff(self, first_record: Any, options: Options | None = None) -> bool: ...
 
-    def parse(self, records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]: ...
+    def parse(
+        self, records: Iterable[Record], source: Source, options: Options
+    ) -> Iterator[Trace | PlainTrace]: ...
 
 
 # --- describing JSON for messages -------------------------------------------------------------------------

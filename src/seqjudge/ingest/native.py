@@ -4,11 +4,13 @@ calls, or a bare list of tool-name strings.
 Speed matters here (a million calls, a hundred thousand traces): every line or document goes to pydantic-
 core as raw bytes first (``Trace.model_validate_json``), which parses and validates in one pass. Only when
 that fails is the text decoded with ``json`` - for the shorthands, and to name the line, column or JSON path
-of a problem.
+of a problem. For callers that only run the engine (``Options.plain``), a JSONL line is first decoded with
+``json`` and, when it is plainly valid (``ingest.plain``), handed over without models at all.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -22,7 +24,8 @@ from seqjudge.ingest.base import (
     kind_of,
     validation_error,
 )
-from seqjudge.trace import Trace, gc_paused
+from seqjudge.ingest.plain import plain_trace
+from seqjudge.trace import PlainTrace, Trace, gc_paused
 
 NAME = "native"
 SIGNATURE = (
@@ -76,11 +79,17 @@ def fast_document(record: Record, options: Options) -> list[Trace] | None:
     return traces
 
 
-def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]:
+def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace | PlainTrace]:
+    """The traces of the records; with ``options.plain``, a plain JSONL record is a PlainTrace instead."""
     for record in records:
         if record.line is None:
             yield from _document(record, options)
             continue
+        if options.plain:
+            plain = _plain(record, options)
+            if plain is not None:
+                yield plain
+                continue
         try:
             trace = Trace.model_validate_json(record.raw)
         except ValidationError:
@@ -89,6 +98,29 @@ def parse(records: Iterable[Record], source: Source, options: Options) -> Iterat
             if trace.trace_id is None:
                 trace.trace_id = record.default_id()
         yield apply_error_pattern(trace, options.error_pattern)
+
+
+def _plain(record: Record, options: Options) -> PlainTrace | None:
+    """The record as a PlainTrace when it is plainly valid; else None, for the model path to read it.
+
+    json.loads and pydantic-core read the same values from any text both accept; when json.loads fails or
+    the record is not plain, the model path runs exactly as without this step (and raises its own error).
+    """
+    if record.is_undecoded:
+        try:
+            value = json.loads(record.raw)
+        except Exception:  # bad JSON, bad UTF-8, too deep: the model path says which, as it always has
+            return None
+    else:
+        value = record.value()  # the reader decoded the first line already
+    plain = plain_trace(value, options.error_pattern)
+    if plain is None:
+        if record.is_undecoded:
+            record.set_value(value)  # spare the model path's fallback a second decode
+        return None
+    if plain.trace_id is None:
+        plain.trace_id = record.default_id()
+    return plain
 
 
 def _document(record: Record, options: Options) -> Iterator[Trace]:

@@ -1,0 +1,196 @@
+"""`seqjudge check --format jsonl` over many traces on every core: workers parse, check and serialise.
+
+The loader still reads the file, picks its format and checks trace ids for duplicates in this process; for
+a native JSONL file it hands the records to ``check_lines`` (an ``Options.native_lines`` hook), which checks
+the first ``INLINE`` records here and, when more follow, sends the rest in chunks to worker processes and
+yields their results in input order. Behaviour is the single-process path's by construction:
+
+- each record is read by ``native.parse`` and checked by ``Checker`` in either process, the same code;
+- a worker that meets any error in a record stops its chunk there and says where; this process then reads
+  that record itself, so the error (message, exit code, traceback for a bug) is raised here exactly as
+  without workers, after the results before it and none after it;
+- duplicate trace ids are caught by the loader, across chunks and files alike.
+
+Workers are forked (cheap, and they inherit the compiled rules); where fork is not the platform's way (or
+there is one core) everything runs here. Workers ignore Ctrl-C: this process gets it, stops taking results
+and shuts the pool down before the interrupt ends the command, so no worker outlives it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, replace
+from itertools import islice
+from typing import Any
+
+from seqjudge.ingest import native
+from seqjudge.ingest.base import Done, Options, Record, Source
+from seqjudge.report import RiskLevel, report_json
+from seqjudge.rules.engine import Engine
+from seqjudge.trace import PlainTrace, Trace
+
+INLINE = 1000  # records checked here before workers pay for their start (tens of ms for two forks)
+CHUNK = 200  # records a task: large enough that a task's overhead is small, small enough to stream
+AHEAD = 4  # chunks in flight per worker: keeps workers busy while this process writes
+
+
+@dataclass(slots=True)
+class Checked:
+    """One trace's report as ``seqjudge check`` JSONL writes it, and what the totals count."""
+
+    text: str  # the report's JSON
+    verdict: str
+    violated: list[str]  # rule id of every violation, in order
+    deferred: list[str]  # rule ids of the deferred rules
+
+
+class Checker:
+    """The engine with the command's options: one trace in, its ``Checked`` out."""
+
+    def __init__(self, engine: Engine, threshold: float, risk_level: RiskLevel) -> None:
+        self.engine = engine
+        self.threshold = threshold
+        self.risk_level: RiskLevel = risk_level
+
+    def data(self, trace: Trace | PlainTrace) -> dict[str, Any]:
+        return self.engine.check_data(trace, threshold=self.threshold, risk_level=self.risk_level)
+
+    def checked(self, trace: Trace | PlainTrace) -> Checked:
+        data = self.data(trace)
+        return Checked(
+            report_json(data),
+            data["verdict"],
+            [v["rule_id"] for v in data["violations"]],
+            [r["rule_id"] for r in data["rules"] if r["outcome"] == "deferred"],
+        )
+
+
+def _check_record(checker: Checker, record: Record, source: Source, options: Options) -> Done:
+    assert record.line is not None
+    (trace,) = native.parse([record], source, options)  # a JSONL record is one trace
+    assert not isinstance(trace, Done)
+    trace_id = trace.trace_id if isinstance(trace.trace_id, str) else str(trace.trace_id)
+    return Done(trace_id, record.line, checker.checked(trace))
+
+
+def worker_count() -> int:
+    """Workers to start: the cores this process may use, or 0 where workers are not forked."""
+    if sys.platform != "linux" or "fork" not in multiprocessing.get_all_start_methods():
+        return 0
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores if cores > 1 else 0
+
+
+class LinePool:
+    """The ``Options.native_lines`` hook for one ``seqjudge check`` run (a pool per file, started lazily)."""
+
+    def __init__(self, checker: Checker, *, workers: int | None = None, inline: int | None = None) -> None:
+        self.checker = checker
+        self.workers = worker_count() if workers is None else workers
+        self.inline = INLINE if inline is None else inline
+
+    def __call__(self, records: Iterator[Record], source: Source, options: Options) -> Iterator[Done]:
+        options = replace(options, native_lines=None)
+        for record in islice(records, self.inline):
+            yield _check_record(self.checker, record, source, options)
+        if self.workers < 1:
+            for record in records:
+                yield _check_record(self.checker, record, source, options)
+            return
+        yield from self._pooled(records, source, options)
+
+    def _pooled(self, records: Iterator[Record], source: Source, options: Options) -> Iterator[Done]:
+        global _STATE
+        _STATE = (self.checker, source, options)  # inherited by the forked workers
+        pool = ProcessPoolExecutor(
+            self.workers, mp_context=multiprocessing.get_context("fork"), initializer=_ignore_interrupts
+        )
+        self.broken = False
+        pending: deque[tuple[list[Record], Future[tuple[list[_Row], bool]] | None]] = deque()
+        unread: Exception | None = None  # a reading error, raised where the single-process path meets it
+        try:
+            while True:
+                while unread is None and len(pending) < self.workers * AHEAD:
+                    chunk: list[Record] = []
+                    try:
+                        chunk.extend(islice(records, CHUNK))
+                    except Exception as exc:
+                        unread = exc
+                    if chunk:
+                        pending.append((chunk, self._submit(pool, chunk)))
+                    if len(chunk) < CHUNK:
+                        break
+                if not pending:
+                    if unread is not None:
+                        raise unread
+                    return
+                chunk, future = pending.popleft()
+                rows, stopped = self._result(future)
+                for trace_id, line, text, verdict, violated, deferred in rows:
+                    yield Done(trace_id, line, Checked(text, verdict, violated, deferred))
+                if stopped:
+                    # Read the record that stopped the worker (and the rest of its chunk) here, to raise
+                    # its error exactly as the single-process path does; or the chunk no worker took.
+                    for record in chunk[len(rows) :]:
+                        yield _check_record(self.checker, record, source, options)
+        finally:
+            # Tasks not started are dropped; a running one finishes its chunk (milliseconds), then every
+            # worker exits before this returns, whether the run ended, failed or was interrupted.
+            pool.shutdown(wait=True, cancel_futures=True)
+            _STATE = None
+
+    def _submit(
+        self, pool: ProcessPoolExecutor, chunk: list[Record]
+    ) -> Future[tuple[list[_Row], bool]] | None:
+        """The chunk's task, or None once the pool cannot take one (this process reads it instead)."""
+        if not self.broken:
+            lines = [(r.line or 0, r.raw) for r in chunk]  # JSONL: every line is set
+            try:
+                return pool.submit(_work, lines)
+            except (OSError, RuntimeError):  # no fork (process limit), or a pool already broken
+                self.broken = True
+        return None
+
+    def _result(self, future: Future[tuple[list[_Row], bool]] | None) -> tuple[list[_Row], bool]:
+        """A task's rows and whether it stopped early; a chunk no worker finished counts as stopped at its
+        start, so that this process reads all of it: a worker killed from outside costs time, not output."""
+        if future is not None:
+            try:
+                return future.result()
+            except BrokenProcessPool:
+                self.broken = True
+        return [], True
+
+
+_STATE: tuple[Checker, Source, Options] | None = None
+
+
+def _ignore_interrupts() -> None:
+    # Ctrl-C goes to the whole process group: the main process handles it and shuts the pool down.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _work(lines: list[tuple[int, bytes]]) -> tuple[list[_Row], bool]:
+    """Check a chunk of records in a worker: the results, and whether a record stopped it early."""
+    assert _STATE is not None
+    checker, source, options = _STATE
+    rows: list[_Row] = []
+    for line, raw in lines:
+        try:
+            done = _check_record(checker, Record(source, line, raw), source, options)
+        except Exception:  # the main process reads this record again and raises the error itself
+            return rows, True
+        c = done.result
+        rows.append((done.trace_id, line, c.text, c.verdict, c.violated, c.deferred))
+    return rows, False
+
+
+# A Done as a tuple of builtins: it crosses the pipe several times faster than the objects.
+_Row = tuple[str, int, str, str, list[str], list[str]]

@@ -1,0 +1,79 @@
+"""Recognise a plain native JSONL record and hand it to the engine without building pydantic models.
+
+Most JSONL traces are the simplest native shape: ``trace_id``, ``calls`` of ``tool_name`` / ``arguments`` /
+``status`` (perhaps ``output``, ``error``, ``id``), ``context``. Validating one into twenty ``Call`` models
+took longer than checking it, so ``seqjudge check`` asks ``plain_trace`` first. The test is strict: it
+accepts a record only when ``Trace`` would take every key and value exactly as given (the keys named above,
+each of the type the model declares, no coercion). Anything else - timestamps, steps, messages, other keys,
+a wrong type - returns None and goes through ``Trace`` as before, so every error message, default and
+ordering rule stays in one place.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from seqjudge.ingest.base import text_of
+from seqjudge.trace import PlainTrace
+
+_TRACE_KEYS = frozenset({"trace_id", "calls", "context", "metadata"})
+_CALL_KEYS = frozenset({"tool_name", "arguments", "status", "output", "error", "id"})
+
+
+def plain_trace(value: Any, error_pattern: re.Pattern[str] | None) -> PlainTrace | None:
+    """The record as a PlainTrace, or None when it is not plainly a valid native trace.
+
+    ``error_pattern`` marks ok calls whose output matches as failed, as ``apply_error_pattern`` does.
+    """
+    # `type(...) is` rather than isinstance: json.loads makes exactly these types, and a subclass is not
+    # worth reasoning about here (it takes the model path).
+    if type(value) is not dict or "calls" not in value or not value.keys() <= _TRACE_KEYS:
+        return None
+    calls = value["calls"]
+    trace_id = value.get("trace_id")
+    if type(calls) is not list or (trace_id is not None and type(trace_id) is not str):
+        return None
+    context: Any = value.get("context", None)
+    if context is None:
+        if "context" in value:
+            return None  # null is not an object: the model says so
+        context = {}
+    elif type(context) is not dict:
+        return None
+    if "metadata" in value and type(value["metadata"]) is not dict:
+        return None
+    names: list[str] = []
+    ok: list[bool] = []
+    args: list[dict[str, Any]] = []
+    for call in calls:
+        if type(call) is not dict or not call.keys() <= _CALL_KEYS:
+            return None
+        name = call.get("tool_name")
+        if type(name) is not str or not name:
+            return None
+        arguments = call.get("arguments", None)
+        if arguments is None:
+            if "arguments" in call:
+                return None
+            arguments = {}
+        elif type(arguments) is not dict:
+            return None
+        status = call.get("status", "ok")
+        if status == "ok":
+            good = True
+        elif status == "error":
+            good = False
+        else:
+            return None
+        call_id = call.get("id")
+        if call_id is not None and type(call_id) is not str:
+            return None
+        if good and error_pattern is not None:
+            output = call.get("output")
+            if output is not None and error_pattern.search(text_of(output)):
+                good = False
+        names.append(name)
+        ok.append(good)
+        args.append(arguments)
+    return PlainTrace(trace_id, context, names, ok, args)

@@ -1,0 +1,295 @@
+"""`seqjudge check --format jsonl|json` end to end: the worker path, the single-process path and the model
+path write the same bytes, end with the same exit code and say the same thing about bad input.
+
+The model path is what `check` did before the fast paths: ``load_traces``, ``Engine.check`` and
+``model_dump_json`` per trace, an InputError ending the run with exit 2 after the reports before it. The
+worker path is forced on small files (a few records checked inline, small chunks, two workers) so that
+errors and duplicates land in worker chunks; one test uses the real thresholds.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import seqjudge.checkpool as checkpool
+from seqjudge.cli import run
+from seqjudge.errors import InputError, SeqjudgeError
+from seqjudge.ingest import load_traces
+from seqjudge.rules.engine import Engine
+from seqjudge.rules.load import load_rules
+from seqjudge.textview import Totals
+
+try:  # as tests/test_engine_property.py imports tests/reference.py
+    from test_check_fast import ANY_TRACE
+    from test_engine_property import ALIASES, ANY_RULE, PROFILE, build_ruleset
+except ImportError:  # pragma: no cover
+    from tests.test_check_fast import ANY_TRACE
+    from tests.test_engine_property import ALIASES, ANY_RULE, PROFILE, build_ruleset
+
+
+def model_path(rules: Path, traces: Path, fmt: str, pattern: str | None = None) -> tuple[int, bytes, str]:
+    """(exit code, output bytes, stderr) as `check` gave them before the fast paths."""
+    engine = Engine(load_rules(rules))
+    totals = Totals()
+    lines: list[str] = []
+    reports: list[dict[str, Any]] = []
+    try:
+        for trace in load_traces(str(traces), error_pattern=pattern):
+            report = engine.check(trace)
+            totals.add(report)
+            lines.append(report.model_dump_json() + "\n")
+            reports.append(report.model_dump(mode="json"))
+    except InputError as exc:
+        return 2, "".join(lines).encode() if fmt == "jsonl" else b"", f"error: {exc}\n"
+    if fmt == "json":
+        text = json.dumps({"summary": totals.as_dict(), "reports": reports}, ensure_ascii=False, indent=2)
+        out = (text + "\n").encode()
+    else:
+        out = "".join(lines).encode()
+    return (0 if totals.verdicts["pass"] == totals.n else 1), out, ""
+
+
+def command(
+    rules: Path, traces: Path, fmt: str, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, bytes, str]:
+    out = traces.with_suffix(".out")
+    out.unlink(missing_ok=True)
+    code = run(["check", str(rules), str(traces), "--format", fmt, "--output", str(out), *extra])
+    err = "".join(
+        line for line in capsys.readouterr().err.splitlines(True) if not line.startswith("warning: ")
+    )
+    return code, out.read_bytes() if out.exists() else b"", err
+
+
+@pytest.fixture
+def workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers on any machine, after 3 records checked inline, 4 records a chunk."""
+    monkeypatch.setattr(checkpool, "worker_count", lambda: 2)
+    monkeypatch.setattr(checkpool, "INLINE", 3)
+    monkeypatch.setattr(checkpool, "CHUNK", 4)
+
+
+def single(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checkpool, "worker_count", lambda: 0)
+
+
+def write_jsonl(path: Path, records: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+@settings(
+    PROFILE,
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    rules=st.lists(ANY_RULE, min_size=1, max_size=8),
+    aliases=ALIASES,
+    records=st.lists(ANY_TRACE, min_size=0, max_size=30),
+    pattern=st.sampled_from([None, "^Error"]),
+)
+def test_workers_single_process_and_models_write_the_same_bytes(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    rules: list[dict[str, Any]],
+    aliases: dict[str, list[str]],
+    records: list[dict[str, Any]],
+    pattern: str | None,
+) -> None:
+    tmp = tmp_path_factory.mktemp("same")
+    build_ruleset(rules, aliases)  # rejects an invalid draw
+    rules_path = tmp / "rules.json"
+    rules_path.write_text(
+        json.dumps({"rules": [{"id": f"r{n}", **rule} for n, rule in enumerate(rules)], "aliases": aliases}),
+        encoding="utf-8",
+    )
+    try:
+        load_rules(rules_path)
+    except SeqjudgeError:  # the file loader is stricter than the model (an alias naming itself)
+        assume(False)
+    # Distinct ids, so that most examples run to the end; the records without one get file:line.
+    for n, record in enumerate(records):
+        if isinstance(record, dict) and record.get("trace_id") == "t":
+            record["trace_id"] = f"t{n}"
+    traces = write_jsonl(tmp / "traces.jsonl", records)
+    extra = () if pattern is None else ("--error-pattern", pattern)
+    with monkeypatch.context() as m:
+        m.setattr(checkpool, "worker_count", lambda: 2)
+        m.setattr(checkpool, "INLINE", 2)
+        m.setattr(checkpool, "CHUNK", 3)
+        pooled = command(rules_path, traces, "jsonl", capsys, *extra)
+    with monkeypatch.context() as m:
+        single(m)
+        alone = command(rules_path, traces, "jsonl", capsys, *extra)
+    assert pooled == alone == model_path(rules_path, traces, "jsonl", pattern)
+    assert command(rules_path, traces, "json", capsys, *extra) == model_path(
+        rules_path, traces, "json", pattern
+    )
+
+
+RULES = {
+    "rules": [
+        {"type": "before", "first": "auth", "then": "cancel_order", "same": ["order_id"]},
+        {"type": "sequence", "tools": ["auth", "get_order", "cancel_order"]},
+        {"type": "trajectory", "expected": ["auth", "get_order"], "mode": "in_order"},
+        {"type": "judge", "description": "polite"},
+    ]
+}
+
+
+def good(n: int) -> dict[str, Any]:
+    calls = [
+        {"tool_name": "auth"},
+        {"tool_name": "get_order", "arguments": {"order_id": n % 3}},
+        {"tool_name": "cancel_order", "arguments": {"order_id": n % 5}, "status": "error" if n % 7 else "ok"},
+    ]
+    return {"trace_id": f"t{n}", "calls": calls}
+
+
+@pytest.fixture
+def rules_path(tmp_path: Path) -> Path:
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps(RULES), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        '{"trace_id": "x", "calls": [{"tool_name": ""}]}',  # the model's error
+        '{"trace_id": "x", "calls": [',  # bad JSON
+        '{"trace_id": "t5", "calls": []}',  # a duplicate of an id in an earlier chunk
+        '{"messages": [{"role": "user"}]}',  # not a native trace at all
+    ],
+)
+def test_bad_input_in_a_worker_chunk_ends_as_without_workers(
+    tmp_path: Path,
+    rules_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    workers: None,
+    bad: str,
+) -> None:
+    lines = [json.dumps(good(n)) for n in range(40)]
+    lines.insert(29, bad)  # line 30: in the 7th worker chunk, after reports from chunks before and its own
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    pooled = command(rules_path, traces, "jsonl", capsys)
+    single(monkeypatch)
+    alone = command(rules_path, traces, "jsonl", capsys)
+    assert pooled == alone == model_path(rules_path, traces, "jsonl")
+    code, out, err = pooled
+    assert code == 2
+    assert out.count(b"\n") == 29  # every report before the bad record, none after it
+    assert err.startswith(f"error: {traces}, line 3") and err.count("\n") == 1
+
+
+def test_a_malformed_record_deep_in_a_large_file_with_the_real_thresholds(
+    tmp_path: Path, rules_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [json.dumps(good(n)) for n in range(checkpool.INLINE + 40 * checkpool.CHUNK)]
+    at = checkpool.INLINE + 25 * checkpool.CHUNK + 17
+    lines[at] = lines[at][:-9]  # cut off: bad JSON
+    traces = tmp_path / "big.jsonl"
+    traces.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setattr(checkpool, "worker_count", lambda: 2)
+    pooled = command(rules_path, traces, "jsonl", capsys)
+    single(monkeypatch)
+    alone = command(rules_path, traces, "jsonl", capsys)
+    assert pooled == alone
+    code, out, err = pooled
+    assert code == 2 and out.count(b"\n") == at
+    assert err.startswith(f"error: {traces}, line {at + 1}, column") and "bad JSON" in err
+
+
+def test_duplicate_ids_across_chunks_and_files(
+    tmp_path: Path,
+    rules_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    workers: None,
+) -> None:
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    write_jsonl(folder / "a.jsonl", [good(n) for n in range(20)])
+    write_jsonl(folder / "b.jsonl", [good(n) for n in range(100, 130)] + [good(7)])
+    code, out, err = command(rules_path, folder, "jsonl", capsys)
+    assert code == 2 and out.count(b"\n") == 50
+    assert "duplicate trace id 't7': it was already used at " in err
+    assert (code, out, err) == model_path(rules_path, folder, "jsonl")
+
+
+def test_valid_input_exit_codes_and_no_worker_left(
+    tmp_path: Path, rules_path: Path, capsys: pytest.CaptureFixture[str], workers: None
+) -> None:
+    passing = write_jsonl(tmp_path / "pass.jsonl", [{"trace_id": f"p{n}", "calls": []} for n in range(30)])
+    never = tmp_path / "never.json"
+    never.write_text(json.dumps({"rules": [{"type": "blocklist", "pattern": "admin_"}]}), encoding="utf-8")
+    assert command(never, passing, "jsonl", capsys)[0] == 0
+    failing = write_jsonl(tmp_path / "fail.jsonl", [good(n) for n in range(30)])
+    assert command(rules_path, failing, "jsonl", capsys)[0] == 1
+    assert multiprocessing.active_children() == []
+
+
+def test_ctrl_c_shuts_the_workers_down(
+    tmp_path: Path,
+    rules_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    workers: None,
+) -> None:
+    traces = write_jsonl(tmp_path / "traces.jsonl", [good(n) for n in range(200)])
+    counted = 0
+    count = Totals.count
+
+    def interrupted(self: Totals, *args: Any) -> None:
+        nonlocal counted
+        counted += 1
+        if counted == 50:
+            raise KeyboardInterrupt
+        count(self, *args)
+
+    monkeypatch.setattr(Totals, "count", interrupted)
+    code = run(["check", str(rules_path), str(traces), "--format", "jsonl", "-o", str(tmp_path / "o")])
+    assert code == 130
+    assert multiprocessing.active_children() == []
+
+
+def test_no_workers_where_they_would_not_be_forked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checkpool.sys, "platform", "darwin")
+    assert checkpool.worker_count() == 0
+
+
+def _dies_on_line_10(lines: list[tuple[int, bytes]]) -> Any:
+    if any(line == 10 for line, _ in lines):
+        os._exit(1)  # a worker killed from outside (the OOM killer, say)
+    return _work(lines)
+
+
+_work = checkpool._work
+
+
+def test_a_worker_that_dies_costs_time_not_output(
+    tmp_path: Path,
+    rules_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    workers: None,
+) -> None:
+    traces = write_jsonl(tmp_path / "traces.jsonl", [good(n) for n in range(60)])
+    monkeypatch.setattr(checkpool, "_work", _dies_on_line_10)
+    pooled = command(rules_path, traces, "jsonl", capsys)
+    assert pooled == model_path(rules_path, traces, "jsonl")
+    assert pooled[1].count(b"\n") == 60
+    assert multiprocessing.active_children() == []
