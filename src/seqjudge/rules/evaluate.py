@@ -291,10 +291,14 @@ def after(rule: AfterRule, trigger: Selector, then: Selector, v: View) -> Findin
     within = rule.within
     missed: list[int] = []
     met: list[int] = []
+    # Triggers come in order, so the first successful `then` in a later step only moves forward: one pass
+    # over both lists, not a search per trigger (a million-call trace stays linear).
+    k, n_then = 0, len(then_steps)
     for t in trig_all:
         st = steps[t]
-        k = bisect_right(then_steps, st)  # first successful `then` in a later step
-        if k < len(then_steps) and then_steps[k] <= st + within:
+        while k < n_then and then_steps[k] <= st:
+            k += 1
+        if k < n_then and then_steps[k] <= st + within:
             met.append(then_ok[k])
         else:
             missed.append(t)
@@ -302,7 +306,8 @@ def after(rule: AfterRule, trigger: Selector, then: Selector, v: View) -> Findin
         return Finding(
             "passed",
             f"Every {trigger.text} was followed by {then.text} within {within} step(s).",
-            sorted(set(trig_all) | set(met)),
+            # Two sorted runs: sorting merges them in one pass; dict.fromkeys drops repeats, keeping order.
+            list(dict.fromkeys(sorted(trig_all + met))),
         )
     t = missed[0]
     more = f" ({len(missed)} of {len(trig_all)} triggers missed)" if len(missed) > 1 else ""
