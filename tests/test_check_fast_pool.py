@@ -293,3 +293,31 @@ def test_a_worker_that_dies_costs_time_not_output(
     assert pooled == model_path(rules_path, traces, "jsonl")
     assert pooled[1].count(b"\n") == 60
     assert multiprocessing.active_children() == []
+
+
+def test_workers_option_sets_the_pool_size(
+    tmp_path: Path, rules_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[int] = []
+    init = checkpool.LinePool.__init__
+
+    def spy(self: checkpool.LinePool, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        seen.append(self.workers)
+
+    monkeypatch.setattr(checkpool.LinePool, "__init__", spy)
+    monkeypatch.setattr(checkpool, "INLINE", 3)
+    monkeypatch.setattr(checkpool, "CHUNK", 4)
+    traces = write_jsonl(tmp_path / "traces.jsonl", [good(n) for n in range(30)])
+    none = command(rules_path, traces, "jsonl", capsys, "--workers", "0")
+    two = command(rules_path, traces, "jsonl", capsys, "--workers", "2")
+    assert none == two == model_path(rules_path, traces, "jsonl")
+    assert seen == [0, 2 if checkpool.forkable() else 0]
+    assert multiprocessing.active_children() == []
+    monkeypatch.setattr(checkpool, "forkable", lambda: False)
+    assert (
+        checkpool.LinePool(
+            checkpool.Checker(Engine(load_rules(rules_path)), 0.85, "medium"), workers=4
+        ).workers
+        == 0
+    )

@@ -80,9 +80,13 @@ def _check_record(checker: Checker, record: Record, source: Source, options: Opt
     return Done(trace_id, record.line, checker.checked(trace))
 
 
+def forkable() -> bool:
+    return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
+
+
 def worker_count() -> int:
     """Workers to start: the cores this process may use, or 0 where workers are not forked."""
-    if sys.platform != "linux" or "fork" not in multiprocessing.get_all_start_methods():
+    if not forkable():
         return 0
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return cores if cores > 1 else 0
@@ -93,7 +97,8 @@ class LinePool:
 
     def __init__(self, checker: Checker, *, workers: int | None = None, inline: int | None = None) -> None:
         self.checker = checker
-        self.workers = worker_count() if workers is None else workers
+        # An explicit count is honoured where workers can be forked; elsewhere everything runs here.
+        self.workers = worker_count() if workers is None else (workers if forkable() else 0)
         self.inline = INLINE if inline is None else inline
 
     def __call__(self, records: Iterator[Record], source: Source, options: Options) -> Iterator[Done]:

@@ -117,6 +117,15 @@ def check(
     messages_key: MessagesKeyOpt = None,
     error_pattern: ErrorPatternOpt = None,
     verbose: VerboseOpt = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=0,
+            help="Worker processes for --format jsonl from a large JSONL file (default: one per core; "
+            "0: check everything in this process).",
+        ),
+    ] = None,
 ) -> int:
     """Check every trace against the rules with the deterministic engine.
 
@@ -138,7 +147,7 @@ def check(
     else:
         # The JSON views need only the engine's data, so plain JSONL records skip the models (PlainTrace),
         # and JSONL output from a large native JSONL file is checked by worker processes (checkpool).
-        pool = LinePool(checker) if fmt is Format.jsonl and traces != "-" else None
+        pool = LinePool(checker, workers=workers) if fmt is Format.jsonl and traces != "-" else None
         stream = load_checkable(traces, native_lines=pool, **options)
     # closing: an error ends the loop early, and a worker pool must shut down then, not at collection.
     with open_output(output) as out, contextlib.closing(stream):
