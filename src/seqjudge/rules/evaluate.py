@@ -287,7 +287,9 @@ def after(rule: AfterRule, trigger: Selector, then: Selector, v: View) -> Findin
         return Finding("not_exercised", f"{trigger.text} is never called.")
     steps = v.index.steps
     _, then_ok = v.positions(then)
-    then_steps = [steps[p] for p in then_ok]
+    # Every call its own step (the common case): a step is the position, and a million-entry copy is saved.
+    sequential = v.index.sequential
+    then_steps = then_ok if sequential else [steps[p] for p in then_ok]
     within = rule.within
     missed: list[int] = []
     met: list[int] = []
@@ -295,7 +297,7 @@ def after(rule: AfterRule, trigger: Selector, then: Selector, v: View) -> Findin
     # over both lists, not a search per trigger (a million-call trace stays linear).
     k, n_then = 0, len(then_steps)
     for t in trig_all:
-        st = steps[t]
+        st = t if sequential else steps[t]
         while k < n_then and then_steps[k] <= st:
             k += 1
         if k < n_then and then_steps[k] <= st + within:

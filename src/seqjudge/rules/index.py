@@ -23,7 +23,18 @@ EMPTY: list[int] = []
 
 
 class TraceIndex:
-    __slots__ = ("names", "ok", "args", "n", "steps", "by_name", "ok_by_name", "_sel", "_groups")
+    __slots__ = (
+        "names",
+        "ok",
+        "args",
+        "n",
+        "steps",
+        "sequential",
+        "by_name",
+        "ok_by_name",
+        "_sel",
+        "_groups",
+    )
 
     def __init__(
         self, names: list[str], ok: list[bool], args: list[dict[str, Any]], steps: list[int]
@@ -33,6 +44,9 @@ class TraceIndex:
         self.args = args
         self.n = len(names)
         self.steps = steps
+        # Steps are ordinals from 0 that grow by at most one a call, so the last one says whether every
+        # call is its own step (steps[i] == i), which lets evaluators use positions as steps.
+        self.sequential = not steps or steps[-1] == self.n - 1
         by_name: dict[str, list[int]] = {}
         ok_by_name: dict[str, list[int]] = {}
         # One pass, appending to both lists of the call's name: sequential access only (a second pass
