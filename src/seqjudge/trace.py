@@ -151,6 +151,9 @@ def assign_steps(calls: list[Call]) -> list[int]:
     return list(range(n))
 
 
+_LARGE_YOUNG = 200_000  # young objects past which a pause's end hands them to the oldest generation
+
+
 class gc_paused:  # noqa: N801 - used as a function: `with gc_paused():`
     """Pause the cyclic garbage collector while building traces.
 
@@ -170,6 +173,13 @@ class gc_paused:  # noqa: N801 - used as a function: `with gc_paused():`
 
     def __exit__(self, *exc: object) -> None:
         if self.was_enabled:
+            if gc.get_count()[0] > _LARGE_YOUNG:
+                # Millions of new containers (a huge trace) would be scanned by the next young collection,
+                # again by the middle one, at a cost near the parse's: hand them to the oldest generation
+                # instead (freeze, then unfreeze, moves every tracked object there in O(1)), which only a
+                # full collection scans. They are trees, freed by reference counting when dropped.
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
