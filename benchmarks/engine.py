@@ -1,6 +1,6 @@
 """Engine speed: end-to-end `check` against merely parsing the same file with json.loads.
 
-    python benchmarks/engine.py [--repeats 3] [--calls 1000000] [--traces 100000]
+    python benchmarks/engine.py [--repeats 3] [--calls 1000000] [--traces 100000] [--workers N] [--only-b]
 
 (a) one trace of N calls against 50 rules of every type, loaded and checked in-process;
 (b) many traces of 20 calls against 20 rules, as JSONL through `seqjudge check` (in-process CLI);
@@ -116,7 +116,7 @@ def bench_one_trace(tmp: Path, n: int, repeats: int) -> tuple[float, float]:
     return statistics.median(parse), statistics.median(full)
 
 
-def bench_many(tmp: Path, n_traces: int, repeats: int) -> tuple[float, float]:
+def bench_many(tmp: Path, n_traces: int, repeats: int, workers: int | None = None) -> tuple[float, float]:
     from seqjudge.cli import run
 
     rng = random.Random(11)
@@ -133,8 +133,10 @@ def bench_many(tmp: Path, n_traces: int, repeats: int) -> tuple[float, float]:
                 json.loads(line)
 
     def through_cli() -> None:
+        extra = [] if workers is None else ["--workers", str(workers)]
         code = run(
             ["check", str(rules_path), str(path), "--format", "jsonl", "--output", str(tmp / "out.jsonl")]
+            + extra
         )
         assert code in (0, 1), code
 
@@ -150,20 +152,23 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--calls", type=int, default=1_000_000)
     ap.add_argument("--traces", type=int, default=100_000)
+    ap.add_argument("--workers", type=int, default=None, help="(b): check --workers N (default: its own)")
+    ap.add_argument("--only-b", action="store_true", help="skip (a) and (c)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        p_small, f_small = bench_one_trace(tmp, args.calls // 10, args.repeats)
-        p, f = bench_one_trace(tmp, args.calls, args.repeats)
-        print(
-            f"(a) 1 trace x {args.calls:,} calls, 50 rules: check {f:.2f} s "
-            f"({args.calls / f:,.0f} calls/s); json.loads {p:.2f} s; ratio {f / p:.2f}x"
-        )
-        print(
-            f"(c) linearity: {args.calls // 10:,} calls {f_small:.2f} s -> {args.calls:,} calls {f:.2f} s: "
-            f"{f / f_small:.1f}x time for 10x calls"
-        )
-        p, f = bench_many(tmp, args.traces, args.repeats)
+        if not args.only_b:
+            p_small, f_small = bench_one_trace(tmp, args.calls // 10, args.repeats)
+            p, f = bench_one_trace(tmp, args.calls, args.repeats)
+            print(
+                f"(a) 1 trace x {args.calls:,} calls, 50 rules: check {f:.2f} s "
+                f"({args.calls / f:,.0f} calls/s); json.loads {p:.2f} s; ratio {f / p:.2f}x"
+            )
+            print(
+                f"(c) linearity: {args.calls // 10:,} calls {f_small:.2f} s -> {args.calls:,} calls "
+                f"{f:.2f} s: {f / f_small:.1f}x time for 10x calls"
+            )
+        p, f = bench_many(tmp, args.traces, args.repeats, args.workers)
         calls = args.traces * 20
         print(
             f"(b) {args.traces:,} traces x 20 calls, 20 rules, `seqjudge check` JSONL: {f:.2f} s "
@@ -172,11 +177,11 @@ def main() -> None:
         )
         from seqjudge.checkpool import worker_count
 
-        workers = worker_count()
+        workers = worker_count() if args.workers is None else args.workers
         print(
             f"(b) used {workers} worker process(es) after the first lines"
             if workers
-            else "(b) ran in one process (one core, or no fork)"
+            else "(b) ran in one process (--workers 0, one core, or no fork)"
         )
         print(f"medians of {args.repeats} runs, each side by side with its parse-only baseline")
 
