@@ -119,3 +119,26 @@ async def test_a_slow_server_is_still_a_timeout(fake_llm: FakeLLMServer) -> None
 def test_json_of_a_body_is_valid_json() -> None:
     body = OpenAIProvider("gpt-4o").build_body(request(dynamic='quote " and \\ and \n'))
     assert json.loads(canonical_json_shared(body)) == body
+
+
+async def test_anthropic_sends_the_bytes_it_hashes(
+    fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fakes.server import anthropic_message
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
+    provider = get_provider("anthropic:claude-sonnet-4-5", base_url=fake_llm.base_url)
+    fake_llm.enqueue(anthropic_message({"score": 1}))
+    req = request()
+    reply = await provider.complete(req)
+    await provider.aclose()
+    body = provider.build_body(req)  # type: ignore[attr-defined]
+    sent = fake_llm.requests[-1]
+    assert sent.path == "/v1/messages"
+    assert sent.raw == canonical_json(body).encode("utf-8")
+    assert sent.headers["content-type"] == "application/json"
+    assert reply.parsed == {"score": 1}
+    url = fake_llm.base_url.rstrip("/") + "/v1/messages"
+    assert reply.request_hash == req.request_hash(
+        "anthropic", "claude-sonnet-4-5", {"url": url, "body": body}
+    )

@@ -122,6 +122,17 @@ class AnthropicProvider(SDKProvider):
 
     async def _send(self, request: JudgeRequest, mode: OutputMode) -> ProviderReply:
         body = self.build_body(request, mode)
+        posted = await self._post_raw(body)
+        if posted is not None:
+            return self.reply_from_body(
+                posted.data,
+                request=request,
+                body=body,
+                body_json=posted.body_json,
+                transport_retries=posted.transport_retries,
+                request_id=posted.headers.get("request-id"),
+            )
+        # Strict response validation: the SDK's typed method and its models.
         raw = await self._client().messages.with_raw_response.create(**body)
         message = await raw.parse()
         return self.reply_from_body(
@@ -146,6 +157,7 @@ class AnthropicProvider(SDKProvider):
         body: dict[str, Any],
         transport_retries: int = 0,
         request_id: str | None = None,
+        body_json: str | None = None,
     ) -> ProviderReply:
         """Normalise a Message JSON object (from the SDK or a Message Batches result)."""
         blocks = data.get("content") or []
@@ -177,7 +189,7 @@ class AnthropicProvider(SDKProvider):
             fingerprint=None,  # Anthropic returns no backend fingerprint; the dated model id stands in
             sampling_sent={},
             sampling_controlled=False,
-            request_hash=self.hash_request(request, body),
+            request_hash=self.hash_request(request, body, body_json),
             provider=self.name,
             output_mode=mode,
             transport_retries=transport_retries,

@@ -12,8 +12,6 @@ names get temperature 0 and a seed, which is what OpenAI-compatible servers expe
 
 from __future__ import annotations
 
-import sys
-from functools import cache
 from typing import Any
 
 from seqjudge.judge.providers.base import (
@@ -22,7 +20,6 @@ from seqjudge.judge.providers.base import (
     ProviderReply,
     SDKProvider,
     Usage,
-    canonical_json_shared,
     parse_json_object,
 )
 
@@ -102,29 +99,18 @@ class OpenAIProvider(SDKProvider):
     # -- call ----------------------------------------------------------------------------------------------
     async def _complete(self, request: JudgeRequest) -> ProviderReply:
         body = self.build_body(request)
-        client = self._client()
-        raw_type = None if self.strict_response_validation else _raw_response_type(self._sdk)
-        if raw_type is not None:
-            # The same POST through the SDK (its retries, timeouts, headers and errors), without its
-            # parameter transform and response models: they cost about 0.6 ms of CPU a call, a third of a
-            # judged trace at high concurrency (benchmarks/judge_throughput.py). Strict validation needs the
-            # models, so it keeps create().
-            # The body is encoded once: the exact bytes sent are the ones the request hash covers.
-            body_json = canonical_json_shared(body)
-            response = await client.post(
-                "/chat/completions", content=body_json.encode("utf-8"), cast_to=raw_type
-            )
-            data = response.json()
-            if not isinstance(data, dict):
-                data = self._body(data)  # raises: not a JSON object
+        posted = await self._post_raw(body)
+        if posted is not None:
             return self.reply_from_body(
-                data,
+                posted.data,
                 request=request,
                 body=body,
-                body_json=body_json,
-                transport_retries=int(response.request.headers.get("x-stainless-retry-count") or 0),
-                request_id=response.headers.get("x-request-id"),
+                body_json=posted.body_json,
+                transport_retries=posted.transport_retries,
+                request_id=posted.headers.get("x-request-id"),
             )
+        # Strict response validation: the SDK's typed method and its models.
+        client = self._client()
         raw = await client.chat.completions.with_raw_response.create(**body)
         completion = raw.parse()
         return self.reply_from_body(
@@ -173,17 +159,6 @@ class OpenAIProvider(SDKProvider):
             transport_retries=transport_retries,
             request_id=request_id,
         )
-
-
-@cache
-def _raw_response_type(sdk: Any) -> Any:
-    """The response class of the HTTP library the SDK is built on (found through its public default client
-    class), which ``client.post(cast_to=...)`` returns unparsed; None when it cannot be found."""
-    for cls in getattr(sdk, "DefaultAsyncHttpxClient", object).__mro__:
-        library = sys.modules.get(cls.__module__.split(".")[0])
-        if library is not None and library is not sdk and hasattr(library, "AsyncClient"):
-            return getattr(library, "Response", None)
-    return None  # pragma: no cover - an SDK without one: create() it is
 
 
 def _usage(usage: dict[str, Any]) -> Usage:
