@@ -61,6 +61,7 @@ class AnthropicProvider(SDKProvider):
     client_class = "AsyncAnthropic"
     default_base_url = "https://api.anthropic.com"
     request_path = "/v1/messages"
+    request_id_header = "request-id"
     extra_options = frozenset({"output_mode"})
 
     def __init__(self, model: str, **options: Any) -> None:
@@ -122,16 +123,9 @@ class AnthropicProvider(SDKProvider):
 
     async def _send(self, request: JudgeRequest, mode: OutputMode) -> ProviderReply:
         body = self.build_body(request, mode)
-        posted = await self._post_raw(body)
-        if posted is not None:
-            return self.reply_from_body(
-                posted.data,
-                request=request,
-                body=body,
-                body_json=posted.body_json,
-                transport_retries=posted.transport_retries,
-                request_id=posted.headers.get("request-id"),
-            )
+        reply = await self._complete_raw(request, body)
+        if reply is not None:
+            return reply
         # Strict response validation: the SDK's typed method and its models.
         raw = await self._client().messages.with_raw_response.create(**body)
         message = await raw.parse()
@@ -140,7 +134,7 @@ class AnthropicProvider(SDKProvider):
             request=request,
             body=body,
             transport_retries=raw.retries_taken,
-            request_id=raw.headers.get("request-id"),
+            request_id=raw.headers.get(self.request_id_header),
         )
 
     def _native_unsupported(self, exc: Exception) -> bool:

@@ -491,6 +491,7 @@ class SDKProvider:
     client_class = ""  # the SDK's async client, e.g. AsyncOpenAI
     default_base_url = ""  # where the SDK sends requests when no base_url is given
     request_path = ""  # the endpoint a judge call is POSTed to, below the base URL
+    request_id_header = ""  # the response header that carries the provider's request id
     extra_options: frozenset[str] = frozenset()
 
     def __init__(self, model: str, **options: Any) -> None:
@@ -583,6 +584,33 @@ class SDKProvider:
         if not hooks:
             return {}
         return {"http_client": self._sdk.DefaultAsyncHttpxClient(event_hooks=hooks)}
+
+    def reply_from_body(
+        self,
+        data: dict[str, Any],
+        *,
+        request: JudgeRequest,
+        body: dict[str, Any],
+        transport_retries: int = 0,
+        request_id: str | None = None,
+        body_json: str | None = None,
+    ) -> ProviderReply:  # pragma: no cover - abstract
+        """Normalise the provider's reply JSON (from a call or a batch result line)."""
+        raise NotImplementedError
+
+    async def _complete_raw(self, request: JudgeRequest, body: dict[str, Any]) -> ProviderReply | None:
+        """``body`` sent by ``_post_raw`` and its reply normalised; None when the typed method must serve."""
+        posted = await self._post_raw(body)
+        if posted is None:
+            return None
+        return self.reply_from_body(
+            posted.data,
+            request=request,
+            body=body,
+            body_json=posted.body_json,
+            transport_retries=posted.transport_retries,
+            request_id=posted.headers.get(self.request_id_header),
+        )
 
     async def _post_raw(self, body: dict[str, Any]) -> RawPost | None:
         """POST ``body`` to ``request_path`` through the SDK's own client (its retries, timeouts, headers and

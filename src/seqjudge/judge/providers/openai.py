@@ -55,6 +55,7 @@ class OpenAIProvider(SDKProvider):
     client_class = "AsyncOpenAI"
     default_base_url = "https://api.openai.com/v1"
     request_path = "/chat/completions"
+    request_id_header = "x-request-id"
 
     def __init__(self, model: str, **options: Any) -> None:
         super().__init__(model, **options)
@@ -99,16 +100,9 @@ class OpenAIProvider(SDKProvider):
     # -- call ----------------------------------------------------------------------------------------------
     async def _complete(self, request: JudgeRequest) -> ProviderReply:
         body = self.build_body(request)
-        posted = await self._post_raw(body)
-        if posted is not None:
-            return self.reply_from_body(
-                posted.data,
-                request=request,
-                body=body,
-                body_json=posted.body_json,
-                transport_retries=posted.transport_retries,
-                request_id=posted.headers.get("x-request-id"),
-            )
+        reply = await self._complete_raw(request, body)
+        if reply is not None:
+            return reply
         # Strict response validation: the SDK's typed method and its models.
         client = self._client()
         raw = await client.chat.completions.with_raw_response.create(**body)
@@ -118,7 +112,7 @@ class OpenAIProvider(SDKProvider):
             request=request,
             body=body,
             transport_retries=raw.retries_taken,
-            request_id=raw.headers.get("x-request-id"),
+            request_id=raw.headers.get(self.request_id_header),
         )
 
     def reply_from_body(
