@@ -93,6 +93,8 @@ ThresholdOpt = Annotated[
     float, typer.Option("--threshold", min=0.0, max=1.0, help="Scores below this are routed to review.")
 ]
 RiskOpt = Annotated[Risk, typer.Option("--risk-level", help="high: any score below 1.0 goes to review.")]
+FormatOpt = Annotated[Format, typer.Option("--format", help="text, json (one document) or jsonl.")]
+OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")]
 # The trace-reading options are defined once, in trace_options; these names are what the commands use.
 TraceFormatOpt = TraceFormat
 MessagesKeyOpt = MessagesKey
@@ -107,12 +109,8 @@ def check(
     catalog: CatalogOpt = None,
     threshold: ThresholdOpt = DEFAULT_THRESHOLD,
     risk_level: RiskOpt = Risk.medium,
-    fmt: Annotated[
-        Format, typer.Option("--format", help="text, json (one document) or jsonl.")
-    ] = Format.text,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
-    ] = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
     trace_format: TraceFormatOpt = None,
     messages_key: MessagesKeyOpt = None,
     error_pattern: ErrorPatternOpt = None,

@@ -15,7 +15,9 @@ from seqjudge.cli.check_cmd import (
     CatalogOpt,
     ErrorPatternOpt,
     Format,
+    FormatOpt,
     MessagesKeyOpt,
+    OutputOpt,
     Risk,
     RiskOpt,
     RulesArg,
@@ -145,12 +147,8 @@ def judge(
             "--base-url", help="API base URL (an OpenAI-compatible server: vLLM, Ollama, a gateway)."
         ),
     ] = None,
-    fmt: Annotated[
-        Format, typer.Option("--format", help="text, json (one document) or jsonl.")
-    ] = Format.text,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
-    ] = None,
+    fmt: FormatOpt = Format.text,
+    output: OutputOpt = None,
     trace_format: TraceFormatOpt = None,
     messages_key: MessagesKeyOpt = None,
     error_pattern: ErrorPatternOpt = None,
