@@ -321,3 +321,22 @@ def test_workers_option_sets_the_pool_size(
         ).workers
         == 0
     )
+
+
+def test_jsonl_to_stdout_is_the_files_bytes_with_or_without_a_byte_buffer(
+    tmp_path: Path, rules_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """Reports go to a stream's byte buffer as they are; a text stream without one gets them decoded."""
+    import contextlib
+    import io
+
+    records = [good(n) for n in range(5)]
+    records[2]["trace_id"] = "naïve ✓"  # not ASCII: bytes and text must agree on the encoding
+    traces = write_jsonl(tmp_path / "traces.jsonl", records)
+    expected = model_path(rules_path, traces, "jsonl")
+    assert run(["check", str(rules_path), str(traces), "--format", "jsonl"]) == expected[0]
+    assert capsysbinary.readouterr().out == expected[1]
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        assert run(["check", str(rules_path), str(traces), "--format", "jsonl"]) == expected[0]
+    assert text.getvalue().encode("utf-8") == expected[1]

@@ -32,7 +32,7 @@ from typing import Any
 
 from seqjudge.ingest import native
 from seqjudge.ingest.base import Done, Options, Record, Source
-from seqjudge.report import RiskLevel, report_json
+from seqjudge.report import RiskLevel, report_line
 from seqjudge.rules.engine import Engine
 from seqjudge.trace import PlainTrace, Trace
 
@@ -45,7 +45,7 @@ AHEAD = 4  # chunks in flight per worker: keeps workers busy while this process 
 class Checked:
     """One trace's report as ``seqjudge check`` JSONL writes it, and what the totals count."""
 
-    text: str  # the report's JSON
+    line: bytes  # the report's JSON and a newline, UTF-8
     verdict: str
     violated: list[str]  # rule id of every violation, in order
     deferred: list[str]  # rule ids of the deferred rules
@@ -65,7 +65,7 @@ class Checker:
     def checked(self, trace: Trace | PlainTrace) -> Checked:
         data = self.data(trace)
         return Checked(
-            report_json(data),
+            report_line(data),
             data["verdict"],
             [v["rule_id"] for v in data["violations"]],
             [r["rule_id"] for r in data["rules"] if r["outcome"] == "deferred"],
@@ -138,8 +138,8 @@ class LinePool:
                     return
                 chunk, future = pending.popleft()
                 rows, stopped = self._result(future)
-                for trace_id, line, text, verdict, violated, deferred in rows:
-                    yield Done(trace_id, line, Checked(text, verdict, violated, deferred))
+                for trace_id, line, report, verdict, violated, deferred in rows:
+                    yield Done(trace_id, line, Checked(report, verdict, violated, deferred))
                 if stopped:
                     # Read the record that stopped the worker (and the rest of its chunk) here, to raise
                     # its error exactly as the single-process path does; or the chunk no worker took.
@@ -193,9 +193,9 @@ def _work(lines: list[tuple[int, bytes]]) -> tuple[list[_Row], bool]:
         except Exception:  # the main process reads this record again and raises the error itself
             return rows, True
         c = done.result
-        rows.append((done.trace_id, line, c.text, c.verdict, c.violated, c.deferred))
+        rows.append((done.trace_id, line, c.line, c.verdict, c.violated, c.deferred))
     return rows, False
 
 
 # A Done as a tuple of builtins: it crosses the pipe several times faster than the objects.
-_Row = tuple[str, int, str, str, list[str], list[str]]
+_Row = tuple[str, int, bytes, str, list[str], list[str]]

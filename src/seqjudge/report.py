@@ -104,3 +104,9 @@ def report_json(data: dict[str, Any]) -> str:
     writes the same bytes straight from it. tests/test_check_fast.py holds the two to byte equality.
     """
     return to_json(data).decode("utf-8")
+
+
+def report_line(data: dict[str, Any]) -> bytes:
+    """``report_json`` as one JSONL line of UTF-8 bytes: `check --format jsonl` writes these as they are,
+    so a report is never decoded to text and encoded back (that round trip cost more than writing it)."""
+    return to_json(data) + b"\n"

@@ -301,7 +301,7 @@ def _split(stream: IO[bytes], source: Source, *, force_jsonl: bool) -> Iterator[
     for raw in lines:
         lineno += 1
         head.append(raw)
-        if raw.strip():
+        if not raw.isspace():  # no copy of the line, unlike strip(); iteration yields no empty line
             first = raw
             break
     if first is None:
@@ -313,7 +313,7 @@ def _split(stream: IO[bytes], source: Source, *, force_jsonl: bool) -> Iterator[
     between: list[bytes] = []
     for raw in lines:
         lineno += 1
-        if raw.strip():
+        if not raw.isspace():  # no copy of the line, unlike strip(); iteration yields no empty line
             second = raw
             break
         between.append(raw)
@@ -339,5 +339,5 @@ def _split(stream: IO[bytes], source: Source, *, force_jsonl: bool) -> Iterator[
     yield Record(source, lineno, second)
     for raw in lines:
         lineno += 1
-        if raw.strip():
+        if not raw.isspace():  # no copy of the line, unlike strip(); iteration yields no empty line
             yield Record(source, lineno, raw)
