@@ -228,6 +228,28 @@ def test_alias_problems(aliases: dict[str, Any], needle: str) -> None:
     assert needle in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "aliases, without_the_loop",
+    [
+        ({"R": ["R", "get_user"]}, {"R": ["get_user"]}),
+        ({"R": ["S"], "S": ["R", "get_user"]}, {"R": ["S"], "S": ["get_user"]}),
+    ],
+)
+def test_a_rule_set_built_in_python_rejects_an_alias_that_reaches_itself(
+    aliases: dict[str, Any], without_the_loop: dict[str, Any]
+) -> None:
+    """The model holds the loader's rule, so the Python API cannot build what a rule file may not say."""
+    from pydantic import ValidationError
+
+    from seqjudge.rules.model import RequireRule, RuleSet
+
+    rule = RequireRule(type="require", tool="R")
+    with pytest.raises(ValidationError) as info:
+        RuleSet(rules=[rule], aliases=aliases)
+    assert "includes itself (R -> " in str(info.value)
+    assert RuleSet(rules=[rule], aliases=without_the_loop).aliases == without_the_loop
+
+
 def test_args_match_same_and_when() -> None:
     rs = parse_rules(
         {

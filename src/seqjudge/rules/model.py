@@ -266,6 +266,21 @@ RULE_TYPES = (
 DETERMINISTIC_TYPES = tuple(t for t in RULE_TYPES if t != "judge")
 
 
+def alias_loop(name: str, aliases: dict[str, list[str]]) -> list[str] | None:
+    """The path by which an alias reaches itself through alias members, or None."""
+    stack: list[tuple[str, list[str]]] = [(m, [name, m]) for m in aliases[name]]
+    seen: set[str] = set()
+    while stack:
+        cur, path = stack.pop()
+        if cur == name:
+            return path
+        if cur in seen or cur not in aliases:
+            continue
+        seen.add(cur)
+        stack.extend((m, path + [m]) for m in aliases[cur])
+    return None
+
+
 class RuleSet(BaseModel):
     """Every rule-file shape loads to this. ``source`` names the file for messages."""
 
@@ -275,6 +290,19 @@ class RuleSet(BaseModel):
     aliases: dict[str, list[str]] = Field(default_factory=dict)
     catalog: str | None = None
     source: str | None = None
+
+    @model_validator(mode="after")
+    def _no_alias_reaches_itself(self) -> RuleSet:
+        # The loader says this with the file's line; here it holds for rule sets built in Python too, which
+        # would otherwise match less than they name (an alias matches its members, never its own name).
+        for name in self.aliases:
+            path = alias_loop(name, self.aliases)
+            if path:
+                raise ValueError(
+                    f"alias {name!r} includes itself ({' -> '.join(path)}): an alias matches its members, "
+                    "never its own name; list the real tool names instead"
+                )
+        return self
 
     def by_id(self) -> dict[str, Any]:
         return {r.rule_id: r for r in self.rules}

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from seqjudge.rules.document import LineMap, Loc
 from seqjudge.rules.messages import Spec, validate_rule
+from seqjudge.rules.model import alias_loop
 from seqjudge.rules.problems import ProblemCollector, describe
 
 __all__ = ["SeqjudgeDeprecationWarning", "ShapeParser"]
@@ -153,7 +154,7 @@ class ShapeParser(ProblemCollector):
         # An alias matches its members and never itself, so one that reaches itself would silently lose
         # that part of its meaning.
         for name in good:
-            path = _alias_loop(name, good)
+            path = alias_loop(name, good)
             if path:
                 self.add(
                     loc + (name,),
@@ -461,21 +462,6 @@ class ShapeParser(ProblemCollector):
         locations = {m.rule_id: self.where(s.loc) for s, m in built}  # type: ignore[attr-defined]
         locations.update({f"aliases.{k}": v for k, v in self.alias_locs.items()})
         return [m for _, m in built], locations
-
-
-def _alias_loop(name: str, aliases: dict[str, list[str]]) -> list[str] | None:
-    """The path by which an alias reaches itself through alias members, or None."""
-    stack: list[tuple[str, list[str]]] = [(m, [name, m]) for m in aliases[name]]
-    seen: set[str] = set()
-    while stack:
-        cur, path = stack.pop()
-        if cur == name:
-            return path
-        if cur in seen or cur not in aliases:
-            continue
-        seen.add(cur)
-        stack.extend((m, path + [m]) for m in aliases[cur])
-    return None
 
 
 def _item_text(item: Any, index: int) -> str:
