@@ -92,6 +92,19 @@ async def test_the_sdks_aiohttp_transport_is_used_and_closed(fake_llm: FakeLLMSe
     assert client._client.is_closed
 
 
+async def test_async_with_closes_the_transport(fake_llm: FakeLLMServer) -> None:
+    fake_llm.enqueue(openai_chat({"score": 1}))
+    openai_provider = get_provider("openai:gpt-4o", base_url=fake_llm.openai_base_url)
+    assert isinstance(openai_provider, OpenAIProvider)
+    async with openai_provider as provider:
+        assert provider is openai_provider
+        reply = await provider.complete(request())
+        client = provider.sdk_client()
+        assert not client._client.is_closed
+    assert reply.text and json.loads(reply.text) == {"score": 1}
+    assert client._client.is_closed
+
+
 async def test_a_refused_connection_is_not_called_a_timeout() -> None:
     # The aiohttp transport reports a refused connection as a connect timeout; the cause chain says better.
     import socket

@@ -22,7 +22,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Literal, NamedTuple, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -667,6 +667,14 @@ class SDKProvider:
         if self._sdk_client is not None:
             await self._sdk_client.close()
         self._sdk_client = self._client_loop = None
+
+    # `async with get_provider(...) as provider:` closes the HTTP client in the loop that used it. The
+    # aiohttp transport warns ("Unclosed client session") about a client left open when the program ends.
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     @property
     def endpoint(self) -> str:
