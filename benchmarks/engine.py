@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import random
 import statistics
 import tempfile
@@ -147,6 +148,72 @@ def bench_many(tmp: Path, n_traces: int, repeats: int, workers: int | None = Non
     return statistics.median(parse), statistics.median(full)
 
 
+def bench_floor(tmp: Path, n_traces: int, repeats: int, workers: int) -> tuple[float, float, int]:
+    """What (b) costs without the rules: the same processes parse every line of the same file and write,
+    for each, a report of the size `check` writes (the first trace's real one); no rule is evaluated.
+
+    The lower bound of (b) on this machine: reading the input and writing the output the report format
+    asks for. Returns the parse-only and floor medians and the report's size in bytes.
+    """
+    from pydantic_core import to_json
+
+    from seqjudge import load_rules
+    from seqjudge.ingest.plain import plain_trace
+    from seqjudge.rules.engine import Engine
+
+    path = tmp / f"many_{n_traces}.jsonl"
+    engine = Engine(load_rules(tmp / "rules20.yaml"))
+    with path.open("rb") as f:
+        first = plain_trace(json.loads(f.readline()), None)
+    assert first is not None
+    report = engine.check_data(first)
+    size = len(to_json(report))
+
+    def part(lo: int, hi: int, out: Path) -> None:
+        with path.open("rb") as f, out.open("wb", buffering=1 << 20) as o:
+            f.seek(lo)
+            if lo:
+                f.readline()  # the line that straddles lo belongs to the part before
+            while f.tell() <= hi:
+                line = f.readline()
+                if not line:
+                    break
+                assert plain_trace(json.loads(line), None) is not None
+                o.write(to_json(report) + b"\n")
+
+    def floor() -> None:
+        size_in = path.stat().st_size
+        if workers < 1:
+            part(0, size_in, tmp / "floor0.jsonl")
+            return
+        bounds = [size_in * k // workers for k in range(workers + 1)]
+        pids = []
+        for k in range(workers):
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child
+                code = 0
+                try:
+                    part(bounds[k], bounds[k + 1] - 1, tmp / f"floor{k}.jsonl")
+                except BaseException:
+                    code = 1
+                os._exit(code)
+            pids.append(pid)
+        for pid in pids:
+            _, status = os.waitpid(pid, 0)
+            assert status == 0, status
+
+    def parse_only() -> None:
+        with path.open("rb") as f:
+            for line in f:
+                json.loads(line)
+
+    parse, full = [], []
+    for _ in range(repeats):
+        parse.append(timed(parse_only))
+        full.append(timed(floor))
+    return statistics.median(parse), statistics.median(full), size
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
@@ -183,6 +250,12 @@ def main() -> None:
             if workers
             else "(b) ran in one process (--workers 0, one core, or no fork)"
         )
+        if hasattr(os, "fork"):
+            p, f, size = bench_floor(tmp, args.traces, args.repeats, workers)
+            print(
+                f"(b) floor, no rules: the same {max(workers, 1)} process(es) parse each line and write a "
+                f"{size:,}-byte report for it: {f:.2f} s; json.loads {p:.2f} s; ratio {f / p:.2f}x"
+            )
         print(f"medians of {args.repeats} runs, each side by side with its parse-only baseline")
 
 
