@@ -1,4 +1,4 @@
-"""`seqjudge check`'s fast paths give the bytes of the model path: PlainTrace records and report_json.
+"""`seqjudge check`'s fast paths give the bytes of the model path: PlainTrace records and report_line.
 
 The model path is the reference: a record validated into ``Trace``, checked by ``Engine.check`` and written
 with ``Report.model_dump_json()``. Random records (plain ones, and ones a strict test must send to the model:
@@ -22,7 +22,7 @@ from seqjudge.errors import InputError
 from seqjudge.ingest import native
 from seqjudge.ingest.base import Options, Record, Source
 from seqjudge.ingest.plain import plain_trace
-from seqjudge.report import Report, report_json
+from seqjudge.report import Report, report_line
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.model import RuleSet
 from seqjudge.trace import PlainTrace, Trace
@@ -143,19 +143,19 @@ def read(record: dict[str, Any], options: Options) -> Trace | PlainTrace | str:
     return trace
 
 
-def model_path(engine: Engine, record: dict[str, Any], pattern: re.Pattern[str] | None) -> str:
+def model_path(engine: Engine, record: dict[str, Any], pattern: re.Pattern[str] | None) -> bytes | str:
     trace = read(record, Options(error_pattern=pattern))
     if isinstance(trace, str):
         return trace
     assert isinstance(trace, Trace)
-    return engine.check(trace).model_dump_json()
+    return (engine.check(trace).model_dump_json() + "\n").encode("utf-8")
 
 
-def fast_path(engine: Engine, record: dict[str, Any], pattern: re.Pattern[str] | None) -> str:
+def fast_path(engine: Engine, record: dict[str, Any], pattern: re.Pattern[str] | None) -> bytes | str:
     trace = read(record, Options(error_pattern=pattern, plain=True))
     if isinstance(trace, str):
         return trace
-    return report_json(engine.check_data(trace))
+    return report_line(engine.check_data(trace))
 
 
 @SETTINGS
@@ -165,7 +165,7 @@ def fast_path(engine: Engine, record: dict[str, Any], pattern: re.Pattern[str] |
     records=st.lists(ANY_TRACE, min_size=1, max_size=6),
     pattern=st.sampled_from([None, "^Error"]),
 )
-def test_plain_records_and_report_json_give_the_model_paths_bytes(
+def test_plain_records_and_report_line_give_the_model_paths_bytes(
     rules: list[dict[str, Any]],
     aliases: dict[str, list[str]],
     records: list[dict[str, Any]],
@@ -234,7 +234,7 @@ def test_a_plain_record_without_an_id_gets_the_default_id() -> None:
 
 @SETTINGS
 @given(names=st.lists(ODD_NAMES, min_size=1, max_size=5), score=st.floats(0.0, 1.0))
-def test_report_json_escapes_and_formats_as_model_dump_json(names: list[str], score: float) -> None:
+def test_report_line_escapes_and_formats_as_model_dump_json(names: list[str], score: float) -> None:
     # Every rule quotes the names of the calls it saw; the score is set to any float a report may hold
     # (pydantic writes 1e-05 as 0.00001, where json.dumps would not).
     ruleset = RuleSet.model_validate(
@@ -249,7 +249,7 @@ def test_report_json_escapes_and_formats_as_model_dump_json(names: list[str], sc
     calls = [{"tool_name": n, "arguments": {"k": n}} for n in reversed(names)]
     data = Engine(ruleset).check_data(Trace.model_validate({"trace_id": names[0], "calls": calls}))
     data["sequence_correctness_score"] = score
-    assert report_json(data) == Report.model_validate(data).model_dump_json()
+    assert report_line(data) == (Report.model_validate(data).model_dump_json() + "\n").encode("utf-8")
 
 
 def test_a_lone_surrogate_fails_to_serialise_as_it_did() -> None:
@@ -257,7 +257,7 @@ def test_a_lone_surrogate_fails_to_serialise_as_it_did() -> None:
         Trace.model_validate({"trace_id": "\ud800", "calls": []})
     )
     with pytest.raises(PydanticSerializationError) as fast:
-        report_json(data)
+        report_line(data)
     with pytest.raises(PydanticSerializationError) as model:
         Report.model_validate(data).model_dump_json()
     assert str(fast.value) == str(model.value)

@@ -96,17 +96,12 @@ def verdict(
     return "pass"
 
 
-def report_json(data: dict[str, Any]) -> str:
-    """``Report.model_validate(data).model_dump_json()`` without building the models.
+def report_line(data: dict[str, Any]) -> bytes:
+    """``Report.model_validate(data).model_dump_json()`` and a newline, as UTF-8 bytes, without building the
+    models: one line of `check --format jsonl`, written as it is (never decoded to text and encoded back).
 
     ``data`` is ``Engine.check_data``'s: already valid, with every dict's keys in its model's field order, so
     pydantic-core's serializer (the one behind ``model_dump_json``: same separators, floats and escapes)
     writes the same bytes straight from it. tests/test_check_fast.py holds the two to byte equality.
     """
-    return to_json(data).decode("utf-8")
-
-
-def report_line(data: dict[str, Any]) -> bytes:
-    """``report_json`` as one JSONL line of UTF-8 bytes: `check --format jsonl` writes these as they are,
-    so a report is never decoded to text and encoded back (that round trip cost more than writing it)."""
     return to_json(data) + b"\n"

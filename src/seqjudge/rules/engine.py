@@ -213,7 +213,7 @@ class Engine:
         risk_level: RiskLevel = "medium",
     ) -> dict[str, Any]:
         """The report as plain data: ``Report.model_validate`` of it is ``check``'s report, and its keys are
-        in the models' field order, so ``report_json`` of it is byte for byte ``model_dump_json`` of that."""
+        in the models' field order, so ``report_line`` of it is byte for byte ``model_dump_json`` of that."""
         with gc_paused():  # indexing a long trace allocates per-call containers; see trace.gc_paused
             return self._check(trace, threshold, risk_level)
 
