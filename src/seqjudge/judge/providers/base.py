@@ -382,6 +382,8 @@ def get_provider(spec: str, **options: Any) -> Provider:
     retries included), ``api_key_env`` (the environment variable holding the key), ``temperature``, ``seed``,
     ``strict_response_validation``; Anthropic also ``output_mode`` (auto | json_schema | tool). Keys are read
     from the environment only. A missing key raises ``ProviderError(kind="config")`` naming the variable.
+    The SDK providers hold an HTTP client: use them as ``async with get_provider(...) as provider:``, or
+    ``await provider.aclose()`` when done.
     """
     provider, model = parse_model_spec(spec)
     target = _REGISTRY.get(provider)
