@@ -32,12 +32,12 @@ from typing import Any
 
 from seqjudge.config import RunConfig
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
-from seqjudge.errors import ProviderError
+from seqjudge.errors import InputError, ProviderError
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.model import RuleSet
-from seqjudge.trace import Trace
+from seqjudge.trace import Trace, check_trace_data
 
 # Provider errors after which no other trace can succeed either: stop the run (exit 3), keep it resumable.
 FATAL_KINDS = {"auth", "config"}
@@ -204,8 +204,6 @@ async def run_traces(
         )
     price = run_price(cfg, prices) if provider is not None else None
     if provider is not None and cfg.max_cost and price is None:
-        from seqjudge.errors import InputError
-
         raise InputError(
             f"--max-cost needs the price of model {cfg.model}, and seqjudge has none",
             where="--max-cost",
@@ -317,6 +315,7 @@ async def run_traces(
                 if trace.trace_id in done:
                     summary.skipped_stored += 1
                     continue
+                check_trace_data(trace, cfg.traces)  # before redacting, judging or storing it
                 await lookahead.acquire()
                 task = asyncio.create_task(decide(trace))
                 pending.add(task)
@@ -325,6 +324,19 @@ async def run_traces(
                 await asyncio.wait(set(pending))
         if failed:
             raise failed[0]
+    except InputError as exc:  # a trace that cannot be judged or stored: say which, keep the run resumable
+        await asyncio.gather(*pending, return_exceptions=True)  # the traces already started are stored
+        await _close_transport(provider)
+        _finish(summary, gate, cache)
+        summary.status = "stopped"
+        summary.stopped = f"bad input: {exc}"
+        summary.error = str(exc)
+        store.finish_run(run_id, totals=summary.totals(), status="stopped")
+        resume = (
+            f"run {run_id} is stored as stopped; once the input is fixed, `seqjudge run --resume {run_id}`"
+        )
+        hint = f"{exc.hint.rstrip('.')}; {resume} finishes it" if exc.hint else f"{resume} finishes it"
+        raise InputError(exc.problem, source=exc.source, where=exc.where, hint=hint) from None
     except BaseException as exc:  # a bug, Ctrl-C, a cancelled task: keep the run resumable and say so
         for t in pending:
             t.cancel()

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import gc
 import math
+import re
+from collections.abc import Iterator
 from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from seqjudge.errors import InputError
 
 
 def parse_time(value: Any) -> float:
@@ -211,3 +215,89 @@ class PlainTrace:
     @property
     def steps(self) -> list[int]:
         return list(range(len(self.names)))  # no step labels or timestamps: every call is its own step
+
+
+# -- what a trace may hold to be judged and stored -------------------------------------------------------
+# The engine reads a trace however deep its arguments are nested and whatever its strings hold, but the
+# judge's prompt, the store (SQLite wants UTF-8) and every JSON writer do not: pydantic stops serialising at
+# 255 levels, Python's recursion limit ends a deeper walk, and a lone surrogate ("\udcff", valid JSON) has
+# no UTF-8 encoding. A trace is checked against these limits before it is judged, stored or converted, so
+# one bad trace ends in a message naming it, never in a traceback halfway through a run.
+MAX_NESTING = 100  # levels of lists and objects inside one value (arguments, output, context, ...)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_trace_data(trace: Trace, source: str | None = None) -> None:
+    """Raise ``InputError`` when a value of ``trace`` nests deeper than ``MAX_NESTING`` levels or a string
+    (or key) holds a lone surrogate, naming the trace and the JSON path of the first such value."""
+    label = f"trace {trace.trace_id!r}" if trace.trace_id is not None else "a trace without trace_id"
+    for path, value in _trace_values(trace):
+        found = _first_problem(value, path)
+        if found is not None:
+            where, problem, hint = found
+            raise InputError(f"{label}: {problem}", source=source, where=where, hint=hint)
+
+
+def _trace_values(trace: Trace) -> Iterator[tuple[str, Any]]:
+    yield "trace_id", trace.trace_id
+    yield "context", trace.context
+    yield "metadata", trace.metadata
+    if trace.__pydantic_extra__:
+        yield "", trace.__pydantic_extra__
+    for i, call in enumerate(trace.calls):
+        yield f"calls[{i}].tool_name", call.tool_name
+        yield f"calls[{i}].arguments", call.arguments
+        if call.output is not None:
+            yield f"calls[{i}].output", call.output
+        if call.error is not None:
+            yield f"calls[{i}].error", call.error
+        if type(call.id) is str or type(call.timestamp) is str or type(call.end_timestamp) is str:
+            yield f"calls[{i}]", {"id": call.id, "timestamp": call.timestamp, "end": call.end_timestamp}
+        if call.__pydantic_extra__:
+            yield f"calls[{i}]", call.__pydantic_extra__
+    for i, message in enumerate(trace.messages):
+        yield f"messages[{i}]", {"role": message.role, "content": message.content}
+        if message.__pydantic_extra__:
+            yield f"messages[{i}]", message.__pydantic_extra__
+
+
+def _first_problem(value: Any, path: str) -> tuple[str, str, str] | None:
+    """(JSON path, problem, hint) of the first value too deep or holding a lone surrogate; None if none."""
+    kind = type(value)
+    if kind is str:
+        return None if value.isascii() or not _SURROGATE.search(value) else _surrogate_at(path)
+    if kind is not dict and kind is not list:
+        return None
+    # Iterative, depth-first: a recursive walk would itself hit the recursion limit it guards against.
+    stack: list[tuple[Any, str, int]] = [(value, path, 1)]
+    while stack:
+        item, where, depth = stack.pop()
+        if depth > MAX_NESTING:
+            shown = where if len(where) <= 80 else where[:60] + f"... ({depth} levels down)"
+            return (
+                shown,
+                f"a value is nested more than {MAX_NESTING} levels deep",
+                "flatten it, or store the deep part as a JSON string",
+            )
+        children = item.items() if type(item) is dict else enumerate(item)
+        for key, child in children:
+            if type(key) is str and not key.isascii() and _SURROGATE.search(key):
+                return _surrogate_at(f"{where}.{key.encode('utf-8', 'backslashreplace').decode()}")
+            sub = (f"{where}.{key}" if where else str(key)) if type(key) is str else f"{where}[{key}]"
+            ckind = type(child)
+            if ckind is str:
+                if not child.isascii() and _SURROGATE.search(child):
+                    return _surrogate_at(sub)
+            elif ckind is dict or ckind is list:
+                stack.append((child, sub, depth + 1))
+    return None
+
+
+def _surrogate_at(where: str) -> tuple[str, str, str]:
+    return (
+        where.encode("utf-8", "backslashreplace").decode(),
+        "a string holds a lone surrogate (such as \\udcff), which has no UTF-8 encoding and cannot be stored "
+        "or sent to a model",
+        "write the text as valid UTF-8 (a lone surrogate is often a byte that was not decoded: replace it "
+        "with U+FFFD or decode the source with its real encoding)",
+    )

@@ -22,7 +22,7 @@ from seqjudge.cli.app import app
 from seqjudge.cli.trace_options import ErrorPattern, MessagesKey, TraceFormat, Verbose, load_options
 from seqjudge.errors import InputError
 from seqjudge.ingest import load_traces
-from seqjudge.trace import Trace
+from seqjudge.trace import Trace, check_trace_data
 
 
 @app.command()
@@ -44,17 +44,18 @@ def convert(
     """Convert traces (OpenAI, Anthropic, OpenTelemetry, Assay or native) to native JSONL."""
     traces = load_traces(input, **load_options(trace_format, messages_key, error_pattern, verbose))
     if output == "-":
-        count, calls = _write(traces, sys.stdout)
+        count, calls = _write(traces, sys.stdout, input)
         sys.stdout.flush()
     else:
-        count, calls = _write_file(traces, Path(output))
+        count, calls = _write_file(traces, Path(output), input)
     print(f"converted {count} trace(s), {calls} call(s): {input} -> {output}", file=sys.stderr)
     return 0
 
 
-def _write(traces: Iterable[Trace], stream: IO[str]) -> tuple[int, int]:
+def _write(traces: Iterable[Trace], stream: IO[str], source: str) -> tuple[int, int]:
     count = calls = 0
     for trace in traces:
+        check_trace_data(trace, source)  # a value JSON cannot write must end in a message, not a traceback
         stream.write(trace.model_dump_json(exclude_unset=True))
         stream.write("\n")
         count += 1
@@ -62,7 +63,7 @@ def _write(traces: Iterable[Trace], stream: IO[str]) -> tuple[int, int]:
     return count, calls
 
 
-def _write_file(traces: Iterable[Trace], target: Path) -> tuple[int, int]:
+def _write_file(traces: Iterable[Trace], target: Path, source: str) -> tuple[int, int]:
     folder = target.parent
     if not folder.is_dir():
         raise InputError(
@@ -81,7 +82,7 @@ def _write_file(traces: Iterable[Trace], target: Path) -> tuple[int, int]:
         ) from None
     try:
         with stream:
-            result = _write(traces, stream)
+            result = _write(traces, stream, source)
         os.replace(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)

@@ -19,7 +19,7 @@ from seqjudge.errors import InputError, JudgeOutputError
 from seqjudge.judge.schema import NULLABLE_INDEX_TYPES, JudgeOutput
 from seqjudge.rules.model import RuleSet
 from seqjudge.rules.select import expand_name, operand_names
-from seqjudge.trace import Trace
+from seqjudge.trace import Trace, check_trace_data
 
 SCORE_TOLERANCE = 1e-6
 
@@ -77,6 +77,7 @@ def check_inputs(
                 where=".".join(str(p) for p in first["loc"]),
                 hint="each call needs a non-empty tool_name",
             ) from None
+    check_trace_data(trace)  # what cannot be written into a prompt or sent: a message, not a traceback
     for i, call in enumerate(trace.calls):
         if not isinstance(call.tool_name, str) or not call.tool_name.strip():
             raise InputError(
