@@ -291,22 +291,28 @@ async def test_fingerprint_and_usage_totals() -> None:
 # ----------------------------------------------------------------------------------------------- cache
 
 
-async def test_a_cache_hit_makes_zero_calls_and_replays_every_attempt(tmp_path: Path) -> None:
+async def test_a_cache_hit_makes_zero_calls(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "cache")
-    first = await run(ScriptedProvider(["bad", VALID]), cache=cache)
+    first = await run(ScriptedProvider([VALID]), cache=cache)
     lines = (tmp_path / "cache" / "replies.jsonl").read_bytes().splitlines()
-    assert len(lines) == 2 and all(len(line.split(b"\t", 1)[0]) == 64 for line in lines)
+    assert len(lines) == 1 and len(lines[0].split(b"\t", 1)[0]) == 64
 
     again = ScriptedProvider([])  # would raise if called
     second = await run(again, cache=ResponseCache(tmp_path / "cache"))
     assert again.requests == []
     assert second.status == "scored" and second.report == first.report
-    assert [(a.cached, a.latency_s, a.error_stage) for a in second.attempts] == [
-        (True, 0.0, "parse"),
-        (True, 0.0, None),
-    ]
+    assert [(a.cached, a.latency_s, a.error_stage) for a in second.attempts] == [(True, 0.0, None)]
     assert second.usage == Usage()  # nothing spent
     assert second.fingerprint.prompt_hash == first.fingerprint.prompt_hash
+
+
+async def test_only_a_valid_first_answer_is_cached(tmp_path: Path) -> None:
+    # A bad reply is not kept, and the valid one answered a re-ask, which is never read back: nothing to keep.
+    await run(ScriptedProvider(["bad", VALID]), cache=ResponseCache(tmp_path))
+    assert not (tmp_path / "replies.jsonl").exists()
+    fresh = ScriptedProvider([VALID])
+    result = await run(fresh, cache=ResponseCache(tmp_path))
+    assert len(fresh.requests) == 1 and result.attempts[0].cached is False
 
 
 async def test_cache_keys_cover_prompt_reask_and_model(tmp_path: Path) -> None:

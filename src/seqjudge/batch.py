@@ -20,7 +20,6 @@ killed exactly there submits that follow-up again.
 from __future__ import annotations
 
 import asyncio
-import warnings
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from seqjudge.batch_records import (
 from seqjudge.config import RunConfig
 from seqjudge.crosscheck import agreement, reconcile
 from seqjudge.errors import InputError, JudgeOutputError, ProviderError
+from seqjudge.judge.cache import ResponseCache, cache_reply
 from seqjudge.judge.judge import (
     DEFAULT_MAX_TOKENS_LIMIT,
     JudgeResult,
@@ -205,12 +205,9 @@ async def _finish_online(session: JudgeSession, trace: Trace, max_attempts: int)
 
 
 def _cache(cfg: RunConfig, store: Store) -> Any:
-    """The online runner's response cache (``cache/`` beside the store), when the run uses one."""
-    if not cfg.cache:
-        return None
-    from seqjudge.judge.cache import ResponseCache
-
-    return ResponseCache(store.path.parent / "cache")
+    """The online runner's response cache (``cache/`` beside the store); written, and read unless the run
+    was started with ``--no-cache``."""
+    return ResponseCache(store.path.parent / "cache", read=cfg.cache)
 
 
 def _save(
@@ -516,7 +513,6 @@ class _Collector:
             api = apis.get(req.batch_id) or _api_for(self.provider, batches[req.batch_id])
             request = session.request
             reply = api.reply(req.result or {}, request)
-            self._cache_put(request, reply)
             trace = self.traces[req.trace_id].trace
             try:
                 report = session.accept(reply)
@@ -535,6 +531,8 @@ class _Collector:
                 else:
                     follow.append((self._item(req.trace_id), "reask", session.state(), key))
                 continue
+            # A valid batch answer fills the response cache as an online one does: a later rerun is free.
+            cache_reply(self.cache, self.provider, request, reply)
             self._store(req, session.result(trace, report, None))
             out.stored += 1
         # Traces kept at submission whose batch was never created (a submission cut short): submit them now.
@@ -557,15 +555,6 @@ class _Collector:
             out.summary = finish(self.store, self.run_id, self.cfg)
             out.status = "completed"
         return out
-
-    def _cache_put(self, request: JudgeRequest, reply: Any) -> None:
-        # A batch answer fills the response cache as an online one does: a later online rerun is free.
-        if self.cache is None:
-            return
-        try:
-            self.cache.put(self.provider, request, reply)
-        except OSError as exc:  # the cache saves money; failing to fill it must not lose the answer
-            warnings.warn(f"could not write the response cache ({exc})", stacklevel=2)
 
     def _store(self, req: BatchRequest, judged: JudgeResult) -> None:
         t = self.traces[req.trace_id]

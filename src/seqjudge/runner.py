@@ -250,10 +250,11 @@ async def run_traces(
             cost_of=(lambda usage: cost_of(usage, price).total) if price is not None else None,
             lane=lane,
         )
-        if cfg.cache:
-            from seqjudge.judge.cache import ResponseCache
+        from seqjudge.judge.cache import ResponseCache
 
-            cache = ResponseCache(cache_dir if cache_dir is not None else Path(cfg.store).parent / "cache")
+        # --no-cache: answers are not read from the cache, but fresh ones are still written to it.
+        folder = cache_dir if cache_dir is not None else Path(cfg.store).parent / "cache"
+        cache = ResponseCache(folder, read=cfg.cache)
     rule_ids = _judge_rule_ids(ruleset, cfg.judge_mode)
     fatal: list[ProviderError] = []
 

@@ -189,7 +189,7 @@ def judge(
         risk_level.value,
         threshold,
         max_attempts,
-        None if no_cache else ResponseCache(),
+        ResponseCache(read=not no_cache),  # --no-cache still writes fresh entries
     )
     with open_output(output) as out:
         try:

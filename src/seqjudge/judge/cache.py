@@ -2,8 +2,11 @@
 
 Hosted models vary even at temperature 0; the cache is what makes a rerun of an unchanged suite repeatable
 (and free). The key covers everything that decides the answer: provider, model, endpoint, the sampling the
-adapter will send, the rendered prompt (system, static, dynamic), the schema and the re-ask turns. Every
-reply is kept, bad ones too, so a rerun replays the same attempts in the same order.
+adapter will send, the rendered prompt (system, static, dynamic), the schema and the re-ask turns. Only a
+reply that passed validation is kept, and a re-ask is never answered from the cache (``cache_reply``): a
+bad reply cached would be replayed after the provider recovered, and a re-ask identical to the previous
+one would be answered with the very reply it corrects. ``read=False`` (``--no-cache``) never answers from
+the cache but still writes fresh entries, which supersede older ones for the same request.
 
 The replies live in one append-only log, ``.seqjudge/cache/replies.jsonl``, a line per reply:
 ``<key>\t<json>\n``. Appends take an exclusive ``flock`` and are one write each, so concurrent runs never
@@ -19,6 +22,7 @@ import fcntl
 import hashlib
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +72,9 @@ class ResponseCache:
 
     LOG_NAME = "replies.jsonl"
 
-    def __init__(self, root: str | Path = DEFAULT_CACHE_DIR) -> None:
+    def __init__(self, root: str | Path = DEFAULT_CACHE_DIR, *, read: bool = True) -> None:
         self.root = Path(root)
+        self.read = read
         self.log = self.root / self.LOG_NAME
         self.hits = 0
         self.misses = 0
@@ -111,6 +116,9 @@ class ResponseCache:
             return
 
     def get(self, provider: Any, request: JudgeRequest) -> ProviderReply | None:
+        if not self.read or request.reask:
+            self.misses += 1
+            return None
         key = self.key(provider, request)
         where = self._index.get(key)
         if where is None:
@@ -173,3 +181,16 @@ class ResponseCache:
 
     def __del__(self) -> None:  # the log's descriptor, when the cache object goes
         self.close()
+
+
+def cache_reply(
+    cache: ResponseCache | None, provider: Any, request: JudgeRequest, reply: ProviderReply
+) -> None:
+    """Keep ``reply`` (already validated by the caller) as the answer to ``request``. Re-asks are not kept:
+    they are never read back. A cache that cannot be written costs money later, never the answer now."""
+    if cache is None or request.reask:
+        return
+    try:
+        cache.put(provider, request, reply)
+    except OSError as exc:
+        warnings.warn(f"could not write the response cache ({exc})", stacklevel=2)

@@ -14,7 +14,6 @@ feed it the replies a provider's batch API returned, then re-ask through the sam
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -22,7 +21,7 @@ from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_none
 
 from seqjudge.errors import InputError, JudgeOutputError, ProviderError
-from seqjudge.judge.cache import ResponseCache
+from seqjudge.judge.cache import ResponseCache, cache_reply
 from seqjudge.judge.prompt import MAX_FIELD_CHARS, MAX_TRACE_CHARS, RenderedPrompt, catalog_names, render
 from seqjudge.judge.providers.base import JudgeRequest, Provider, ProviderReply, Usage
 from seqjudge.judge.schema import SCHEMA_NAME, JudgeOutput, json_schema
@@ -294,20 +293,18 @@ class JudgeSession:
 
     async def _send(self, request: JudgeRequest) -> tuple[ProviderReply, bool]:
         if self.cache is not None:
-            hit = self.cache.get(self.provider, request)
+            hit = self.cache.get(self.provider, request)  # never for a re-ask (seqjudge.judge.cache)
             if hit is not None:
                 return hit, True
-        reply = await self.provider.complete(request)
-        if self.cache is not None:
-            try:
-                self.cache.put(self.provider, request, reply)
-            except OSError as exc:  # the cache saves money; failing to fill it must not lose the answer
-                warnings.warn(f"could not write the response cache ({exc})", stacklevel=2)
-        return reply, False
+        return await self.provider.complete(request), False
 
     async def attempt(self) -> JudgeOutput:
-        reply, cached = await self._send(self.request)
-        return self.accept(reply, cached=cached)
+        request = self.request
+        reply, cached = await self._send(request)
+        report = self.accept(reply, cached=cached)
+        if not cached:
+            cache_reply(self.cache, self.provider, request, reply)  # valid replies only
+        return report
 
     def accept(self, reply: ProviderReply, *, cached: bool = False) -> JudgeOutput:
         """Record ``reply`` (the answer to ``self.request``) as the next attempt and validate it.
