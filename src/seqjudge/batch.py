@@ -53,7 +53,7 @@ from seqjudge.report import Report
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.model import RuleSet
 from seqjudge.store import BatchRequest, BatchTrace, DuplicateTraceError, Store
-from seqjudge.trace import Trace
+from seqjudge.trace import Trace, check_trace_data
 
 ReaskMode = Literal["online", "batch"]
 # Provider errors that stop a collect's online re-asks (as they stop an online run): no other call can
@@ -119,6 +119,7 @@ async def submit_run(
     parts: dict[str, str] = {}
     # Everything is rendered and checked before the run exists: bad input costs nothing and leaves nothing.
     for trace in traces:
+        check_trace_data(trace, cfg.traces)  # before redacting or rendering it
         report = engine.check(trace, threshold=cfg.threshold, risk_level=cfg.risk_level)
         if report.trace_id in seen:
             raise InputError(
@@ -141,6 +142,7 @@ async def submit_run(
             max_tokens=opts.max_tokens,
             temperature=opts.temperature,
             seed=opts.seed,
+            redact=cfg.redact,
         )
         if cache is not None and cache.get(provider, request) is not None:
             # Answered before: the online judge takes it from the cache at no cost.

@@ -32,6 +32,7 @@ from typing import Any
 
 from seqjudge.ingest import native
 from seqjudge.ingest.base import Done, Options, Record, Source
+from seqjudge.redact import json_bytes_need_redaction, redact_value
 from seqjudge.report import RiskLevel, report_line
 from seqjudge.rules.engine import Engine
 from seqjudge.trace import PlainTrace, Trace
@@ -60,16 +61,30 @@ class Checker:
         self.risk_level: RiskLevel = risk_level
 
     def data(self, trace: Trace | PlainTrace) -> dict[str, Any]:
-        return self.engine.check_data(trace, threshold=self.threshold, risk_level=self.risk_level)
+        return self._redacted(
+            self.engine.check_data(trace, threshold=self.threshold, risk_level=self.risk_level)
+        )[0]
 
     def checked(self, trace: Trace | PlainTrace) -> Checked:
-        data = self.data(trace)
+        data, line = self._redacted(
+            self.engine.check_data(trace, threshold=self.threshold, risk_level=self.risk_level)
+        )
         return Checked(
-            report_line(data),
+            line,
             data["verdict"],
             [v["rule_id"] for v in data["violations"]],
             [r["rule_id"] for r in data["rules"] if r["outcome"] == "deferred"],
         )
+
+    @staticmethod
+    def _redacted(data: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        """A report as it may be shown: trace values in it (ids, `same:` groups, details) redacted by
+        ``seqjudge.redact``'s policy; and its JSON line."""
+        line = report_line(data)
+        if json_bytes_need_redaction(line):
+            data = redact_value(data, keys=False)
+            line = report_line(data)
+        return data, line
 
 
 def _check_record(checker: Checker, record: Record, source: Source, options: Options) -> Done:

@@ -17,10 +17,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seqjudge.errors import InputError
+from seqjudge.redact import DEFAULT_REDACT
 from seqjudge.report import DEFAULT_THRESHOLD, RiskLevel
 
 DEFAULT_STORE = ".seqjudge/seqjudge.db"
-DEFAULT_REDACT = ["password", "api_key", "token", "authorization", "secret"]
 
 
 class ModelOptions(BaseModel):

@@ -15,6 +15,18 @@ or list included); ``None`` stays ``None``, since it hides nothing. Inside strin
 redacted too (URL query strings included). Prose such as "my password is hunter2" is not recognised:
 no pattern can tell a secret from a word.
 
+Key-shaped values. Whatever key they sit under, values that look like credentials are replaced too
+(``VALUE_PATTERNS``): OpenAI/Anthropic-style ``sk-...`` keys, ``Bearer ...`` credentials, the
+``user:password`` of a URL (``https://user:pass@host`` keeps its scheme, user-less host and path), AWS access
+key ids, GitHub, GitLab and Slack tokens, Google API keys, Stripe keys, JWTs and PEM private keys. A
+configured name written ``value:REGEX`` adds a pattern of one's own
+(``redact: [password, "value:acme-[0-9a-f]{32}"]``); the built-in patterns always apply.
+
+One policy, one place. Every path that lets trace data leave the process or reach a screen, file or store
+redacts through this module with the run's names (default ``DEFAULT_REDACT``): the judge's input gate
+(``seqjudge.judge.validate.check_inputs``, so provider requests and ``seqjudge prompt``), the store (and
+with it the HTML report and exports, which read the store), and ``check``'s text and JSON output.
+
 Environment secrets. Values of environment variables whose names look secret (``OPENAI_API_KEY``,
 ``GITHUB_TOKEN``, ``AZURE_OPENAI_KEY``...) are removed verbatim wherever they appear
 (``secret_env_values`` + ``scrub_secrets``); the store does this to every value it writes, so an API key
@@ -30,6 +42,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
+from seqjudge.errors import InputError
 from seqjudge.trace import Trace
 
 DEFAULT_REDACT: tuple[str, ...] = ("password", "api_key", "token", "authorization", "secret")
@@ -49,11 +62,63 @@ def _words(text: str) -> tuple[str, ...]:
     return tuple(w for w in _SEPARATORS.split(_HUMP.sub(" ", text).lower()) if w)
 
 
+VALUE_PREFIX = "value:"
+# Credentials recognised by their shape. Each alternative's ``keep`` group (when present) is kept: the
+# scheme word of an auth header, the ``://`` and ``@`` around URL credentials.
+VALUE_PATTERNS: tuple[str, ...] = (
+    r"\b(?:sk|rk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{20,}",  # OpenAI, Anthropic (sk-ant-...), project keys
+    # A bearer credential in text: with a digit, so that prose ("bearer instruments") is left alone.
+    r"(?P<k1>\b(?i:bearer)\s+)(?=[A-Za-z\-._~+/]*[0-9])[A-Za-z0-9\-._~+/]{8,}=*",
+    r"(?P<k2>://)[^\s/@:'\"]{1,256}:[^\s/@'\"]{1,256}(?P<k3>@)",  # user:password@ in a URL
+    r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b",  # AWS access key ids
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})",  # GitHub tokens
+    r"\bglpat-[A-Za-z0-9_\-]{20,}",  # GitLab personal access tokens
+    r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack tokens
+    r"\bAIza[0-9A-Za-z_\-]{35}",  # Google API keys
+    r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}",  # Stripe keys
+    r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",  # JWTs
+    r"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\s\S]{0,20000}?-----END [A-Z ]{0,40}PRIVATE KEY-----",
+)
+
+
+@lru_cache(maxsize=64)
+def _value_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    """The built-in value patterns and the ``value:REGEX`` entries of ``names``, as one pattern."""
+    extra = []
+    for name in names:
+        if name.startswith(VALUE_PREFIX):
+            pattern = name[len(VALUE_PREFIX) :]
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise InputError(
+                    f"the redact pattern {pattern!r} is not a regular expression ({exc})",
+                    where="redact",
+                    hint='write it as "value:REGEX", e.g. "value:acme-[0-9a-f]{32}"',
+                ) from None
+            extra.append(f"(?:{pattern})")
+    return re.compile("|".join((*VALUE_PATTERNS, *extra)))
+
+
+def _replace_value(match: re.Match[str]) -> str:
+    groups = match.groupdict()
+    if groups.get("k2") is not None:
+        return f"{groups['k2']}{REDACTED}{groups['k3']}"
+    return f"{groups.get('k1') or ''}{REDACTED}"
+
+
+def redact_values(text: str, names: Iterable[str] = DEFAULT_REDACT) -> str:
+    """``text`` with every key-shaped value (``VALUE_PATTERNS`` and ``value:`` entries) replaced."""
+    return _value_pattern(_names(names)).sub(_replace_value, text)
+
+
 @lru_cache(maxsize=64)
 def _compiled(names: tuple[str, ...]) -> tuple[tuple[tuple[str, ...], str], ...]:
-    """(words, compact form) per name; names without a letter or digit are ignored."""
+    """(words, compact form) per name; names without a letter or digit, and value patterns, are ignored."""
     out = []
     for name in names:
+        if name.startswith(VALUE_PREFIX):
+            continue
         words = _words(name)
         if words:
             out.append((words, "".join(words)))
@@ -110,6 +175,29 @@ def redact_text(text: str, names: Iterable[str] = DEFAULT_REDACT) -> str:
 
 
 @lru_cache(maxsize=64)
+def _filter(names: tuple[str, ...]) -> re.Pattern[str]:
+    """Matches where a redaction may start: the first word of a name (a matching key contains one) or a
+    key-shaped value. Text without a match is left alone: one search spares most strings the full work."""
+    firsts = sorted({words[0] for words, _ in _compiled(names)})
+    alternatives = [*(f"(?i:{re.escape(w)})" for w in firsts), _value_pattern(names).pattern]
+    return re.compile("|".join(alternatives))
+
+
+@lru_cache(maxsize=64)
+def _filter_bytes(names: tuple[str, ...]) -> re.Pattern[bytes]:
+    return re.compile(_filter(names).pattern.encode("utf-8"))
+
+
+def json_bytes_need_redaction(data: bytes, names: Iterable[str] = DEFAULT_REDACT) -> bool:
+    """``json_needs_value_redaction`` for UTF-8 JSON bytes, with a bytes search first: a report line that
+    holds no name's first word and no key-shaped value is never decoded."""
+    names = _names(names)
+    if not _filter_bytes(names).search(data):
+        return False
+    return json_needs_value_redaction(data.decode("utf-8"), names)
+
+
+@lru_cache(maxsize=64)
 def _first_words(names: tuple[str, ...]) -> re.Pattern[str] | None:
     """Matches the first word of any name: a matching key contains one, so text without any is left alone
     (one regex search per string is the cheap filter that spares most strings the full pattern)."""
@@ -124,22 +212,25 @@ _SHORT = 48
 
 
 def _redact_text(text: str, names: tuple[str, ...], firsts: re.Pattern[str] | None) -> str:
-    if firsts is None or not text:
+    if not text:
         return text
+    screen = _filter(names)
     if len(text) <= _SHORT:
-        clean = _CLEAN_SHORT.get(firsts)
+        clean = _CLEAN_SHORT.get(screen)
         if clean is None:
-            clean = _CLEAN_SHORT[firsts] = set()
+            clean = _CLEAN_SHORT[screen] = set()
         if text in clean:
             return text
-        if not firsts.search(text):
+        if not screen.search(text):
             if len(clean) >= 65_536:
                 clean.clear()
             clean.add(text)
             return text
-    elif not firsts.search(text):
+    elif not screen.search(text):
         return text
-    return _PAIR.sub(lambda m: _replace_pair(m, names), text)
+    if firsts is not None:
+        text = _PAIR.sub(lambda m: _replace_pair(m, names), text)
+    return _value_pattern(names).sub(_replace_value, text)
 
 
 def _replace_pair(match: re.Match[str], names: tuple[str, ...]) -> str:
@@ -168,7 +259,10 @@ def json_needs_value_redaction(json_text: str, names: Iterable[str] = DEFAULT_RE
     Each first word found in the text is checked against the JSON string around it. Escaping only touches
     quotes, backslashes and control characters, never the letters and digits of a word, so a match in a
     string is a match in its JSON form; a word outside any string, or in a key, at worst costs the walk."""
-    words = sorted({w[0] for w, _ in _compiled(_names(names))})
+    names = _names(names)
+    if _value_pattern(names).search(json_text):
+        return True  # a key-shaped value (its characters are never escaped in JSON, save a PEM's newlines)
+    words = sorted({w[0] for w, _ in _compiled(names)})
     folded = _fold(json_text)
     if len(folded) != len(json_text):  # pragma: no cover - _fold keeps lengths (tests/test_redact_json.py)
         return True
@@ -289,8 +383,6 @@ def redact_trace(trace: Trace, names: Iterable[str] = DEFAULT_REDACT) -> Trace:
     """A redacted copy of ``trace``: call arguments, outputs and errors, message contents, context,
     metadata and any extra keys. Tool names, statuses, timestamps, steps and ids are kept."""
     names = _names(names)
-    if not _compiled(names):
-        return trace.model_copy(deep=True)
     data = trace.model_dump()
     data = _redact_fields(data, _TRACE_STRUCTURE, names)
     data["calls"] = [_redact_fields(c, _CALL_STRUCTURE, names) for c in data["calls"]]

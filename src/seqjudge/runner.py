@@ -414,6 +414,7 @@ async def _judge(
             max_tokens=cfg.model_options.max_tokens,
             temperature=cfg.model_options.temperature,
             seed=cfg.model_options.seed,
+            redact=cfg.redact,
         )
     except ProviderError as exc:
         if exc.kind in ("stopped", "budget"):
@@ -513,7 +514,6 @@ def estimate_run(
     checks them, so a dry run also finds the errors that would stop a real one."""
     from seqjudge.judge.prompt import catalog_names, render
     from seqjudge.judge.validate import check_inputs
-    from seqjudge.redact import redact_trace
 
     est = RunEstimate(model=cfg.model, price=run_price(cfg, prices) if cfg.model else None)
     if not cfg.model:
@@ -528,9 +528,7 @@ def estimate_run(
         est.traces += 1
         if not rule_ids:
             continue
-        checked = check_inputs(
-            redact_trace(trace, cfg.redact), ruleset, catalog_names=names, rule_ids=rule_ids
-        )
+        checked = check_inputs(trace, ruleset, catalog_names=names, rule_ids=rule_ids, redact=cfg.redact)
         prompt = render(
             checked,
             ruleset,

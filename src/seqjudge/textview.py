@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from seqjudge.redact import redact_value
 from seqjudge.report import Report, Violation
 from seqjudge.trace import Trace
 
@@ -18,6 +19,7 @@ MARK = "← violation"
 def _args_text(args: dict[str, Any], limit: int = 60) -> str:
     if not args:
         return ""
+    args = redact_value(args)  # a terminal or CI log is outside the process: the one redaction policy
     text = json.dumps(args, separators=(", ", "="), ensure_ascii=False, sort_keys=True, default=str)
     text = text[1:-1].replace('"', "")
     return "(" + (text if len(text) <= limit else text[: limit - 1] + "…") + ")"

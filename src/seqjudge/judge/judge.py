@@ -26,6 +26,7 @@ from seqjudge.judge.prompt import MAX_FIELD_CHARS, MAX_TRACE_CHARS, RenderedProm
 from seqjudge.judge.providers.base import JudgeRequest, Provider, ProviderReply, Usage
 from seqjudge.judge.schema import SCHEMA_NAME, JudgeOutput, json_schema
 from seqjudge.judge.validate import InvalidJudgeOutput, check_inputs, validate_reply
+from seqjudge.redact import DEFAULT_REDACT
 from seqjudge.report import DEFAULT_THRESHOLD, RiskLevel, Verdict, verdict
 from seqjudge.rules.model import RuleSet
 from seqjudge.trace import Trace
@@ -132,13 +133,14 @@ def prepare_request(
     seed: int | None = None,
     max_field_chars: int = MAX_FIELD_CHARS,
     max_trace_chars: int = MAX_TRACE_CHARS,
+    redact: Sequence[str] = DEFAULT_REDACT,
 ) -> tuple[Trace, RenderedPrompt, JudgeRequest]:
     """Check the inputs (``InputError`` before any call) and build the first request of a judge call.
 
     The online judge and the batch transport both start here, so a batch line carries exactly the request
     an online call would have sent."""
     names = catalog_names(catalog) if catalog is not None else None
-    trace = check_inputs(trace, ruleset, catalog_names=names, rule_ids=rule_ids)
+    trace = check_inputs(trace, ruleset, catalog_names=names, rule_ids=rule_ids, redact=redact)
     prompt = render(
         trace,
         ruleset,
@@ -179,6 +181,7 @@ async def judge_trace(
     seed: int | None = None,
     max_field_chars: int = MAX_FIELD_CHARS,
     max_trace_chars: int = MAX_TRACE_CHARS,
+    redact: Sequence[str] = DEFAULT_REDACT,
 ) -> JudgeResult:
     """Judge one trace. Invalid inputs raise ``InputError`` before any call; provider trouble raises
     ``ProviderError`` (with ``.attempts`` holding what was recorded); bad output ends ``unscored``."""
@@ -196,6 +199,7 @@ async def judge_trace(
         seed=seed,
         max_field_chars=max_field_chars,
         max_trace_chars=max_trace_chars,
+        redact=redact,
     )
     session = JudgeSession(provider, prompt, base, cache, max_tokens_limit)
     return await session.finish(trace, max_attempts)

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from seqjudge.errors import InputError, JudgeOutputError
 from seqjudge.judge.schema import NULLABLE_INDEX_TYPES, JudgeOutput
+from seqjudge.redact import DEFAULT_REDACT, redact_trace
 from seqjudge.rules.model import RuleSet
 from seqjudge.rules.select import expand_name, operand_names
 from seqjudge.trace import Trace, check_trace_data
@@ -60,10 +61,17 @@ def rule_tool_names(rule: Any, aliases: Mapping[str, list[str]]) -> list[str]:
 
 
 def check_inputs(
-    trace: Any, ruleset: Any, *, catalog_names: set[str] | None = None, rule_ids: Sequence[str] | None = None
+    trace: Any,
+    ruleset: Any,
+    *,
+    catalog_names: set[str] | None = None,
+    rule_ids: Sequence[str] | None = None,
+    redact: Sequence[str] = DEFAULT_REDACT,
 ) -> Trace:
     """Seed 000's contract: an ordered list of calls with tool names, a non-empty rule set whose tool names
-    exist in the catalog when one is given. Raises ``InputError`` listing every problem; returns the trace."""
+    exist in the catalog when one is given. Raises ``InputError`` listing every problem; returns the trace
+    the judge may see: redacted with ``redact`` (``seqjudge.redact``), since whatever is returned here is
+    written into a prompt and sent."""
     if not isinstance(ruleset, RuleSet):
         raise InputError("the judge needs a RuleSet", hint="load the rule file with seqjudge.load_rules")
     source = ruleset.source
@@ -116,7 +124,7 @@ def check_inputs(
                 hint="fix the names, add the tools to the catalog, or define an "
                 "alias (`seqjudge lint RULES --catalog FILE` lists every problem)",
             )
-    return trace
+    return redact_trace(trace, redact)
 
 
 # ------------------------------------------------------------------------------------------ the output
