@@ -36,6 +36,7 @@ from seqjudge.errors import InputError, ProviderError
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
 from seqjudge.rules.engine import Engine
+from seqjudge.rules.lint import JUDGE_ONLY_HINT, JUDGE_ONLY_WARNING
 from seqjudge.rules.model import RuleSet
 from seqjudge.trace import Trace, check_trace_data
 
@@ -88,6 +89,7 @@ class RunSummary:
     calls: dict[str, Any] = field(default_factory=dict)
     cache_hits: int = 0
     stopped: str | None = None  # why the run stopped early (the budget)
+    notes: list[str] = field(default_factory=list)  # what the reader of the summary must know (judge-only)
     decisions: list[RuleDecision] = field(default_factory=list, repr=False)  # cross-checked, for agreement
 
     @property
@@ -129,6 +131,7 @@ class RunSummary:
             "agreement": self.agreement,
             "judge_skipped": self.judge_skipped,
             "stopped": self.stopped,
+            "notes": list(self.notes),
         }
 
 
@@ -228,6 +231,8 @@ async def run_traces(
         model=cfg.model if provider is not None else None,
         price=price,
     )
+    if ruleset.rules and all(r.type == "judge" for r in ruleset.rules):
+        summary.notes.append(f"{JUDGE_ONLY_WARNING}. {JUDGE_ONLY_HINT}.")
     done = store.completed_trace_ids(run_id)
     if done:
         # Totals and cost cover the whole run, not only what this invocation adds.

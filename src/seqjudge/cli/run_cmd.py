@@ -82,6 +82,8 @@ def print_summary(summary: RunSummary, out: Any = None) -> None:
                 f"  {rtype:<12} {fig['agreed']}/{fig['decisions']} agree, "
                 f"kappa {'n/a' if k is None else f'{k:.2f}'}\n"
             )
+    for note in summary.notes:
+        w(f"note: {note}\n")
     if summary.violated:
         w("most often failed: " + ", ".join(f"{k} ({v})" for k, v in summary.violated.most_common(5)) + "\n")
     w(

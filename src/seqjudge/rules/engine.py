@@ -122,7 +122,7 @@ def _compile(rule: Any, aliases: dict[str, list[str]], shared: dict[Any, Selecto
     def c(op: Any) -> Selector:
         # Rules that name the same operand share one selector, and so the index's cached positions for it
         # (the cache is keyed by identity). The text is part of the key: it appears in messages.
-        sel = compile_operand(op, aliases)
+        sel = compile_operand(op, aliases, rule.rule_id)
         return shared.setdefault((sel.text, sel.names, sel.conditions), sel)
 
     # partial, not lambda: the call into the evaluator then costs no Python frame of its own (twenty rules,

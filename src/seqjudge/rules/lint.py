@@ -23,6 +23,7 @@ from typing import Literal
 
 from seqjudge.catalog import Catalog
 from seqjudge.rules.model import (
+    ArgsSelector,
     BeforeRule,
     BlocklistRule,
     Operand,
@@ -30,6 +31,7 @@ from seqjudge.rules.model import (
     SequenceRule,
     TrajectoryRule,
 )
+from seqjudge.rules.pattern import SEARCH_TIMEOUT, nested_quantifier
 from seqjudge.rules.select import Selector, compile_operand, operand_names
 
 __all__ = ["Cycle", "LintProblem", "find_cycles", "lint", "rule_tool_names"]
@@ -411,8 +413,59 @@ def lint(
 
     for rule in ruleset.rules:
         out.extend(_when_problems(rule.rule_id, rule.when, locs.get(rule.rule_id)))
+        for key, pattern in _arg_patterns(rule):
+            if nested_quantifier(pattern):
+                out.append(
+                    LintProblem(
+                        "warning",
+                        rule.rule_id,
+                        locs.get(rule.rule_id),
+                        f"args_match.{key} = {pattern!r} repeats a group that itself repeats (a nested "
+                        "quantifier): searching it can take time exponential in the argument's length, "
+                        f"and a search past {SEARCH_TIMEOUT} s stops the check with an error",
+                        "rewrite it without the outer repeat (`(a+)+` matches what `a+` matches)",
+                        code="slow_pattern",
+                    )
+                )
+
+    if ruleset.rules and all(r.type == "judge" for r in ruleset.rules):
+        out.append(
+            LintProblem(
+                "warning",
+                None,
+                None,
+                JUDGE_ONLY_WARNING,
+                JUDGE_ONLY_HINT,
+                code="judge_only",
+            )
+        )
 
     return [p for p in out if p.level == "error"] + [p for p in out if p.level == "warning"]
+
+
+# A rule set of `judge` rules alone is decided by the model alone: text in a trace that talks the judge
+# into a pass meets no engine verdict that would contradict it (issue 15.10). Said by `lint` and by a run.
+JUDGE_ONLY_WARNING = (
+    "every rule is a `judge` rule, so no deterministic rule cross-checks the model: a trace whose text "
+    "persuades the judge (prompt injection) can pass unchallenged"
+)
+JUDGE_ONLY_HINT = (
+    "add deterministic rules (before, require, never_after, ...) for what can be stated exactly, and for "
+    "high-risk suites have people audit a sample of judged traces (`seqjudge review`)"
+)
+
+
+def _arg_patterns(rule: object) -> list[tuple[str, str]]:
+    """(argument, pattern) of every ``args_match`` in a rule's operands."""
+    found: list[tuple[str, str]] = []
+    stack: list[object] = list(vars(rule).values())
+    while stack:
+        value = stack.pop()
+        if isinstance(value, ArgsSelector):
+            found.extend(value.args_match.items())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return found
 
 
 def _alias_closure(name: str, aliases: dict[str, list[str]], used: set[str]) -> None:

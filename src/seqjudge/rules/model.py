@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from seqjudge.rules.pattern import PatternError, compile_pattern
+
 Severity = Literal["critical", "warning"]
 
 
@@ -40,8 +42,8 @@ class ArgsSelector(BaseModel):
     def _compile(cls, value: dict[str, str]) -> dict[str, str]:
         for key, pattern in value.items():
             try:
-                re.compile(pattern)
-            except re.error as exc:
+                compile_pattern(pattern)  # the engine's own pattern compiler (seqjudge.rules.pattern)
+            except PatternError as exc:
                 raise ValueError(
                     f"args_match.{key}: {pattern!r} is not a valid regular expression ({exc})"
                 ) from None

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from seqjudge.rules.model import ArgsSelector, Operand, operand_text
+from seqjudge.rules.pattern import SEARCH_TIMEOUT, compile_pattern, timed_out
 from seqjudge.trace import Call
 
 # Built once: json.dumps with options builds an encoder per call, a third of the cost of a small value.
@@ -24,8 +24,9 @@ def arg_text(value: Any) -> str:
 @dataclass(frozen=True)
 class ArgCondition:
     names: frozenset[str]
-    patterns: tuple[tuple[str, re.Pattern[str]], ...]
+    patterns: tuple[tuple[str, Any], ...]  # (argument, compiled pattern: seqjudge.rules.pattern)
     status: str | None = None
+    owner: str | None = field(default=None, compare=False)  # the rule id an error names
 
     def matches(self, call: Call) -> bool:
         return self.hit(call.tool_name, call.status == "ok", call.arguments)
@@ -37,8 +38,14 @@ class ArgCondition:
         if self.status is not None and (self.status == "ok") != ok:
             return False
         for key, rx in self.patterns:
-            if key not in args or rx.search(arg_text(args[key])) is None:
+            if key not in args:
                 return False
+            text = arg_text(args[key])
+            try:
+                if rx.search(text, timeout=SEARCH_TIMEOUT) is None:
+                    return False
+            except TimeoutError:
+                raise timed_out(rx.pattern, key, text, self.owner) from None
         return True
 
 
@@ -106,7 +113,8 @@ def operand_names(op: Operand) -> list[str]:
     return out
 
 
-def compile_operand(op: Operand, aliases: dict[str, list[str]]) -> Selector:
+def compile_operand(op: Operand, aliases: dict[str, list[str]], owner: str | None = None) -> Selector:
+    """``owner``: the id of the rule the operand belongs to, named when one of its patterns times out."""
     names: set[str] = set()
     conditions: list[ArgCondition] = []
     items: list[str | ArgsSelector] = op if isinstance(op, list) else [op]
@@ -121,6 +129,6 @@ def compile_operand(op: Operand, aliases: dict[str, list[str]]) -> Selector:
         if not item.args_match and item.status is None:
             names |= members
         else:
-            patterns = tuple((k, re.compile(v)) for k, v in item.args_match.items())
-            conditions.append(ArgCondition(frozenset(members), patterns, item.status))
+            patterns = tuple((k, compile_pattern(v)) for k, v in item.args_match.items())
+            conditions.append(ArgCondition(frozenset(members), patterns, item.status, owner))
     return Selector(operand_text(op), frozenset(names), tuple(conditions))
