@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seqjudge.errors import InputError
@@ -525,15 +524,10 @@ def load_examples(path: str | Path | None = None) -> tuple[Example, ...]:
 @lru_cache(maxsize=16)
 def _load_examples(path: str, _mtime: int, _size: int) -> tuple[Example, ...]:
     from seqjudge.judge.validate import semantic_problems
+    from seqjudge.rules.document import read_document
 
-    try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(
-            f"cannot parse the examples file: {exc}",
-            source=path,
-            hint="it must be YAML or JSON with a top-level `examples:` list",
-        ) from None
+    # The rule files' reader: located syntax errors, and aliases bounded before they reach the prompt.
+    raw = read_document(path, what="examples file").data
     if isinstance(raw, dict):
         for ex in raw.get("examples") or []:
             if isinstance(ex, dict) and isinstance(ex.get("rules"), list):

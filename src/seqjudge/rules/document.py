@@ -90,6 +90,48 @@ def _find_duplicate_key(root: yaml.Node | None) -> tuple[str, int, int] | None:
     return None
 
 
+# YAML aliases share one node wherever they are used, so a small file can stand for an enormous value
+# ("a billion laughs"): 738 bytes became 80 MB of judge prompt per trace. The value a file stands for is
+# counted with every alias expanded, and refused past this many nodes (a real rule file has thousands).
+MAX_EXPANDED_NODES = 100_000
+
+
+def _alias_problem(root: yaml.Node | None) -> tuple[str, int] | None:
+    """(problem, line) when aliases make the document expand past ``MAX_EXPANDED_NODES`` nodes or refer
+    to themselves; None otherwise. Each distinct node is sized once, so this costs the file's own size."""
+    if root is None:
+        return None
+    size: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in size:
+            continue
+        kids: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            kids = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            kids = list(node.value)
+        if not children_done:
+            if id(node) in open_nodes:
+                return "an alias refers to a value that contains it", node.start_mark.line + 1
+            open_nodes.add(id(node))
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in size)
+            continue
+        open_nodes.discard(id(node))
+        total = 1 + sum(size[id(k)] for k in kids)
+        if total > MAX_EXPANDED_NODES:
+            return (
+                f"with its aliases (*name) expanded, this value holds more than {MAX_EXPANDED_NODES:,} "
+                "values",
+                node.start_mark.line + 1,
+            )
+        size[id(node)] = total
+    return None
+
+
 class _DuplicateJSONKey(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(key)
@@ -199,6 +241,14 @@ def _read_yaml(text: str, source: str, what: str) -> Document:
                 source=source,
                 where=f"line {dup[1]}",
                 hint=f"The key {dup[0]!r} was first given on line {dup[2]}; keep one of them",
+            )
+        aliased = _alias_problem(node)
+        if aliased is not None:
+            raise InputError(
+                aliased[0],
+                source=source,
+                where=f"line {aliased[1]}",
+                hint="Write the values out, or use fewer nested aliases (anchors &name reused as *name)",
             )
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
