@@ -33,6 +33,23 @@ from seqjudge.trace import Trace
 
 DEFAULT_MAX_TOKENS = 4096
 DEFAULT_MAX_TOKENS_LIMIT = 16384
+# A reply longer than max_tokens could produce is not a judgement: a token is about four characters of
+# English and JSON, so twice that is generous. A larger reply (a misbehaving proxy or fake server once sent
+# 50 MB, echoed back in every re-ask) is malformed, kept and echoed only as an excerpt.
+REPLY_CHARS_PER_TOKEN = 8
+REASK_ECHO_CHARS = 8_000  # at most this much of a bad reply goes back to the model in a re-ask
+
+
+def reply_char_limit(max_tokens: int) -> int:
+    """The longest reply accepted under ``max_tokens``."""
+    return max_tokens * REPLY_CHARS_PER_TOKEN
+
+
+def excerpt(text: str, limit: int = REASK_ECHO_CHARS) -> str:
+    """``text``, or its first ``limit`` characters and how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[... {len(text) - limit:,} more characters not repeated here]"
 
 
 class Attempt(BaseModel):
@@ -42,7 +59,8 @@ class Attempt(BaseModel):
     request_hash: str
     raw_text: str
     error: str | None = None
-    # parse | schema | semantic | length | refusal; None for the accepted reply.
+    # parse | schema | semantic | size | length | refusal; None for the accepted reply.
+    # An oversized reply's raw_text is an excerpt of it (``excerpt``).
     error_stage: str | None = None
     usage: Usage = Field(default_factory=Usage)
     latency_s: float = 0.0
@@ -318,6 +336,11 @@ class JudgeSession:
         ``StopJudging`` when it may not (a refusal, a second cut-off)."""
         request = self.request
         raw = reply.text if reply.text.strip() or reply.parsed is None else json.dumps(reply.parsed)
+        cap = reply_char_limit(request.max_tokens)
+        oversized = len(raw) if len(raw) > cap else 0
+        if oversized:
+            raw = excerpt(raw)  # the only copy kept: the full text is neither stored nor sent back
+            reply = reply.model_copy(update={"text": raw, "parsed": None})
         record = Attempt(
             n=len(self.attempts) + 1,
             request_hash=reply.request_hash,
@@ -360,6 +383,14 @@ class JudgeSession:
                 "a cut-off reply is not re-asked unchanged"
             )
         try:
+            if oversized:
+                raise InvalidJudgeOutput(
+                    "size",
+                    [
+                        f"the reply was {oversized:,} characters long, more than the {cap:,} that "
+                        f"max_tokens={request.max_tokens} allows; answer with the JSON object only"
+                    ],
+                )
             return validate_reply(raw, self.rules, self.prompt.n_calls)
         except InvalidJudgeOutput as exc:
             record.error_stage = exc.stage
@@ -369,7 +400,7 @@ class JudgeSession:
                 update={
                     "max_tokens": request.max_tokens,
                     "reask": [
-                        {"role": "assistant", "content": raw or "(empty reply)"},
+                        {"role": "assistant", "content": excerpt(raw) or "(empty reply)"},
                         {"role": "user", "content": reask_message(exc.problems)},
                     ],
                 }

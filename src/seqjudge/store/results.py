@@ -64,6 +64,10 @@ class ResultsMixin(RunsMixin):
             data = self._clean(redact_value(data, names, keys=False))
             text = _dumps(data)
         judge = data["judge"]
+        if judge and judge.get("attempts"):
+            # Each raw reply is stored once, in judge_attempts; the result's copy is filled back on read.
+            bare = [{**a, "raw_text": None} for a in judge["attempts"]]
+            text = _dumps({**data, "judge": {**judge, "attempts": bare}})
         usage = (judge or {}).get("usage") or {}
         now = _iso(_now())
         trace_id = result.trace_id
@@ -166,12 +170,25 @@ class ResultsMixin(RunsMixin):
         )
 
     def _stored(self, row: sqlite3.Row) -> StoredResult:
+        data = json.loads(row["result"])
+        attempts = (data.get("judge") or {}).get("attempts") if isinstance(data.get("judge"), dict) else None
+        if attempts and any(a.get("raw_text") is None for a in attempts):
+            raw = {
+                r["position"]: r["raw_reply"]
+                for r in self._read(
+                    "SELECT position, raw_reply FROM judge_attempts WHERE run_id = ? AND trace_id = ?",
+                    (row["run_id"], row["trace_id"]),
+                )
+            }
+            for i, a in enumerate(attempts):
+                if a.get("raw_text") is None:
+                    a["raw_text"] = raw.get(i, "")
         return StoredResult(
             run_id=row["run_id"],
             trace_id=row["trace_id"],
             saved_at=row["saved_at"],
             trace=Trace.model_validate_json(row["trace"]),
-            result=rebuild_result(json.loads(row["result"])),
+            result=rebuild_result(data),
         )
 
     def results(self, run_id: str) -> Iterator[StoredResult]:
