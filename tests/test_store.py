@@ -621,7 +621,7 @@ def test_stored_traces_and_attempts_are_redacted(db: Store) -> None:
     trace = make_trace("t1", secret="pw-Zq81")
     leaky = judge_result("t1", raw='{"summary": "saw \\"password\\": \\"pw-Zq81\\"", "api_key": "pw-Zq81"}')
     db.save_result(run, trace, make_result(trace, leaky))
-    dump = b"".join(p.read_bytes() for p in db.path.parent.iterdir())
+    dump = b"".join(p.read_bytes() for p in db.path.parent.rglob("*") if p.is_file())
     assert b"pw-Zq81" not in dump
     (stored_trace,) = raw_rows(db.path, "SELECT trace FROM results")[0]
     data = json.loads(stored_trace)
@@ -690,7 +690,7 @@ def test_an_api_key_in_the_environment_never_reaches_the_file(
         s.finish_run(run, totals={"note": key})
         assert s.run_info(run).config["options"] == {"api_key": REDACTED, "header": REDACTED}
         assert s.result(run, "t1").trace.calls[1].arguments["note"] == "called with [redacted]"
-    files = list(tmp_path.iterdir())
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]  # run locks live in locks/
     everything = b"".join(p.read_bytes() for p in files)
     assert b"C-1001" in everything  # the data is there...
     assert key.encode() not in everything  # ...the key is not, in the database or its WAL

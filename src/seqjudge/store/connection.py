@@ -39,6 +39,7 @@ class Connection:
         # transactions, so two traces never interleave in one connection.
         self._lock = threading.RLock()
         self._redact_names: dict[str, tuple[str, ...]] = {}
+        self._run_locks: dict[str, int] = {}  # run id -> the descriptor holding its lock (store.runs)
         self._secrets = secret_env_values(ENV_SECRET_NAMES)
         try:
             self._conn = sqlite3.connect(

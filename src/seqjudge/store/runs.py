@@ -3,7 +3,9 @@ names each run redacts from its traces."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import secrets
 import sqlite3
 from datetime import datetime
@@ -27,7 +29,45 @@ def new_run_id(moment: datetime | None = None) -> str:
 
 
 class RunsMixin(Connection):
-    """The ``runs`` table."""
+    """The ``runs`` table, and the lock that lets one process at a time work on a run.
+
+    A run is claimed when it is created or reopened (``--resume``) and released when it is finished or
+    the store is closed; the operating system releases it when the process dies (SIGKILL included), so a
+    killed run can always be resumed. Two resumes of one run at once would judge the same traces twice:
+    the second is refused before it makes any call. The lock is an ``flock`` on a file in ``locks/``
+    beside the store, so it holds across processes and across store objects."""
+
+    def claim_run(self, run_id: str) -> None:
+        """Take the run's lock (no-op when this store already holds it); ``InputError`` when another
+        process, or another store object, holds it."""
+        locks = self._run_locks
+        if run_id in locks:
+            return
+        folder = self.path.parent / "locks"
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / f"{self.path.name}.{run_id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise InputError(
+                f"run {run_id} is being run or resumed elsewhere (another seqjudge process holds it)",
+                source=str(self.path),
+                where="--resume",
+                hint=f"wait for that process to finish (`seqjudge runs show {run_id}` shows its progress), "
+                "then resume again if it stopped early",
+            ) from None
+        locks[run_id] = fd
+
+    def release_run(self, run_id: str) -> None:
+        fd = self._run_locks.pop(run_id, None)
+        if fd is not None:
+            os.close(fd)  # closing the descriptor drops the flock
+
+    def close(self) -> None:
+        for run_id in list(self._run_locks):
+            self.release_run(run_id)
+        super().close()
 
     def create_run(
         self, *, config: dict[str, Any], fingerprint: dict[str, Any], label: str | None = None
@@ -57,6 +97,7 @@ class RunsMixin(Connection):
             except sqlite3.IntegrityError:
                 continue  # the same second and the same 16 random bits: draw again
             self._redact_names[run_id] = tuple(names)
+            self.claim_run(run_id)
             return run_id
         raise RuntimeError("could not draw a unique run id")
 
@@ -72,9 +113,13 @@ class RunsMixin(Connection):
                 raise InputError(
                     f"no run {run_id!r} in the store", source=str(self.path), hint=LIST_RUNS_HINT
                 )
+        self.release_run(run_id)
 
     def reopen_run(self, run_id: str) -> RunInfo:
-        """Mark a stopped or interrupted run ``running`` again (``--resume``); returns it, config included."""
+        """Mark a stopped or interrupted run ``running`` again (``--resume``); returns it, config included.
+        Claims the run first: a run another process is working on is refused before anything changes."""
+        if self._read("SELECT 1 FROM runs WHERE id = ?", (run_id,)):
+            self.claim_run(run_id)
         with self._tx() as conn:
             pending = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
             if pending is not None and pending["status"] == "batch_pending":
