@@ -31,6 +31,7 @@ from seqjudge.compare import Comparison, Decision
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement
 from seqjudge.errors import InputError
 from seqjudge.report import Violation
+from seqjudge.safetext import md_code, md_text
 from seqjudge.store import judge_data
 from seqjudge.textview import trace_lines, violation_block
 from seqjudge.trace import Trace
@@ -373,13 +374,8 @@ def append_step_summary(markdown: str, env: Mapping[str, str] | None = None) -> 
 
 
 # -- markdown ------------------------------------------------------------------------------------------------
-def _code(text: str) -> str:
-    """Inline code that survives a table cell: no backtick inside, pipes escaped."""
-    return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+_code = md_code  # inline code that survives a table cell (seqjudge.safetext)
+_cell = md_text  # plain text that survives a table cell or an HTML element
 
 
 def _pct(value: float | None) -> str:
@@ -393,7 +389,16 @@ def _points(a: float | None, b: float | None) -> str:
 def _details(summary: str, body: str) -> list[str]:
     # A fence longer than any backtick run inside keeps the block intact.
     fence = "````" if "```" in body else "```"
-    return ["<details>", f"<summary>{summary}</summary>", "", f"{fence}text", body, fence, "</details>", ""]
+    return [
+        "<details>",
+        f"<summary>{md_text(summary)}</summary>",
+        "",
+        f"{fence}text",
+        body,
+        fence,
+        "</details>",
+        "",
+    ]
 
 
 def markdown_run(pairs: Sequence[Pair], *, name: str = "seqjudge run") -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from seqjudge.redact import redact_value
 from seqjudge.report import Report, Violation
+from seqjudge.safetext import terminal
 from seqjudge.trace import Trace
 
 WINDOW = 4  # calls shown on each side of the offending call in long traces
@@ -50,7 +51,8 @@ def trace_lines(trace: Trace, marks: Iterable[int], *, indent: str = "     ") ->
         note = " [failed]" if c.status == "error" else ""
         note += f" [step {steps[i] + 1}, parallel]" if parallel else ""
         mark = f"  {MARK}" if i in marked else ""
-        lines.append(f"{indent}{i + 1:>{width}}. {c.tool_name}{_args_text(c.arguments)}{note}{mark}")
+        shown_call = terminal(f"{c.tool_name}{_args_text(c.arguments)}")  # trace text: no escape codes
+        lines.append(f"{indent}{i + 1:>{width}}. {shown_call}{note}{mark}")
         previous = i
     if previous != n - 1:
         lines.append(f"{indent}{'…':>{width}}  ({n} calls in all)")
@@ -60,10 +62,10 @@ def trace_lines(trace: Trace, marks: Iterable[int], *, indent: str = "     ") ->
 def violation_block(trace: Trace, report: Report, v: Violation) -> str:
     rule = next((r for r in report.rules if r.rule_id == v.rule_id), None)
     head = "❌ FAIL" if v.severity == "critical" else "⚠️  WARN"
-    group = f" [{rule.group}]" if rule and rule.group else ""
+    group = f" [{terminal(str(rule.group))}]" if rule and rule.group else ""
     marks = [v.offending_call_index] if v.offending_call_index is not None else []
     lines = [
-        f"{head}: {report.trace_id} · {v.rule_id}{group}",
+        f"{head}: {terminal(str(report.trace_id))} · {v.rule_id}{group}",
         "",
         f"   Rule: {rule.type if rule else '?'} ({v.violation_type})",
         f"   Expected: {v.expected_order}",
@@ -82,7 +84,7 @@ def violation_block(trace: Trace, report: Report, v: Violation) -> str:
 def trace_line(report: Report) -> str:
     label = {"pass": "PASS  ", "fail": "FAIL  ", "review": "REVIEW"}[report.verdict]
     return (
-        f"{label} {report.trace_id}  score {report.sequence_correctness_score:.2f}  "
+        f"{label} {terminal(str(report.trace_id))}  score {report.sequence_correctness_score:.2f}  "
         f"({report.rules_passed}/{report.total_rules_checked} rules passed, "
         f"{len(report.violations)} violation(s))"
     )
