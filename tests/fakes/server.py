@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -44,13 +45,15 @@ DEFAULT_ROUTES: tuple[tuple[str, str], ...] = (
 
 @dataclass
 class FakeReply:
-    """One scripted answer. ``drop=True`` closes the connection without writing anything."""
+    """One scripted answer. ``drop=True`` closes the connection without writing anything; ``reset=True``
+    aborts it with a TCP reset (RST), as a crashed server or a proxy cutting the connection does."""
 
     status: int = 200
     body: dict[str, Any] | list[Any] | str | bytes = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     drop: bool = False
+    reset: bool = False
 
     def encoded(self) -> tuple[bytes, str]:
         if isinstance(self.body, bytes):
@@ -204,6 +207,13 @@ def _make_handler(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
 
             if reply.delay:
                 time.sleep(reply.delay)
+            if reply.reset:
+                # Linger 0: close() sends RST instead of FIN, so the client reads "connection reset".
+                self.close_connection = True
+                with _suppress_socket_errors():
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.connection.close()
+                return
             if reply.drop:
                 # Close the socket without a status line: the client sees a protocol/connection error.
                 self.close_connection = True

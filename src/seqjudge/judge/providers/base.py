@@ -276,6 +276,28 @@ def _timed_out(exc: BaseException) -> bool:
     return True
 
 
+_DROPPED = ("Reset", "Disconnected", "RemoteProtocol", "BrokenPipe", "IncompleteRead")
+
+
+def _connection_cause(exc: BaseException) -> tuple[str, bool]:
+    """(the root cause of an SDK connection error, named; whether the connection was dropped rather than
+    refused). The SDKs' own text says "Request timed out." or "Connection error." whatever happened: a
+    reset reported as a timeout sends the user to raise a timeout that was never reached."""
+    seen: set[int] = set()
+    root: BaseException = exc
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        root = cause
+        cause = cause.__cause__ or cause.__context__
+    names = [c.__name__ for c in type(root).__mro__]
+    dropped = isinstance(root, ConnectionResetError | BrokenPipeError) or any(
+        part in name for name in names for part in _DROPPED
+    )
+    text = str(root).strip() or "no detail"
+    return f"{type(root).__name__}: {text}", dropped
+
+
 @functools.cache
 def _has_aiohttp() -> bool:
     return importlib.util.find_spec("aiohttp") is not None
@@ -753,8 +775,15 @@ class SDKProvider:
                 "timeout",
             )
         if isinstance(exc, sdk.APIConnectionError):  # APITimeoutError is one too
+            cause, dropped = _connection_cause(exc)
+            if dropped:
+                return err(
+                    f"{self.name} at {where} closed the connection without answering{retried} ({cause}); "
+                    f"the server or a proxy in between dropped it: check their logs, or try again later",
+                    "connection",
+                )
             return err(
-                f"could not connect to {self.name} at {where}{retried} ({detail}); check the base_url option "
+                f"could not connect to {self.name} at {where}{retried} ({cause}); check the base_url option "
                 f"and that the server is running and reachable",
                 "connection",
             )

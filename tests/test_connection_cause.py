@@ -1,0 +1,68 @@
+"""Issue 15.9: a dropped or reset connection is named as such, never as "Request timed out". Both real SDK
+clients against the loopback fake server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from fakes.server import FakeLLMServer, FakeReply
+from seqjudge.errors import ProviderError
+from seqjudge.judge.providers.base import JudgeRequest, get_provider
+
+REQUEST = JudgeRequest(
+    system="s",
+    static_prompt="a",
+    dynamic_prompt="b",
+    schema={"type": "object"},
+    schema_name="j",
+    max_tokens=256,
+)
+
+
+async def fail(kind: str, server: FakeLLMServer) -> ProviderError:
+    base = server.openai_base_url if kind == "openai" else server.anthropic_base_url
+    provider = get_provider(f"{kind}:some-model", base_url=base, max_retries=0)
+    try:
+        with pytest.raises(ProviderError) as caught:
+            await provider.complete(REQUEST)
+    finally:
+        await provider.aclose()
+    return caught.value
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.parametrize("reply", [FakeReply(reset=True), FakeReply(drop=True)], ids=["reset", "hang-up"])
+def test_a_dropped_connection_is_named(
+    kind: str, reply: FakeReply, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-conn-0000")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-conn-0000")
+    fake_llm.enqueue(reply)
+    error = asyncio.run(fail(kind, fake_llm))
+    text = str(error)
+    assert error.kind == "connection"
+    assert "timed out" not in text.lower() and "did not answer within" not in text
+    assert "closed the connection without answering" in text
+    assert ("Reset" in text or "reset" in text) if reply.reset else "Disconnected" in text
+
+
+def test_a_refused_connection_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-conn-0000")
+    with FakeLLMServer() as server:
+        base = server.openai_base_url
+    # the server is gone: nothing listens on its port any more
+    provider = get_provider("openai:some-model", base_url=base, max_retries=0)
+
+    async def call() -> ProviderError:
+        try:
+            with pytest.raises(ProviderError) as caught:
+                await provider.complete(REQUEST)
+        finally:
+            await provider.aclose()
+        return caught.value
+
+    error = asyncio.run(call())
+    assert error.kind == "connection" and "could not connect" in str(error)
+    assert "timed out" not in str(error).lower()
