@@ -230,12 +230,68 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def check_trace_data(trace: Trace, source: str | None = None) -> None:
     """Raise ``InputError`` when a value of ``trace`` nests deeper than ``MAX_NESTING`` levels or a string
     (or key) holds a lone surrogate, naming the trace and the JSON path of the first such value."""
+    if _clean_trace(trace):
+        return
     label = f"trace {trace.trace_id!r}" if trace.trace_id is not None else "a trace without trace_id"
     for path, value in _trace_values(trace):
         found = _first_problem(value, path)
         if found is not None:
             where, problem, hint = found
             raise InputError(f"{label}: {problem}", source=source, where=where, hint=hint)
+
+
+def _clean_trace(trace: Trace) -> bool:
+    """The fast pass: True when nothing in the trace is too deep or holds a lone surrogate. A run checks
+    every call of a million-call trace, so this builds no paths (``_first_problem`` does, on failure)."""
+    if not (_clean(trace.trace_id, 0) and _clean(trace.context, 0) and _clean(trace.metadata, 0)):
+        return False
+    if trace.__pydantic_extra__ and not _clean(trace.__pydantic_extra__, 0):
+        return False
+    for call in trace.calls:
+        name = call.tool_name
+        if not name.isascii() and _SURROGATE.search(name):
+            return False
+        if not _clean(call.arguments, 0):
+            return False
+        if call.output is not None and not _clean(call.output, 0):
+            return False
+        if call.error is not None and not _clean(call.error, 0):
+            return False
+        if type(call.id) is str and not _clean(call.id, 0):
+            return False
+        if call.__pydantic_extra__ and not _clean(call.__pydantic_extra__, 0):
+            return False
+    for message in trace.messages:
+        if not _clean(message.role, 0) or not _clean(message.content, 0):
+            return False
+        if message.__pydantic_extra__ and not _clean(message.__pydantic_extra__, 0):
+            return False
+    return True
+
+
+def _clean(value: Any, depth: int) -> bool:
+    # Recursive, but never past MAX_NESTING frames: deeper is already the answer.
+    kind = type(value)
+    if kind is str:
+        return value.isascii() or not _SURROGATE.search(value)
+    if kind is dict:
+        if depth >= MAX_NESTING:
+            return False
+        for key, child in value.items():
+            if type(key) is str and not key.isascii() and _SURROGATE.search(key):
+                return False
+            ckind = type(child)
+            if ckind is str:
+                if not child.isascii() and _SURROGATE.search(child):
+                    return False
+            elif (ckind is dict or ckind is list) and not _clean(child, depth + 1):
+                return False
+        return True
+    if kind is list:
+        if depth >= MAX_NESTING:
+            return False
+        return all(_clean(child, depth + 1) for child in value)
+    return True
 
 
 def _trace_values(trace: Trace) -> Iterator[tuple[str, Any]]:
