@@ -9,45 +9,20 @@ from typing import Any
 
 import pytest
 
+from cli_suite import judge_argv, passing_reply, trace, write_suite
 from fakes.server import FakeLLMServer, openai_chat
 from seqjudge.cli import run
 
-RULES = "rules:\n  - {id: a-first, type: before, first: A, then: B}\n"
-TRACE = {"trace_id": "t1", "calls": [{"tool_name": "A"}, {"tool_name": "B"}]}
-
-
-def reply(summary: str) -> dict[str, Any]:
-    return {
-        "sequence_correctness_score": 1.0,
-        "total_rules_checked": 1,
-        "rules_passed": 1,
-        "rules_failed": 0,
-        "violations": [],
-        "missing_prerequisites": [],
-        "summary": summary,
-    }
+reply = passing_reply
 
 
 @pytest.fixture
 def suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cache-0000")
-    (tmp_path / "rules.yaml").write_text(RULES, encoding="utf-8")
-    (tmp_path / "t.jsonl").write_text(json.dumps(TRACE) + "\n", encoding="utf-8")
-    return tmp_path
+    return write_suite(tmp_path, monkeypatch, [trace("t1")])
 
 
 def judge(server: FakeLLMServer, capsys: Any, *extra: str) -> dict[str, Any]:
-    argv = [
-        "judge",
-        "rules.yaml",
-        "t.jsonl",
-        "--model",
-        "openai:gpt-4o",
-        "--base-url",
-        server.openai_base_url,
-    ]
-    run([*argv, "--format", "json", *extra])
+    run(judge_argv(server, "--format", "json", *extra))
     return json.loads(capsys.readouterr().out)["results"][0]["judge"]
 
 

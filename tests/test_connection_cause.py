@@ -21,9 +21,8 @@ REQUEST = JudgeRequest(
 )
 
 
-async def fail(kind: str, server: FakeLLMServer) -> ProviderError:
-    base = server.openai_base_url if kind == "openai" else server.anthropic_base_url
-    provider = get_provider(f"{kind}:some-model", base_url=base, max_retries=0)
+async def fail(kind: str, base_url: str) -> ProviderError:
+    provider = get_provider(f"{kind}:some-model", base_url=base_url, max_retries=0)
     try:
         with pytest.raises(ProviderError) as caught:
             await provider.complete(REQUEST)
@@ -40,7 +39,8 @@ def test_a_dropped_connection_is_named(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-conn-0000")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-conn-0000")
     fake_llm.enqueue(reply)
-    error = asyncio.run(fail(kind, fake_llm))
+    base = fake_llm.openai_base_url if kind == "openai" else fake_llm.anthropic_base_url
+    error = asyncio.run(fail(kind, base))
     text = str(error)
     assert error.kind == "connection"
     assert "timed out" not in text.lower() and "did not answer within" not in text
@@ -53,16 +53,6 @@ def test_a_refused_connection_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     with FakeLLMServer() as server:
         base = server.openai_base_url
     # the server is gone: nothing listens on its port any more
-    provider = get_provider("openai:some-model", base_url=base, max_retries=0)
-
-    async def call() -> ProviderError:
-        try:
-            with pytest.raises(ProviderError) as caught:
-                await provider.complete(REQUEST)
-        finally:
-            await provider.aclose()
-        return caught.value
-
-    error = asyncio.run(call())
+    error = asyncio.run(fail("openai", base))
     assert error.kind == "connection" and "could not connect" in str(error)
     assert "timed out" not in str(error).lower()

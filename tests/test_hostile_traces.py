@@ -11,21 +11,14 @@ from typing import Any
 
 import pytest
 
+from cli_suite import passing_reply, write_suite
+from cli_suite import trace as passing_trace
 from fakes.server import FakeLLMServer, openai_chat
 from seqjudge.cli import run
 from seqjudge.store import Store
 from seqjudge.trace import MAX_NESTING
 
-RULES = "rules:\n  - {id: a-first, type: before, first: A, then: B}\n"
-OK_REPLY = {
-    "sequence_correctness_score": 1.0,
-    "total_rules_checked": 1,
-    "rules_passed": 1,
-    "rules_failed": 0,
-    "violations": [],
-    "missing_prerequisites": [],
-    "summary": "fine",
-}
+OK_REPLY = passing_reply()
 
 
 def nested(levels: int) -> Any:
@@ -36,9 +29,7 @@ def nested(levels: int) -> Any:
 
 
 def trace(trace_id: str, arguments: Any) -> str:
-    return json.dumps(
-        {"trace_id": trace_id, "calls": [{"tool_name": "A", "arguments": arguments}, {"tool_name": "B"}]}
-    )
+    return json.dumps(passing_trace(trace_id, arguments))
 
 
 SURROGATE = (
@@ -49,11 +40,7 @@ DEEP = trace("deep", nested(300))
 
 @pytest.fixture
 def suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-hostile-0000")
-    monkeypatch.delenv("SEQJUDGE_MODEL", raising=False)
-    (tmp_path / "rules.yaml").write_text(RULES, encoding="utf-8")
-    return tmp_path
+    return write_suite(tmp_path, monkeypatch, [])
 
 
 @pytest.mark.parametrize("bad", [SURROGATE, DEEP], ids=["surrogate", "deep"])

@@ -4,12 +4,12 @@ store, the HTML report and the exports. A `value:REGEX` entry in `redact:` adds 
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from cli_suite import judge_argv, write_suite
 from fakes.server import FakeLLMServer, openai_chat
 from seqjudge.cli import run
 from seqjudge.redact import redact_text
@@ -76,12 +76,7 @@ def leaked(text: str | bytes, *, custom: bool = False) -> list[str]:
 
 @pytest.fixture
 def suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-redact-0000")
-    monkeypatch.delenv("SEQJUDGE_MODEL", raising=False)
-    (tmp_path / "rules.yaml").write_text(RULES, encoding="utf-8")
-    (tmp_path / "t.jsonl").write_text(json.dumps(TRACE) + "\n", encoding="utf-8")
-    return tmp_path
+    return write_suite(tmp_path, monkeypatch, [TRACE], rules=RULES)
 
 
 def test_value_patterns_keep_the_shape_around_the_secret() -> None:
@@ -108,15 +103,7 @@ def test_prompt_and_the_provider_request_carry_no_secret(
     out = capsys.readouterr().out
     assert "[redacted]" in out and leaked(out) == []
     fake_llm.enqueue(openai_chat(REPLY))
-    argv = [
-        "judge",
-        "rules.yaml",
-        "t.jsonl",
-        "--model",
-        "openai:gpt-4o",
-        "--base-url",
-        fake_llm.openai_base_url,
-    ]
+    argv = judge_argv(fake_llm)
     assert run(argv) == 1
     (request,) = fake_llm.requests
     assert leaked(request.raw) == [] and b"[redacted]" in request.raw

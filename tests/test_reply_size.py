@@ -3,38 +3,23 @@ echoed in the re-ask, and every reply is stored once. Real OpenAI SDK against th
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from cli_suite import passing_reply, trace, write_suite
 from fakes.server import FakeLLMServer, openai_chat
 from seqjudge.cli import run
 from seqjudge.judge.judge import REASK_ECHO_CHARS, reply_char_limit
 from seqjudge.store import Store
 
-RULES = "rules:\n  - {id: a-first, type: before, first: A, then: B}\n"
-VALID = {
-    "sequence_correctness_score": 1.0,
-    "total_rules_checked": 1,
-    "rules_passed": 1,
-    "rules_failed": 0,
-    "violations": [],
-    "missing_prerequisites": [],
-    "summary": "REPLY-MARKER fine",
-}
+VALID = passing_reply("REPLY-MARKER fine")
 
 
 @pytest.fixture
 def suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-size-0000")
-    monkeypatch.delenv("SEQJUDGE_MODEL", raising=False)
-    (tmp_path / "rules.yaml").write_text(RULES, encoding="utf-8")
-    trace = {"trace_id": "t1", "calls": [{"tool_name": "A"}, {"tool_name": "B"}]}
-    (tmp_path / "t.jsonl").write_text(json.dumps(trace) + "\n", encoding="utf-8")
-    return tmp_path
+    return write_suite(tmp_path, monkeypatch, [trace("t1")])
 
 
 def test_an_oversized_reply_is_malformed_excerpted_and_stored_once(

@@ -3,41 +3,24 @@ run is being resumed elsewhere; the first finishes with exactly one result per t
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from cli_suite import passing_reply, trace, write_suite
 from fakes.server import FakeLLMServer, openai_chat
 from seqjudge.cli import run
 from seqjudge.config import RunConfig
 from seqjudge.store import Store
 
-RULES = "rules:\n  - {id: a-first, type: before, first: A, then: B}\n"
-VALID = {
-    "sequence_correctness_score": 1.0,
-    "total_rules_checked": 1,
-    "rules_passed": 1,
-    "rules_failed": 0,
-    "violations": [],
-    "missing_prerequisites": [],
-    "summary": "fine",
-}
+VALID = passing_reply()
 
 
 @pytest.fixture
 def suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-lock-0000")
-    monkeypatch.delenv("SEQJUDGE_MODEL", raising=False)
-    (tmp_path / "rules.yaml").write_text(RULES, encoding="utf-8")
-    lines = [
-        json.dumps({"trace_id": f"t{i}", "calls": [{"tool_name": "A"}, {"tool_name": "B"}]}) for i in range(3)
-    ]
-    (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return tmp_path
+    return write_suite(tmp_path, monkeypatch, [trace(f"t{i}") for i in range(3)])
 
 
 def test_a_second_resume_is_refused_before_any_call(suite: Path, fake_llm: FakeLLMServer, capsys) -> None:
