@@ -30,6 +30,7 @@ from seqjudge.errors import InputError
 from seqjudge.judge.schema import NULLABLE_INDEX_TYPES, JudgeOutput
 from seqjudge.report import VIOLATION_TYPES, RiskLevel
 from seqjudge.rules.model import ArgsSelector, Operand, RuleSet
+from seqjudge.rules.select import expand_name, operand_names
 from seqjudge.trace import Trace
 
 TEMPLATE_NAME = "sequence_judge.md.j2"
@@ -38,6 +39,11 @@ MAX_FIELD_CHARS = 2_000
 MAX_TRACE_CHARS = 60_000
 # Strings of calls in the middle of an over-long trace are first cut to this before calls are elided.
 SHORT_FIELD_CHARS = 100
+# Outputs of calls that no rule shown to the judge depends on: enough to see what came back, no more.
+# No exact rule reads an output, and a judge rule with `applies_to` keeps the outputs of its own calls.
+SHORT_OUTPUT_CHARS = 300
+JudgeMode = str  # "full" (every rule) | "contextual" (only `judge` rules); see judge_rule_ids
+JUDGE_MODES = ("full", "contextual")
 _VERSION_RX = re.compile(r"\{#\s*seqjudge-template-version:\s*([^\s#]+)\s*#\}")
 
 
@@ -160,6 +166,34 @@ def cap_field(value: Any, limit: int) -> Any:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """What in a trace the rules shown to the judge depend on, so that truncation never cuts it.
+
+    ``messages``: a shown `judge` rule reads the conversation, so messages are shown whole (never cut to
+    the field cap, never shortened or elided to fit the trace budget; calls give way instead).
+    ``outputs``: the tools whose calls keep their outputs at the field cap; every other call's output is
+    cut to ``SHORT_OUTPUT_CHARS``. None keeps every output (a judge rule that names no tools may need any).
+    """
+
+    messages: bool = False
+    outputs: frozenset[str] | None = None
+
+
+EVERYTHING = Evidence(messages=False, outputs=None)
+
+
+def evidence_of(rules: Sequence[Any], aliases: dict[str, list[str]]) -> Evidence:
+    judged = [r for r in rules if r.type == "judge"]
+    if any(getattr(r, "applies_to", None) is None for r in judged):
+        return Evidence(messages=bool(judged), outputs=None)
+    tools: set[str] = set()
+    for r in judged:
+        for name in operand_names(r.applies_to):
+            tools.update(expand_name(name, aliases))
+    return Evidence(messages=bool(judged), outputs=frozenset(tools))
+
+
+@dataclass(frozen=True)
 class TraceData:
     """The trace as the template shows it."""
 
@@ -171,7 +205,10 @@ class TraceData:
     notes: tuple[str, ...]
 
 
-def _call_item(i: int, step: int, call: Any, limit: int) -> dict[str, Any]:
+def _call_item(i: int, step: int, call: Any, limit: int, evidence: Evidence = EVERYTHING) -> dict[str, Any]:
+    out_limit = limit
+    if evidence.outputs is not None and call.tool_name not in evidence.outputs:
+        out_limit = min(limit, SHORT_OUTPUT_CHARS)
     item: dict[str, Any] = {
         "kind": "call",
         "index": i,
@@ -182,7 +219,7 @@ def _call_item(i: int, step: int, call: Any, limit: int) -> dict[str, Any]:
         "arguments": {cap(k, limit): cap_field(v, limit) for k, v in sorted(call.arguments.items())},
     }
     if call.output is not None:
-        item["output"] = cap_field(call.output, limit)
+        item["output"] = cap_field(call.output, out_limit)
     if call.error is not None:
         item["error"] = cap_field(call.error, limit)
     return item
@@ -217,14 +254,17 @@ def render_trace_data(
     max_field_chars: int = MAX_FIELD_CHARS,
     max_trace_chars: int = MAX_TRACE_CHARS,
     nonce: bool = True,
+    evidence: Evidence = EVERYTHING,
 ) -> TraceData:
-    """The trace as JSON lines, capped: long strings cut, then the middle shortened, then elided."""
+    """The trace as JSON lines, capped: long strings cut, then the middle shortened, then elided. What
+    ``evidence`` says the rules need is not cut (messages) or cut less (the outputs of their tools)."""
     steps = trace.steps
     timeline = _timeline(trace)
 
     def line(kind: str, i: int, obj: Any, limit: int) -> str:
-        item = _call_item(i, steps[i], obj, limit) if kind == "call" else _message_item(obj, limit)
-        return data_json(item)
+        if kind == "call":
+            return data_json(_call_item(i, steps[i], obj, limit, evidence))
+        return data_json(_message_item(obj, sys.maxsize if evidence.messages else limit))
 
     head: list[str] = []
     if trace.context:
@@ -235,8 +275,11 @@ def render_trace_data(
     budget = max_trace_chars - sum(len(x) + 1 for x in head)
     if sum(len(x) + 1 for x in full) > budget:
         short_limit = min(SHORT_FIELD_CHARS, max_field_chars)
-        short = [line(k, i, o, short_limit) for k, i, o in timeline]
-        lines, notes = _fit(timeline, full, short, budget, short_limit)
+        short = [
+            full[n] if k == "message" and evidence.messages else line(k, i, o, short_limit)
+            for n, (k, i, o) in enumerate(timeline)
+        ]
+        lines, notes = _fit(timeline, full, short, budget, short_limit, evidence.messages)
     body = "\n".join(head + lines)
     # The token is derived from the escaped content, so it is reproducible, yet text inside the trace would
     # have to contain the hash of itself to predict it.
@@ -263,26 +306,36 @@ def _grow(extra: list[int], cost: int, budget: int) -> tuple[int, int]:
 
 
 def _fit(
-    timeline: list[tuple[str, int, Any]], full: list[str], short: list[str], budget: int, short_limit: int
+    timeline: list[tuple[str, int, Any]],
+    full: list[str],
+    short: list[str],
+    budget: int,
+    short_limit: int,
+    keep_messages: bool = False,
 ) -> tuple[list[str], list[str]]:
-    """Keep the start and the end of an over-long trace in full; shorten, then elide, the middle."""
+    """Keep the start and the end of an over-long trace in full; shorten, then elide, the middle. With
+    ``keep_messages`` the messages are evidence: never shortened, never elided (calls give way alone)."""
     n = len(full)
     short_cost = [len(s) + 1 for s in short]
+    what = "" if keep_messages else " and the messages"
     if sum(short_cost) <= budget:
         h, t = _grow([len(f) - len(s) for f, s in zip(full, short, strict=True)], sum(short_cost), budget)
         calls = [i for k, i, _ in timeline[h : n - t] if k == "call"]
         note = (
-            f"To fit the size limit, the strings of {len(calls)} call(s) and the messages in the middle of "
-            "the trace"
+            f"To fit the size limit, the strings of {len(calls)} call(s){what} in the middle of the trace"
             + (f" (calls {calls[0]} to {calls[-1]})" if calls else "")
             + f" are cut to {short_limit} characters."
         )
         return full[:h] + short[h : n - t] + full[n - t :], [note]
     # Even shortened the trace is too long: keep shortened lines from both ends and elide the middle.
-    h, t = _grow(short_cost, 200, budget)  # 200: room for the elision line
+    kept_cost = sum(c for c, (k, _, _) in zip(short_cost, timeline, strict=True) if k == "message")
+    extra = [0 if keep_messages and k == "message" else c for c, (k, _, _) in zip(short_cost, timeline, strict=True)]
+    # 200: room for the elision line.
+    h, t = _grow(extra, 200 + (kept_cost if keep_messages else 0), budget)
     middle = timeline[h : n - t]
     calls = [i for k, i, _ in middle if k == "call"]
-    messages = len(middle) - len(calls)
+    kept = [short[h + j] for j, (k, _, _) in enumerate(middle) if keep_messages and k == "message"]
+    messages = len(middle) - len(calls) - len(kept)
     marker: dict[str, Any] = {"kind": "elided", "calls_elided": len(calls), "messages_elided": messages}
     if calls:
         marker["first_index"], marker["last_index"] = calls[0], calls[-1]
@@ -292,7 +345,7 @@ def _fit(
         f"elided from its middle, and the strings of the calls shown are cut to {short_limit} characters. "
         "Judge only what is shown, and say in the summary that calls were elided."
     )
-    return short[:h] + [data_json(marker)] + short[n - t :], [note]
+    return short[:h] + [data_json(marker)] + kept + short[n - t :], [note]
 
 
 # -------------------------------------------------------------------------------------- rules in words
@@ -321,6 +374,15 @@ def operand_words(op: Operand, aliases: dict[str, list[str]]) -> str:
         return f"{base} whose {conds}"
     parts = [operand_words(o, aliases) for o in op]
     return parts[0] if len(parts) == 1 else "any of: " + "; ".join(parts)
+
+
+def _spelled(op: Operand, aliases: dict[str, list[str]]) -> str:
+    """An operand of plain names as the tools it stands for (aliases expanded), else in words."""
+    plain = [op] if isinstance(op, str) else op
+    if isinstance(plain, list) and all(isinstance(n, str) for n in plain):
+        tools = list(dict.fromkeys(t for n in plain for t in expand_name(str(n), aliases)))
+        return ", ".join(f"`{t}`" for t in tools) if len(tools) > 1 else f"`{tools[0]}`"
+    return operand_words(op, aliases)
 
 
 def requirement(rule: Any, aliases: dict[str, list[str]]) -> str:
@@ -411,9 +473,20 @@ def requirement(rule: Any, aliases: dict[str, list[str]]) -> str:
             }[rule.mode]
             return text + " Violation: `missing_call` for tools that never succeed, `out_of_order` otherwise."
         case "judge":
+            if rule.applies_to is None:
+                return (
+                    "Written in words: decide it from its description"
+                    + (" and criteria" if rule.criteria else "")
+                    + " and the whole trace. Violation: `criteria_not_met` at the call it concerns (null "
+                    "only when the failure concerns no call)."
+                )
             return (
-                "This rule is written in words only: decide it from the description and the trace, "
-                "and use the violation type that fits best."
+                f"Decide each call to {_spelled(rule.applies_to, aliases)} on its own, failed attempts "
+                "included: the rule "
+                "fails if any of them fails"
+                + (" the criteria" if rule.criteria else " the description")
+                + ". Not checked if the trace has no such call. Violation: `criteria_not_met` at each call "
+                "that fails, one violation per call."
             )
     return rule.description or rule.type  # pragma: no cover - the rule union is closed
 
@@ -423,12 +496,8 @@ def scope_lines(rule: Any) -> list[str]:
     same = getattr(rule, "same", None)
     if same:
         args = ", ".join(f"`{a}`" for a in same)
-        out.append(
-            f"Per value: the rule holds separately for each distinct value of the argument(s) {args}; "
-            "only calls carrying that value are considered together, with their positions in the whole "
-            "trace. It fails if it fails for any value (name the value in the explanation), and is not "
-            "checked if it is exercised for none."
-        )
+        # What "per value" means is said once, above the rules (PER_VALUE).
+        out.append(f"Per value of {args}.")
     if rule.when:
         conds = []
         for path, want in sorted(rule.when.items()):
@@ -444,17 +513,50 @@ def scope_lines(rule: Any) -> list[str]:
     return out
 
 
+PER_VALUE = (
+    '"Per value of `a`": the rule holds separately for each distinct value of the argument(s) named; only '
+    "calls carrying that value are considered together, with their positions in the whole trace. It fails "
+    "if it fails for any value (name the value in the explanation), and is not checked if it is exercised "
+    "for none."
+)
+
+
 def rule_view(rule: Any, aliases: dict[str, list[str]]) -> dict[str, Any]:
     from seqjudge.rules.engine import describe_rule  # one source for a rule's default description
 
+    criteria = getattr(rule, "criteria", None)
     return {
         "id": rule.rule_id,
         "type": rule.type,
         "severity": rule.severity,
-        "description": rule.description or describe_rule(rule),
+        "description": (rule.description or describe_rule(rule)).strip(),
         "requirement": requirement(rule, aliases),
         "scope": scope_lines(rule),
+        "passes": list(criteria.pass_) if criteria else [],
+        "fails": list(criteria.fail) if criteria else [],
+        "examples": [{"label": ex.label, "case": ex.case.strip()} for ex in getattr(rule, "examples", [])],
     }
+
+
+def judge_rule_ids(ruleset: RuleSet, mode: str) -> list[str]:
+    """The rules the judge is asked about: every rule (``full``), or only `judge` rules (``contextual``:
+    the engine decides the exact rules, the judge only what needs reading)."""
+    if mode not in JUDGE_MODES:
+        raise InputError(f"judge mode is {mode!r}", where="--judge-mode", hint="use full or contextual")
+    return [r.rule_id for r in ruleset.rules if mode == "full" or r.type == "judge"]
+
+
+def rule_tools(rules: Sequence[Any], aliases: dict[str, list[str]]) -> set[str] | None:
+    """The tools the rules name, aliases expanded; None when some rule may concern any tool (a judge rule
+    without ``applies_to``, a blocklist pattern)."""
+    from seqjudge.judge.validate import rule_tool_names
+
+    names: set[str] = set()
+    for r in rules:
+        if r.type == "blocklist" or (r.type == "judge" and r.applies_to is None):
+            return None
+        names.update(rule_tool_names(r, aliases))
+    return names
 
 
 # ------------------------------------------------------------------------------------- catalog, examples
@@ -477,8 +579,9 @@ def catalog_view(catalog: Any) -> list[dict[str, Any]]:
                 "name": str(get("name")),
                 "kind": get("kind") or "",
                 "description": (get("description") or "").strip(),
-                "parameters": json.dumps(params, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-                if params
+                # Names only: ordering rules and the judge's reading need what a tool does, not its schema.
+                "parameters": ", ".join(f"`{p}`" for p in sorted(params, key=str))
+                if isinstance(params, dict)
                 else "",
             }
         )
@@ -572,7 +675,7 @@ def example_view(ex: Example) -> dict[str, Any]:
         "note": (ex.note or "").strip(),
         "rules": [rule_view(r, ex.rules.aliases) for r in ex.rules.rules],
         "trace": data.data,
-        "expected": json.dumps(ex.expected.model_dump(mode="json"), ensure_ascii=False, indent=2),
+        "expected": json.dumps(ex.expected.model_dump(mode="json"), ensure_ascii=False),
     }
 
 
@@ -591,6 +694,8 @@ class RenderedPrompt:
     rule_severities: tuple[tuple[str, str], ...]
     n_calls: int
     nonce: str
+    # Per judge rule with `applies_to`: the indices of the calls it is about (its violations name one).
+    rule_calls: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     @property
     def user(self) -> str:
@@ -636,8 +741,12 @@ def render(
     if examples is None or isinstance(examples, str | Path):
         examples = load_examples(examples)
     template, version, template_hash = template_info()
-    system, static = _static_parts(template, template_hash, ruleset, rules, catalog, examples, risk_level)
-    data = render_trace_data(trace, max_field_chars=max_field_chars, max_trace_chars=max_trace_chars)
+    system, static, evidence = _static_parts(
+        template, template_hash, ruleset, rules, catalog, examples, risk_level
+    )
+    data = render_trace_data(
+        trace, max_field_chars=max_field_chars, max_trace_chars=max_trace_chars, evidence=evidence
+    )
     # The dynamic block sees only the trace: nothing trace-specific can leak into the cached prefix, and
     # nothing of the prefix is needed after it.
     dynamic = _block(template, "dynamic", {"trace": data})
@@ -653,13 +762,25 @@ def render(
         tuple((r.rule_id, r.severity) for r in rules),
         len(trace.calls),
         data.nonce,
+        _rule_calls(trace, rules, ruleset.aliases),
     )
+
+
+def _rule_calls(
+    trace: Trace, rules: Sequence[Any], aliases: dict[str, list[str]]
+) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    out = []
+    for r in rules:
+        if r.type == "judge" and r.applies_to is not None:
+            tools = {t for name in operand_names(r.applies_to) for t in expand_name(name, aliases)}
+            out.append((r.rule_id, tuple(i for i, c in enumerate(trace.calls) if c.tool_name in tools)))
+    return tuple(out)
 
 
 # The system and static parts are the same for every trace of a run; rendering them once per run instead of
 # once per trace keeps the harness's own cost per trace small. Keyed on the inputs' identity, with the inputs
 # held in the entry so that their ids cannot be reused while it lives.
-_STATIC_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[str, str]]] = {}
+_STATIC_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[str, str, Evidence]]] = {}
 _STATIC_MEMO_SIZE = 8
 
 
@@ -671,29 +792,76 @@ def _static_parts(
     catalog: Any,
     examples: Sequence[Example],
     risk_level: str,
-) -> tuple[str, str]:
+) -> tuple[str, str, Evidence]:
     held = (ruleset, catalog, examples, *rules)
     key = (template_hash, risk_level, *(id(x) for x in held))
     hit = _STATIC_MEMO.get(key)
     if hit is not None and all(a is b for a, b in zip(hit[0], held, strict=True)):
         return hit[1]
+    aliases = ruleset.aliases
+    evidence = evidence_of(rules, aliases)
+    tools = rule_tools(rules, aliases)
+    named = {n for r in rules for n in _named_aliases(r, aliases)}
+    exact = [r for r in rules if r.type != "judge"]
     static_vars = {
-        "catalog": catalog_view(catalog),
-        "rules": [rule_view(r, ruleset.aliases) for r in rules],
-        "aliases": [
-            {"name": a, "members": ", ".join(f"`{m}`" for m in ruleset.aliases[a])}
-            for a in sorted(ruleset.aliases)
+        # Only the tools the rules are about: the rest of a catalog tells the judge nothing it needs. Exact
+        # rules need a tool's name and kind only; what a tool does matters to a judge rule about it.
+        "catalog": [
+            {**t, "summary": _first_sentence(t["description"])}
+            | {"described": evidence.outputs is None or t["name"] in evidence.outputs}
+            for t in catalog_view(catalog)
+            if tools is None or t["name"] in tools
         ],
-        "examples": [example_view(ex) for ex in examples],
+        "rules": [rule_view(r, aliases) for r in rules],
+        "aliases": [
+            {"name": a, "members": ", ".join(f"`{m}`" for m in aliases[a])} for a in sorted(named)
+        ],
+        # The worked examples teach the exact rules' semantics; a prompt of judge rules alone has the
+        # rules' own labelled examples instead.
+        "examples": [example_view(ex) for ex in examples] if exact else [],
+        "has_exact": bool(exact),
+        "per_value": PER_VALUE if any(getattr(r, "same", None) for r in rules) else "",
+        "has_judge": len(exact) < len(rules),
+        "evidence": evidence,
+        "short_output_chars": SHORT_OUTPUT_CHARS,
         "risk_level": risk_level,
-        "violation_types": list(VIOLATION_TYPES),
+        "violation_types": list(VIOLATION_TYPES) if exact else ["criteria_not_met"],
         "nullable_types": sorted(NULLABLE_INDEX_TYPES),
     }
-    parts = (_block(template, "system", static_vars), _block(template, "static", static_vars))
+    parts = (_block(template, "system", static_vars), _block(template, "static", static_vars), evidence)
     if len(_STATIC_MEMO) >= _STATIC_MEMO_SIZE:
         _STATIC_MEMO.pop(next(iter(_STATIC_MEMO)))
     _STATIC_MEMO[key] = (held, parts)
     return parts
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def _first_sentence(text: str) -> str:
+    """What a tool does, in its description's first sentence; the rest (usage notes, return values) is for
+    the agent that calls it, not for a judge of one rule about it."""
+    return " ".join(_SENTENCE_END.split(text.strip(), maxsplit=1)[0].split())
+
+
+def _named_aliases(rule: Any, aliases: dict[str, list[str]]) -> list[str]:
+    """The aliases a rule's text names (and the aliases they name in turn)."""
+    from seqjudge.judge.validate import OPERAND_FIELDS
+
+    stack: list[str] = []
+    for field in OPERAND_FIELDS.get(rule.type, ()):
+        value = getattr(rule, field)
+        if value is None or field == "applies_to":  # applies_to is shown with its tools spelled out
+            continue
+        for op in value if field in ("tools", "expected") else [value]:
+            stack.extend(operand_names(op))
+    out: list[str] = []
+    while stack:
+        name = stack.pop()
+        if name in aliases and name not in out:
+            out.append(name)
+            stack.extend(aliases[name])
+    return out
 
 
 def _block(template: jinja2.Template, name: str, variables: dict[str, Any]) -> str:
