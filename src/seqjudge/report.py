@@ -73,7 +73,7 @@ class Report(BaseModel):
 
 
 def score_of(passed: int, checked: int, critical_failed: bool) -> float:
-    """Seed 000's score: 0.0 on a failed critical rule, else passed / checked, 1.0 when nothing was checked."""
+    """Seed 000's score: 0.0 if a critical rule failed, else passed / checked (1.0 when none was checked)."""
     if critical_failed:
         return 0.0
     return passed / checked if checked else 1.0

@@ -84,12 +84,14 @@ def prompt(
     messages_key: MessagesKeyOpt = None,
     error_pattern: ErrorPatternOpt = None,
     judge_mode: Annotated[
-        str, typer.Option("--judge-mode", help="full (every rule) or contextual (only judge rules), as in run.")
+        str,
+        typer.Option("--judge-mode", help="full (every rule) or contextual (only judge rules), as in run."),
     ] = "full",
 ) -> int:
     """Print the judge prompt for one trace exactly as the model sees it: the system prompt, then the user
     content."""
-    from seqjudge.judge.prompt import catalog_names, judge_rule_ids, load_examples, render
+    from seqjudge.config import judge_rule_ids
+    from seqjudge.judge.prompt import catalog_names, load_examples, render
     from seqjudge.judge.validate import check_inputs
 
     ruleset, cat = load_inputs(rules, catalog)
@@ -97,7 +99,7 @@ def prompt(
     if not rule_ids:
         raise InputError(
             "the rule file has no `judge` rule, so a contextual run asks the judge nothing",
-            source=rules,
+            source=str(rules),
             hint="use --judge-mode full, or add a rule with type: judge",
         )
     chosen = None

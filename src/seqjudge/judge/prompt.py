@@ -42,8 +42,6 @@ SHORT_FIELD_CHARS = 100
 # Outputs of calls that no rule shown to the judge depends on: enough to see what came back, no more.
 # No exact rule reads an output, and a judge rule with `applies_to` keeps the outputs of its own calls.
 SHORT_OUTPUT_CHARS = 300
-JudgeMode = str  # "full" (every rule) | "contextual" (only `judge` rules); see judge_rule_ids
-JUDGE_MODES = ("full", "contextual")
 _VERSION_RX = re.compile(r"\{#\s*seqjudge-template-version:\s*([^\s#]+)\s*#\}")
 
 
@@ -329,7 +327,10 @@ def _fit(
         return full[:h] + short[h : n - t] + full[n - t :], [note]
     # Even shortened the trace is too long: keep shortened lines from both ends and elide the middle.
     kept_cost = sum(c for c, (k, _, _) in zip(short_cost, timeline, strict=True) if k == "message")
-    extra = [0 if keep_messages and k == "message" else c for c, (k, _, _) in zip(short_cost, timeline, strict=True)]
+    extra = [
+        0 if keep_messages and k == "message" else c
+        for c, (k, _, _) in zip(short_cost, timeline, strict=True)
+    ]
     # 200: room for the elision line.
     h, t = _grow(extra, 200 + (kept_cost if keep_messages else 0), budget)
     middle = timeline[h : n - t]
@@ -536,14 +537,6 @@ def rule_view(rule: Any, aliases: dict[str, list[str]]) -> dict[str, Any]:
         "fails": list(criteria.fail) if criteria else [],
         "examples": [{"label": ex.label, "case": ex.case.strip()} for ex in getattr(rule, "examples", [])],
     }
-
-
-def judge_rule_ids(ruleset: RuleSet, mode: str) -> list[str]:
-    """The rules the judge is asked about: every rule (``full``), or only `judge` rules (``contextual``:
-    the engine decides the exact rules, the judge only what needs reading)."""
-    if mode not in JUDGE_MODES:
-        raise InputError(f"judge mode is {mode!r}", where="--judge-mode", hint="use full or contextual")
-    return [r.rule_id for r in ruleset.rules if mode == "full" or r.type == "judge"]
 
 
 def rule_tools(rules: Sequence[Any], aliases: dict[str, list[str]]) -> set[str] | None:
@@ -813,9 +806,7 @@ def _static_parts(
             if tools is None or t["name"] in tools
         ],
         "rules": [rule_view(r, aliases) for r in rules],
-        "aliases": [
-            {"name": a, "members": ", ".join(f"`{m}`" for m in aliases[a])} for a in sorted(named)
-        ],
+        "aliases": [{"name": a, "members": ", ".join(f"`{m}`" for m in aliases[a])} for a in sorted(named)],
         # The worked examples teach the exact rules' semantics; a prompt of judge rules alone has the
         # rules' own labelled examples instead.
         "examples": [example_view(ex) for ex in examples] if exact else [],

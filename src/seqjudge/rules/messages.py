@@ -167,7 +167,10 @@ def _translate(log: ProblemCollector, spec: Spec, cls: type[BaseModel], exc: Val
 # The mappings nested in a rule other than operand selectors, by the rule key that holds them: what to call
 # one in a message, and its keys.
 _NESTED: dict[str, tuple[str, tuple[str, ...]]] = {
-    "criteria": ("a judge rule's criteria", tuple(f.alias or n for n, f in JudgeCriteria.model_fields.items())),
+    "criteria": (
+        "a judge rule's criteria",
+        tuple(f.alias or n for n, f in JudgeCriteria.model_fields.items()),
+    ),
     "examples": ("an example of a judge rule", tuple(JudgeExample.model_fields)),
 }
 _SELECTOR = ("a {tool:, args_match:} selector", SELECTOR_KEYS)
