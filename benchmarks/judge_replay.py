@@ -13,11 +13,11 @@ trace id a line (blank lines and `#` comments skipped).
 
 `score` starts the loopback fake OpenAI-compatible server (seqjudge.judge.fake_server), which answers each
 request with the recorded answer of the trace the request is about, runs `seqjudge run` per suite in a child
-process (the OpenAI adapter with `--base-url`, a dummy key in the child's environment only, a temporary store,
-no response cache, one attempt: a recorded answer cannot improve on a re-ask), then reads the stored results and
-compares the final outcome of each `judge` rule with the suite's labels.jsonl: n, agreement, Cohen's kappa
-(crosscheck.cohen_kappa), misses (label fail, judge pass), false flags (label pass, judge fail), unscored, and
-the disagreeing trace ids, overall and per suite. A trace without an answer file is unscored and named.
+process (the OpenAI adapter with `--base-url`, a dummy key in the child's environment only, a temporary
+store, no response cache, one attempt: a recorded answer cannot improve on a re-ask), then reads the stored
+results and compares the final outcome of each `judge` rule with the suite's labels.jsonl: n, agreement,
+Cohen's kappa (crosscheck.cohen_kappa), misses (label fail, judge pass), false flags (label pass, judge fail),
+unscored, and the disagreeing trace ids, overall and per suite. A trace without an answer file is unscored and named.
 
 How a request is matched to its trace: the prompt does not carry the trace id, so the script renders each
 trace's prompt the way the run will (same rules, catalog, examples, mode, risk level, redaction) and matches

@@ -1,4 +1,4 @@
-"""The loopback fake of the OpenAI and Anthropic APIs now ships in the library (``seqjudge.judge.fake_server``)
+"""The loopback fake of the OpenAI and Anthropic APIs ships in the library (``seqjudge.judge.fake_server``),
 so that ``benchmarks/judge_replay.py`` and the tests use one server; this name stays for existing imports."""
 
 from seqjudge.judge.fake_server import (
