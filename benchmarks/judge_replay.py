@@ -17,7 +17,8 @@ process (the OpenAI adapter with `--base-url`, a dummy key in the child's enviro
 store, no response cache, one attempt: a recorded answer cannot improve on a re-ask), then reads the stored
 results and compares the final outcome of each `judge` rule with the suite's labels.jsonl: n, agreement,
 Cohen's kappa (crosscheck.cohen_kappa), misses (label fail, judge pass), false flags (label pass, judge fail),
-unscored, and the disagreeing trace ids, overall and per suite. A trace without an answer file is unscored and named.
+unscored, and the disagreeing trace ids, overall and per suite. A trace without an answer file is
+unscored and named.
 
 How a request is matched to its trace: the prompt does not carry the trace id, so the script renders each
 trace's prompt the way the run will (same rules, catalog, examples, mode, risk level, redaction) and matches
