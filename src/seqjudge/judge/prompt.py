@@ -525,7 +525,6 @@ PER_VALUE = (
 def rule_view(rule: Any, aliases: dict[str, list[str]]) -> dict[str, Any]:
     from seqjudge.rules.engine import describe_rule  # one source for a rule's default description
 
-    criteria = getattr(rule, "criteria", None)
     return {
         "id": rule.rule_id,
         "type": rule.type,
@@ -533,10 +532,34 @@ def rule_view(rule: Any, aliases: dict[str, list[str]]) -> dict[str, Any]:
         "description": (rule.description or describe_rule(rule)).strip(),
         "requirement": requirement(rule, aliases),
         "scope": scope_lines(rule),
-        "passes": list(criteria.pass_) if criteria else [],
-        "fails": list(criteria.fail) if criteria else [],
-        "examples": [{"label": ex.label, "case": ex.case.strip()} for ex in getattr(rule, "examples", [])],
+        "criteria": criteria_text(rule),
     }
+
+
+def guideline(rule: Any, aliases: dict[str, list[str]]) -> str:
+    """A `judge` rule's labelling guideline: its Requirement and criteria, word for word as the prompt has
+    them."""
+    text = criteria_text(rule)
+    return f"Requirement: {requirement(rule, aliases)}" + (f"\n{text}" if text else "")
+
+
+def criteria_text(rule: Any) -> str:
+    """A `judge` rule's criteria and labelled cases as the judge reads them. The same text is the labelling
+    guideline of a golden dataset (``seqjudge golden validate`` prints it): one source for both."""
+    criteria = getattr(rule, "criteria", None)
+    lines: list[str] = []
+    if criteria is not None:
+        # A rule with applies_to is decided call by call; one without it, on the whole trace.
+        subject = "A call" if getattr(rule, "applies_to", None) is not None else "The trace"
+        lines.append(f"{subject} passes when all of these hold:")
+        lines.extend(f"- {c.strip()}" for c in criteria.pass_)
+        lines.append("It fails when any of these holds:")
+        lines.extend(f"- {c.strip()}" for c in criteria.fail)
+    examples = getattr(rule, "examples", None) or []
+    if examples:
+        lines.append("Labelled cases:")
+        lines.extend(f"- {ex.label}: {' '.join(ex.case.split())}" for ex in examples)
+    return "\n".join(lines)
 
 
 def rule_tools(rules: Sequence[Any], aliases: dict[str, list[str]]) -> set[str] | None:
@@ -566,16 +589,12 @@ def catalog_view(catalog: Any) -> list[dict[str, Any]]:
     out = []
     for spec in items:
         get = spec.get if isinstance(spec, dict) else (lambda k, s=spec: getattr(s, k, None))
-        params = get("parameters")
+        # No parameter schemas: the calls show their arguments, and no rule reads a schema.
         out.append(
             {
                 "name": str(get("name")),
                 "kind": get("kind") or "",
                 "description": (get("description") or "").strip(),
-                # Names only: ordering rules and the judge's reading need what a tool does, not its schema.
-                "parameters": ", ".join(f"`{p}`" for p in sorted(params, key=str))
-                if isinstance(params, dict)
-                else "",
             }
         )
     return sorted(out, key=lambda t: t["name"])

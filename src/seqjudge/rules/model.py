@@ -231,7 +231,8 @@ class JudgeCriteria(BaseModel):
 
     The same text is the judge's instruction and the labelling guideline of a golden dataset."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # `pass` is a Python keyword: the field is `pass_`, written and dumped as `pass`.
+    model_config = ConfigDict(extra="forbid", frozen=True, serialize_by_alias=True)
 
     pass_: list[str] = Field(alias="pass", min_length=1)
     fail: list[str] = Field(min_length=1)
