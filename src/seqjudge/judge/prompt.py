@@ -815,6 +815,7 @@ def _static_parts(
     tools = rule_tools(rules, aliases)
     named = {n for r in rules for n in _named_aliases(r, aliases)}
     exact = [r for r in rules if r.type != "judge"]
+    types = list(VIOLATION_TYPES) if exact else ["criteria_not_met"]
     static_vars = {
         # Only the tools the rules are about: the rest of a catalog tells the judge nothing it needs. Exact
         # rules need a tool's name and kind only; what a tool does matters to a judge rule about it.
@@ -835,8 +836,13 @@ def _static_parts(
         "evidence": evidence,
         "short_output_chars": SHORT_OUTPUT_CHARS,
         "risk_level": risk_level,
-        "violation_types": list(VIOLATION_TYPES) if exact else ["criteria_not_met"],
-        "nullable_types": sorted(NULLABLE_INDEX_TYPES),
+        "violation_types": types,
+        # criteria_not_met may be null only for a judge rule about no tool in particular.
+        "nullable_types": [
+            t
+            for t in sorted(NULLABLE_INDEX_TYPES)
+            if t in types and (t != "criteria_not_met" or evidence.outputs is None)
+        ],
     }
     parts = (_block(template, "system", static_vars), _block(template, "static", static_vars), evidence)
     if len(_STATIC_MEMO) >= _STATIC_MEMO_SIZE:
