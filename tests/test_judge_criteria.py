@@ -258,16 +258,9 @@ def test_a_judge_rule_with_applies_to_is_not_exercised_without_its_calls(tmp_pat
     assert busy.outcome == "deferred" and busy.call_indices == [1]
     # The cross-check keeps "not exercised" whatever a judge said; a deferred rule takes the judge's word.
     fp = Fingerprint(provider="p", model="m", template_version="2", template_hash="h", prompt_hash="p")
-    nothing = JudgeOutput.model_validate(
-        {
-            "sequence_correctness_score": 1.0,
-            "total_rules_checked": 0,
-            "rules_passed": 0,
-            "rules_failed": 0,
-            "violations": [],
-            "missing_prerequisites": [],
-            "summary": "",
-        }
+    counts = dict.fromkeys(("total_rules_checked", "rules_passed", "rules_failed"), 0)
+    nothing = JudgeOutput(
+        sequence_correctness_score=1.0, violations=[], missing_prerequisites=[], summary="", **counts
     )
     judged = JudgeResult(status="scored", report=nothing, fingerprint=fp, rule_ids=["confirm"])
     final = {d.rule_id: d.final for d in reconcile(check(quiet, rs), judged).rules}
