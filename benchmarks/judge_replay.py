@@ -5,7 +5,7 @@ Two steps, with a person or a stand-in model in between:
     python benchmarks/judge_replay.py render --suite golden_traces/tau-retail --trace-ids IDS --out DIR \
         [--judge-mode full|contextual] [--risk-level high]
     # ... someone answers each DIR/prompts/<key>.txt as the judge would, into DIR/answers/<key>.json ...
-    python benchmarks/judge_replay.py score --answers DIR [--judge-mode ...] [--risk-level high] [--json]
+    python benchmarks/judge_replay.py score --answers DIR [--judge-mode ...] [--risk-level high] [--rev REV] [--json]
 
 `render` writes DIR/prompts/<key>.txt (exactly what `seqjudge prompt` prints for the trace) and appends
 `key<TAB>suite_dir<TAB>trace_id` to DIR/index.tsv; several suites can be rendered into one DIR. IDS holds one
@@ -23,8 +23,11 @@ unscored and named.
 How a request is matched to its trace: the prompt does not carry the trace id, so the script renders each
 trace's prompt the way the run will (same rules, catalog, examples, mode, risk level, redaction) and matches
 the delimiter token derived from the trace's content; a request that holds a trace id verbatim matches too.
-The answers may come from prompts of another revision (the "before" prompts of main): they are replayed
-through this checkout's pipeline and validator.
+The answers may come from prompts of another revision (the "before" prompts of main): `score --rev main`
+replays them through that revision's own pipeline, validator, rules and template (exported with `git
+archive`, run in the child processes), so a before/after comparison changes the prompt and nothing else;
+without `--rev` they go through this checkout's. The labels are always those of the suite folder named in
+index.tsv, as it is in the working tree.
 """
 
 from __future__ import annotations
@@ -41,14 +44,19 @@ import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT / "src") not in sys.path:  # run from a checkout without installing
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from revision import ROOT, export_revision  # noqa: E402
+
+# A child started for another revision (`score --rev`) imports that revision's seqjudge from PYTHONPATH;
+# anything else runs on this checkout's, installed or not.
+CHILD = "SEQJUDGE_REPLAY_CHILD"
+if not os.environ.get(CHILD) and str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
-from seqjudge.crosscheck import cohen_kappa  # noqa: E402
-from seqjudge.judge.fake_server import FakeLLMServer, FakeReply, RecordedRequest, openai_chat  # noqa: E402
+if TYPE_CHECKING:
+    from seqjudge.judge.fake_server import FakeReply, RecordedRequest
 
 INDEX = "index.tsv"
 MODEL = "openai:replay"
@@ -174,6 +182,8 @@ class Tally:
         self.unscored += other.unscored
 
     def figures(self) -> dict[str, Any]:
+        from seqjudge.crosscheck import cohen_kappa
+
         agreement = cohen_kappa(self.pairs)
         return {
             "n": self.n,
@@ -211,11 +221,11 @@ def trace_lines(suite: Path, wanted: set[str]) -> dict[str, str]:
 
 
 def request_tokens(suite: Path, trace_ids: list[str], judge_mode: str, risk_level: str) -> dict[str, str]:
-    """trace id -> the delimiter token of the prompt `seqjudge run` will send for it (see the module doc)."""
+    """trace id -> the delimiter token of the prompt `seqjudge run` will send for it (see the module doc).
+    Runs in the child of the revision being replayed, so only APIs every revision has are used."""
     from seqjudge import load_rules, load_traces
-    from seqjudge.config import DEFAULT_REDACT, judge_rule_ids
     from seqjudge.judge.prompt import load_examples, render
-    from seqjudge.redact import redact_trace
+    from seqjudge.redact import DEFAULT_REDACT, redact_trace
 
     try:
         from seqjudge.rules.catalog import load_catalog  # type: ignore[import-not-found,unused-ignore]
@@ -224,7 +234,7 @@ def request_tokens(suite: Path, trace_ids: list[str], judge_mode: str, risk_leve
 
     ruleset = load_rules(suite / "rules.yaml")
     catalog = load_catalog(suite / "catalog.json") if (suite / "catalog.json").is_file() else None
-    rule_ids = judge_rule_ids(ruleset, judge_mode)
+    rule_ids = [r.rule_id for r in ruleset.rules if judge_mode == "full" or r.type == "judge"]
     wanted = set(trace_ids)
     out = {}
     for trace in load_traces(suite / "traces.jsonl"):
@@ -251,6 +261,8 @@ class Replayer:
         self.unmatched = 0
 
     def __call__(self, request: RecordedRequest) -> FakeReply | None:
+        from seqjudge.judge.fake_server import openai_chat
+
         if request.method != "POST" or not request.path.endswith("/chat/completions"):
             return None
         text = "\n".join(
@@ -266,10 +278,34 @@ class Replayer:
         return openai_chat("")
 
 
+def child_env(src: Path) -> dict[str, str]:
+    """The environment of a child on the code in ``src``, with the dummy key (only the child has it)."""
+    return {**os.environ, "OPENAI_API_KEY": DUMMY_KEY, "PYTHONPATH": str(src), CHILD: "1"}
+
+
+def child_tokens(suite: Path, ids: list[str], judge_mode: str, risk_level: str, src: Path) -> dict[str, str]:
+    """``request_tokens`` run on the code in ``src`` (the code that will send the requests)."""
+    argv = [sys.executable, __file__, "tokens", "--suite", str(suite), "--judge-mode", judge_mode]
+    argv += ["--risk-level", risk_level, "--ids", json.dumps(ids)]
+    done = subprocess.run(argv, env=child_env(src), capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"error: rendering the prompts of {suite} failed:\n{done.stderr.strip()}")
+    tokens: dict[str, str] = json.loads(done.stdout)
+    return tokens
+
+
 def run_suite(
-    suite: Path, entries: list[Entry], answers: dict[str, str], judge_mode: str, risk_level: str, tmp: Path
+    suite: Path,
+    entries: list[Entry],
+    answers: dict[str, str],
+    judge_mode: str,
+    risk_level: str,
+    tmp: Path,
+    src: Path,
 ) -> tuple[dict[str, Any], Replayer]:
-    """Run `seqjudge run` over the suite's answered traces; trace id -> its stored TraceResult."""
+    """Run `seqjudge run` (the code in ``src``) over the suite's answered traces; trace id -> its stored
+    TraceResult."""
+    from seqjudge.judge.fake_server import FakeLLMServer
     from seqjudge.store import Store
 
     ids = [e.trace_id for e in entries if e.trace_id in answers]
@@ -280,7 +316,7 @@ def run_suite(
     traces = tmp / f"{suite.name}.jsonl"
     traces.write_text("".join(lines[t] for t in ids), encoding="utf-8")
     store = tmp / f"{suite.name}.db"
-    replayer = Replayer({t: answers[t] for t in ids}, request_tokens(suite, ids, judge_mode, risk_level))
+    replayer = Replayer({t: answers[t] for t in ids}, child_tokens(suite, ids, judge_mode, risk_level, src))
     with FakeLLMServer(responder=replayer) as server:
         argv = [
             "run",
@@ -306,11 +342,9 @@ def run_suite(
         ]
         if (suite / "catalog.json").is_file():
             argv += ["--catalog", str(suite / "catalog.json")]
-        # The dummy key exists only in the child's environment.
-        env = {**os.environ, "OPENAI_API_KEY": DUMMY_KEY, "PYTHONPATH": str(ROOT / "src")}
         done = subprocess.run(
             [sys.executable, "-c", "from seqjudge.cli import main; main()", *argv],
-            env=env,
+            env=child_env(src),
             capture_output=True,
             text=True,
         )
@@ -345,8 +379,10 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
     unmatched = 0
     with tempfile.TemporaryDirectory(prefix="judge-replay-") as tmp_name:
         tmp = Path(tmp_name)
+        tree = ROOT if args.rev is None else export_revision(args.rev, tmp / "rev")
         for written, suite_entries in by_suite.items():
-            suite = resolve_suite(written, answers_dir)
+            suite = resolve_suite(written, answers_dir)  # its labels.jsonl is the reference
+            code_suite = suite if args.rev is None else tree / in_repo(suite)  # its rules and traces
             labels = {}
             for line in (suite / "labels.jsonl").read_text(encoding="utf-8").splitlines():
                 if line.strip():
@@ -360,10 +396,10 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
                 else:
                     no_answer.append(f"{e.key} ({e.trace_id})")
             results, replayer = run_suite(
-                suite, suite_entries, answers, args.judge_mode, args.risk_level, tmp
+                code_suite, suite_entries, answers, args.judge_mode, args.risk_level, tmp, tree / "src"
             )
             unmatched += replayer.unmatched
-            judge_ids = judge_rule_ids_of(suite)
+            judge_ids = judge_rule_ids_of(code_suite)
             tallies: dict[str, Tally] = defaultdict(Tally)
             for e in suite_entries:
                 result = results.get(e.trace_id)
@@ -375,6 +411,7 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
             for rule_id, t in tallies.items():
                 overall[rule_id].merge(t)
     return {
+        "revision": args.rev or "this checkout",
         "judge_mode": args.judge_mode,
         "risk_level": args.risk_level,
         "overall": {r: t.figures() for r, t in sorted(overall.items())},
@@ -382,6 +419,13 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
         "no_answer": no_answer,
         "unmatched_requests": unmatched,
     }
+
+
+def in_repo(suite: Path) -> Path:
+    try:
+        return suite.relative_to(ROOT)
+    except ValueError:
+        sys.exit(f"error: --rev replays a suite of the repository; {suite} is outside {ROOT}")
 
 
 def judge_rule_ids_of(suite: Path) -> set[str]:
@@ -395,7 +439,9 @@ def _fmt(value: float | None) -> str:
 
 
 def print_report(report: dict[str, Any]) -> None:
-    print(f"judge replay: mode {report['judge_mode']}, risk level {report['risk_level']}")
+    print(
+        f"judge replay ({report['revision']}): mode {report['judge_mode']}, risk level {report['risk_level']}"
+    )
     header = f"{'scope':<28} {'rule':<24} {'n':>4} {'scored':>6} {'agree':>6} {'kappa':>6} "
     header += f"{'lbl fail':>8} {'miss':>4} {'false':>5} {'unsc':>4}"
     print(header)
@@ -424,20 +470,30 @@ def print_report(report: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("render", "score"):
-        p = sub.add_parser(name)
+    for name in ("render", "score", "tokens"):
+        p = sub.add_parser(name) if name != "tokens" else sub.add_parser(name, help=argparse.SUPPRESS)
         p.add_argument("--judge-mode", default="full", choices=("full", "contextual"))
         p.add_argument("--risk-level", default="high", choices=("low", "medium", "high"))
         if name == "render":
             p.add_argument("--suite", type=Path, required=True)
             p.add_argument("--trace-ids", type=Path, required=True)
             p.add_argument("--out", type=Path, required=True)
-        else:
+        elif name == "score":
             p.add_argument("--answers", type=Path, required=True)
             p.add_argument("--json", action="store_true", help="print the figures as JSON")
+            p.add_argument(
+                "--rev", help="replay through this git revision's pipeline, rules and template (e.g. main)"
+            )
+        else:  # the child that computes delimiter tokens on the code being replayed
+            p.add_argument("--suite", type=Path, required=True)
+            p.add_argument("--ids", required=True)
     args = parser.parse_args(argv)
     if args.command == "render":
         render(args)
+        return 0
+    if args.command == "tokens":
+        ids = json.loads(args.ids)
+        print(json.dumps(request_tokens(args.suite, ids, args.judge_mode, args.risk_level)))
         return 0
     report = score(args)
     if args.json:

@@ -24,11 +24,12 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from revision import ROOT, export_revision  # noqa: E402
+
 MODES = ("full", "contextual")
 
 
@@ -95,17 +96,9 @@ def run_here(suites: list[Path], risk_level: str) -> None:
 def run_at(rev: str, suites: list[Path], risk_level: str) -> None:
     """This script, on revision ``rev``'s code, template and suites (exported to a temporary folder)."""
     with tempfile.TemporaryDirectory(prefix="seqjudge-rev-") as tmp:
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", rev, "src", "prompts", "golden_traces"],
-            check=True,
-            capture_output=True,
-        ).stdout
-        tar_path = Path(tmp) / "rev.tar"
-        tar_path.write_bytes(archive)
-        with tarfile.open(tar_path) as tar:
-            tar.extractall(tmp, filter="data")
-        env = {**os.environ, "PYTHONPATH": str(Path(tmp) / "src")}
-        rel = [str(Path(tmp) / s.resolve().relative_to(ROOT)) for s in suites]
+        tree = export_revision(rev, Path(tmp))
+        env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+        rel = [str(tree / s.resolve().relative_to(ROOT)) for s in suites]
         subprocess.run(
             [sys.executable, __file__, *rel, "--risk-level", risk_level, "--here"],
             check=True,

@@ -4,6 +4,7 @@ replays hand-written answers through `seqjudge run` against the loopback fake se
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import json
 import sys
 from pathlib import Path
@@ -160,3 +161,23 @@ def test_full_mode_replays_answers_about_every_rule_and_counts_the_judge_rule(
     figures = json.loads(capsys.readouterr().out)["overall"]["confirm"]
     assert (figures["n"], figures["scored"], figures["misses"], figures["false_flags"]) == (2, 2, 1, 1)
     assert figures["disagreeing"] == ["t1", "t2"] and figures["kappa"] == pytest.approx(-1.0)
+
+
+def test_score_replays_through_another_revision(replay, tmp_path, capsys):
+    # `--rev` runs that revision's own pipeline, rules and template: HEAD here, whose tau-retail has the
+    # same judge rule, so both replays must count the same.
+    if subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True).returncode != 0:
+        pytest.skip("not a git checkout: nothing to export")
+    out = tmp_path / "out"
+    (out / "answers").mkdir(parents=True)
+    suite = "golden_traces/tau-retail"
+    (out / "index.tsv").write_text(f"r01\t{suite}\tretail/gpt-4.1/task40/trial0\n", encoding="utf-8")
+    passed = json.loads(answer(failed=False)) | {"total_rules_checked": 3, "rules_passed": 3}
+    (out / "answers" / "r01.json").write_text(json.dumps(passed))
+    figures = []
+    for extra in ([], ["--rev", "HEAD"]):
+        capsys.readouterr()
+        assert replay.main(["score", "--answers", str(out), "--json", *extra]) == 0
+        report = json.loads(capsys.readouterr().out)
+        figures.append(report["overall"]["confirm-before-write"])
+    assert figures[0] == figures[1] and figures[0]["scored"] == 1 and figures[0]["unscored"] == 0
