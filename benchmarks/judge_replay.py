@@ -5,7 +5,8 @@ Two steps, with a person or a stand-in model in between:
     python benchmarks/judge_replay.py render --suite golden_traces/tau-retail --trace-ids IDS --out DIR \
         [--judge-mode full|contextual] [--risk-level high]
     # ... someone answers each DIR/prompts/<key>.txt as the judge would, into DIR/answers/<key>.json ...
-    python benchmarks/judge_replay.py score --answers DIR [--judge-mode ...] [--risk-level high] [--rev REV] [--json]
+    python benchmarks/judge_replay.py score --answers DIR [--judge-mode ...] [--risk-level high] \
+        [--rev REV] [--json]
 
 `render` writes DIR/prompts/<key>.txt (exactly what `seqjudge prompt` prints for the trace) and appends
 `key<TAB>suite_dir<TAB>trace_id` to DIR/index.tsv; several suites can be rendered into one DIR. IDS holds one

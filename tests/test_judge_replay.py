@@ -4,8 +4,8 @@ replays hand-written answers through `seqjudge run` against the loopback fake se
 from __future__ import annotations
 
 import importlib.util
-import subprocess
 import json
+import subprocess
 import sys
 from pathlib import Path
 
