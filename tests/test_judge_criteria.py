@@ -332,3 +332,13 @@ def test_the_labelling_guideline_is_the_text_the_judge_reads(name, capsys) -> No
     writes = {t.name for t in load_catalog(suite / "catalog.json").tools.values() if t.kind == "write"}
     assert set(expand_name(rule.applies_to, rs.aliases)) == writes
     assert all(f"`{w}`" in text for w in writes)
+
+
+def test_lint_checks_applies_to_against_the_catalog(tmp_path, capsys) -> None:
+    (tmp_path / "rules.yaml").write_text(
+        "rules:\n  - {id: c, type: judge, description: confirm, applies_to: [Refnd]}\n", encoding="utf-8"
+    )
+    (tmp_path / "catalog.json").write_text(json.dumps(CATALOG), encoding="utf-8")
+    assert run(["lint", str(tmp_path / "rules.yaml"), "--catalog", str(tmp_path / "catalog.json")]) == 2
+    captured = capsys.readouterr()
+    assert "names tool 'Refnd'" in captured.out + captured.err and "Did you mean 'Refund'?" in captured.out
