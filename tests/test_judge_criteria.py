@@ -342,3 +342,37 @@ def test_lint_checks_applies_to_against_the_catalog(tmp_path, capsys) -> None:
     assert run(["lint", str(tmp_path / "rules.yaml"), "--catalog", str(tmp_path / "catalog.json")]) == 2
     captured = capsys.readouterr()
     assert "names tool 'Refnd'" in captured.out + captured.err and "Did you mean 'Refund'?" in captured.out
+
+
+RULE_OF_EACH_TYPE = [
+    {"type": "require", "tool": "A"},
+    {"type": "before", "first": "A", "then": "B"},
+    {"type": "blocklist", "pattern": "admin_"},
+    {"type": "max_calls", "tool": "A", "max": 0},
+    {"type": "eventually", "tool": "A", "within": 2},
+    {"type": "never_after", "trigger": "A", "forbidden": "B"},
+    {"type": "after", "trigger": "A", "then": "B"},
+    {"type": "sequence", "tools": ["A", "B"]},
+    {"type": "sequence", "tools": ["A", "B"], "strict": True},
+    {"type": "trajectory", "expected": ["A", "B"]},
+    {"type": "judge", "description": "d", "applies_to": "A"},
+]
+
+
+@pytest.mark.parametrize(
+    "spec", RULE_OF_EACH_TYPE, ids=lambda s: s["type"] + ("-strict" if "strict" in s else "")
+)
+def test_not_checked_is_said_exactly_where_the_engine_says_not_exercised(spec) -> None:
+    # On a trace that calls none of the rule's tools, the engine leaves a rule not exercised exactly when
+    # the text the judge reads says "Not checked if": the TASK's one definition of "not checked".
+    rs = RuleSet.model_validate({"rules": [spec]})
+    nothing = Trace.model_validate({"calls": [{"tool_name": "Other"}]})
+    outcome = check(nothing, rs).rules[0].outcome
+    text = render(nothing, rs).static.split("Requirement: ", 1)[1].split("\n", 1)[0]
+    assert ("Not checked if" in text) == (outcome == "not_exercised"), (outcome, text)
+    # Per value: a limit stays checked (passed) when no call carries the value, like the engine says.
+    if spec["type"] in ("max_calls", "before"):
+        per_value = RuleSet.model_validate({"rules": [spec | {"same": ["order_id"]}]})
+        same_outcome = check(nothing, per_value).rules[0].outcome
+        assert same_outcome == ("passed" if spec["type"] == "max_calls" else "not_exercised")
+        assert "a limit (`max_calls`) is always checked" in render(nothing, per_value).static

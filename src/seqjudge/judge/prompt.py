@@ -445,7 +445,7 @@ def requirement(rule: Any, aliases: dict[str, list[str]]) -> str:
             if rule.strict:
                 return (
                     f"Strict sequence: {names}. Calls before the first successful {w(rule.tools[0])} "
-                    "are ignored; not checked if it never succeeds. After it, every following call must "
+                    "are ignored. Not checked if it never succeeds. After it, every following call must "
                     "be the next tool of the sequence, each in a later step, with nothing else in between "
                     "(a failed attempt of the awaited tool waits for its retry). Violation: `out_of_order` "
                     "at the first call that is not the awaited tool, `incomplete_sequence` if the trace "
@@ -517,8 +517,8 @@ def scope_lines(rule: Any) -> list[str]:
 PER_VALUE = (
     '"Per value of `a`": the rule holds separately for each distinct value of the argument(s) named; only '
     "calls carrying that value are considered together, with their positions in the whole trace. It fails "
-    "if it fails for any value (name the value in the explanation), and is not checked if it is exercised "
-    "for none."
+    "if it fails for any value (name the value in the explanation). Not checked if it is exercised for no "
+    "value; a limit (`max_calls`) is always checked."
 )
 
 
