@@ -12,7 +12,8 @@ Two steps, with a person or a stand-in model in between:
 `key<TAB>suite_dir<TAB>trace_id` to DIR/index.tsv; several suites can be rendered into one DIR. IDS holds one
 trace id a line (blank lines and `#` comments skipped).
 
-`score` starts the loopback fake OpenAI-compatible server (seqjudge.judge.fake_server), which answers each
+`score` starts the loopback fake OpenAI-compatible server of the tests (tests/fakes/server.py, the one fake
+server of the project, as benchmarks/judge_throughput.py uses it), which answers each
 request with the recorded answer of the trace the request is about, runs `seqjudge run` per suite in a child
 process (the OpenAI adapter with `--base-url`, a dummy key in the child's environment only, a temporary
 store, no response cache, one attempt: a recorded answer cannot improve on a re-ask), then reads the stored
@@ -56,8 +57,10 @@ CHILD = "SEQJUDGE_REPLAY_CHILD"
 if not os.environ.get(CHILD) and str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
+# The loopback fake server the contract tests use (standard library only).
+sys.path.insert(0, str(ROOT / "tests"))
 if TYPE_CHECKING:
-    from seqjudge.judge.fake_server import FakeReply, RecordedRequest
+    from fakes.server import FakeReply, RecordedRequest
 
 INDEX = "index.tsv"
 MODEL = "openai:replay"
@@ -262,7 +265,7 @@ class Replayer:
         self.unmatched = 0
 
     def __call__(self, request: RecordedRequest) -> FakeReply | None:
-        from seqjudge.judge.fake_server import openai_chat
+        from fakes.server import openai_chat
 
         if request.method != "POST" or not request.path.endswith("/chat/completions"):
             return None
@@ -306,7 +309,7 @@ def run_suite(
 ) -> tuple[dict[str, Any], Replayer]:
     """Run `seqjudge run` (the code in ``src``) over the suite's answered traces; trace id -> its stored
     TraceResult."""
-    from seqjudge.judge.fake_server import FakeLLMServer
+    from fakes.server import FakeLLMServer
     from seqjudge.store import Store
 
     ids = [e.trace_id for e in entries if e.trace_id in answers]
