@@ -28,8 +28,11 @@ the delimiter token derived from the trace's content; a request that holds a tra
 The answers may come from prompts of another revision (the "before" prompts of main): `score --rev main`
 replays them through that revision's own pipeline, validator, rules and template (exported with `git
 archive`, run in the child processes), so a before/after comparison changes the prompt and nothing else;
-without `--rev` they go through this checkout's. The labels are always those of the suite folder named in
-index.tsv, as it is in the working tree.
+without `--rev` they go through this checkout's. The rules, catalog and traces come from the code being
+replayed (its `golden_traces/...` when index.tsv names a suite by a relative path); the labels come from the
+suite folder index.tsv names, looked up from the working folder first (then DIR, then this checkout), so
+labels written in another checkout are used by running the script from there. The report names the labels
+file of each suite.
 """
 
 from __future__ import annotations
@@ -349,6 +352,7 @@ def run_suite(
         done = subprocess.run(
             [sys.executable, "-c", "from seqjudge.cli import main; main()", *argv],
             env=child_env(src),
+            cwd=tmp,  # nothing of the run (a cache, a store) lands in the caller's folder
             capture_output=True,
             text=True,
         )
@@ -380,13 +384,15 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
     overall: dict[str, Tally] = defaultdict(Tally)
     per_suite: dict[str, dict[str, Tally]] = {}
     no_answer: list[str] = []
+    labels_used: dict[str, str] = {}
     unmatched = 0
     with tempfile.TemporaryDirectory(prefix="judge-replay-") as tmp_name:
         tmp = Path(tmp_name)
         tree = ROOT if args.rev is None else export_revision(args.rev, tmp / "rev")
         for written, suite_entries in by_suite.items():
             suite = resolve_suite(written, answers_dir)  # its labels.jsonl is the reference
-            code_suite = suite if args.rev is None else tree / in_repo(suite)  # its rules and traces
+            code_suite = code_suite_of(written, suite, tree, args.rev)  # its rules, catalog and traces
+            labels_used[suite.name] = str(suite / "labels.jsonl")
             labels = {}
             for line in (suite / "labels.jsonl").read_text(encoding="utf-8").splitlines():
                 if line.strip():
@@ -420,16 +426,22 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
         "risk_level": args.risk_level,
         "overall": {r: t.figures() for r, t in sorted(overall.items())},
         "suites": {s: {r: t.figures() for r, t in sorted(ts.items())} for s, ts in per_suite.items()},
+        "labels": labels_used,
         "no_answer": no_answer,
         "unmatched_requests": unmatched,
     }
 
 
-def in_repo(suite: Path) -> Path:
-    try:
-        return suite.relative_to(ROOT)
-    except ValueError:
-        sys.exit(f"error: --rev replays a suite of the repository; {suite} is outside {ROOT}")
+def code_suite_of(written: str, suite: Path, tree: Path, rev: str | None) -> Path:
+    """Where the rules, catalog and traces the pipeline runs on come from: the suite folder of the code
+    being replayed (this checkout, or the revision's tree) when the index names one of the repository's
+    suites by a relative path, else the suite folder itself. The labels always come from ``suite``."""
+    rel = Path(written)
+    if not rel.is_absolute() and (tree / rel / "rules.yaml").is_file():
+        return tree / rel
+    if rev is not None:
+        sys.exit(f"error: --rev {rev} has no suite {written!r}: it replays the repository's own suites")
+    return suite
 
 
 def judge_rule_ids_of(suite: Path) -> set[str]:
@@ -457,6 +469,8 @@ def print_report(report: dict[str, Any]) -> None:
                 f"{_fmt(f['kappa']):>6} {f['label_fail']:>8} {f['misses']:>4} {f['false_flags']:>5} "
                 f"{f['unscored']:>4}"
             )
+    for name, path in report["labels"].items():
+        print(f"labels of {name}: {path}")
     for rule_id, f in report["overall"].items():
         if f["disagreeing"]:
             print(f"disagreeing on {rule_id}: {', '.join(f['disagreeing'])}")
