@@ -275,11 +275,15 @@ class Replayer:
         text = "\n".join(
             str(m.get("content", "")) for m in (request.body or {}).get("messages", []) if isinstance(m, dict)
         )
-        for trace_id, answer in self.answers.items():
-            token = self.tokens.get(trace_id)
-            if (token and f"TRACE-DATA {token}>>>" in text) or trace_id in text:
-                self.served[trace_id] += 1
-                return openai_chat(answer)
+        # The delimiter token first (exact); a trace id written in the request only when no token matches,
+        # since an id such as "task1" may occur inside another trace's text.
+        matches = [
+            t for t in self.answers if self.tokens.get(t) and f"TRACE-DATA {self.tokens[t]}>>>" in text
+        ]
+        matches = matches or [t for t in self.answers if t in text]
+        if len(matches) == 1:
+            self.served[matches[0]] += 1
+            return openai_chat(self.answers[matches[0]])
         self.unmatched += 1
         # An empty reply: the run records the trace unscored ("the reply was empty"), it does not stop.
         return openai_chat("")
