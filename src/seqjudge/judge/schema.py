@@ -32,7 +32,7 @@ class _Strict(BaseModel):
 
 class JudgeViolation(_Strict):
     rule_id: str = Field(description="The id of the violated rule, exactly as given.")
-    rule_description: str = Field(description="The rule's description, as given.")
+    rule_description: str = Field(description="A short paraphrase of the rule.")
     violation_type: ViolationType = Field(description="The kind of violation.")
     expected_order: str = Field(description="What the rule required, in words.")
     actual_order: str = Field(description="What the trace did instead, naming call indices.")
