@@ -226,13 +226,11 @@ def requirement(rule: Any, aliases: dict[str, list[str]]) -> str:
                     + " and the whole trace. Violation: `criteria_not_met` at the call it concerns (null "
                     "only when the failure concerns no call)."
                 )
+            by = "the criteria" if rule.criteria else "the description"
             return (
                 f"Decide each call to {_spelled(rule.applies_to, aliases)} on its own, failed attempts "
-                "included: the rule "
-                "fails if any of them fails"
-                + (" the criteria" if rule.criteria else " the description")
-                + ". Not checked if the trace has no such call. Violation: `criteria_not_met` at each call "
-                "that fails, one violation per call."
+                f"included: the rule fails if any of them fails {by}. Not checked if the trace has no such "
+                "call. Violation: `criteria_not_met` at each call that fails, one violation per call."
             )
     return rule.description or rule.type  # pragma: no cover - the rule union is closed
 
