@@ -376,3 +376,26 @@ def test_not_checked_is_said_exactly_where_the_engine_says_not_exercised(spec) -
         same_outcome = check(nothing, per_value).rules[0].outcome
         assert same_outcome == ("passed" if spec["type"] == "max_calls" else "not_exercised")
         assert "a limit (`max_calls`) is always checked" in render(nothing, per_value).static
+
+
+def test_applies_to_may_be_a_selector_and_the_judge_decides_the_calls_the_engine_counts() -> None:
+    rs = RuleSet.model_validate(
+        {
+            "rules": [
+                {
+                    "id": "big-refunds",
+                    "type": "judge",
+                    "description": "A refund of 1000 or more needs a manager's approval in the conversation.",
+                    "applies_to": {"tool": "Refund", "args_match": {"amount": "^[0-9]{4,}$"}},
+                }
+            ]
+        }
+    )
+    small = Trace.model_validate({"calls": [{"tool_name": "Refund", "arguments": {"amount": "20"}}]})
+    both = Trace.model_validate(
+        {"calls": [{"tool_name": "Refund", "arguments": {"amount": a}} for a in ("20", "1500")]}
+    )
+    assert check(small, rs).rules[0].outcome == "not_exercised"
+    assert check(both, rs).rules[0].call_indices == [1]
+    assert render(both, rs).rule_calls == (("big-refunds", (1,)),)
+    assert render(small, rs).rule_calls == (("big-refunds", ()),)

@@ -31,7 +31,7 @@ from seqjudge.judge.trace_data import SHORT_OUTPUT_CHARS, Evidence, evidence_of
 from seqjudge.judge.trace_data import render_trace_data as render_trace_data
 from seqjudge.report import VIOLATION_TYPES, RiskLevel
 from seqjudge.rules.model import ArgsSelector, Operand, RuleSet
-from seqjudge.rules.select import expand_name, operand_names
+from seqjudge.rules.select import compile_operand, expand_name, operand_names
 from seqjudge.trace import Trace
 
 TEMPLATE_NAME = "sequence_judge.md.j2"
@@ -527,8 +527,9 @@ def _rule_calls(
     out = []
     for r in rules:
         if r.type == "judge" and r.applies_to is not None:
-            tools = {t for name in operand_names(r.applies_to) for t in expand_name(name, aliases)}
-            out.append((r.rule_id, tuple(i for i, c in enumerate(trace.calls) if c.tool_name in tools)))
+            # The engine's own selector: the calls it counts are the calls the judge decides.
+            about = compile_operand(r.applies_to, aliases)
+            out.append((r.rule_id, tuple(i for i, c in enumerate(trace.calls) if about.matches(c))))
     return tuple(out)
 
 
