@@ -391,7 +391,7 @@ class JudgeSession:
                         f"max_tokens={request.max_tokens} allows; answer with the JSON object only"
                     ],
                 )
-            return validate_reply(raw, self.rules, self.prompt.n_calls)
+            return validate_reply(raw, self.rules, self.prompt.n_calls, dict(self.prompt.rule_calls))
         except InvalidJudgeOutput as exc:
             record.error_stage = exc.stage
             record.error = str(exc)
