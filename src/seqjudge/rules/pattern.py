@@ -1,15 +1,21 @@
-"""``args_match`` patterns: compiled and searched by one engine, with a time limit on every search.
+"""``args_match`` patterns: compiled and searched so that no search takes more than a bounded time.
 
 Python's ``re`` backtracks: ``(a+)+$`` against 28 a's and a ``!`` takes seconds, against 5,000 it never
 ends, and even ``.*x.*y`` is quadratic on a failing search. A linear-time engine (RE2) has no look-ahead,
 which rules use (``^(?!(no longer needed|ordered by mistake)$)``), and its Python binding costs about 15 µs
-a search. So patterns run on the ``regex`` package, which reads ``re``'s syntax and stops a search after
-``SEARCH_TIMEOUT`` seconds: a search that runs out is an ``InputError`` naming the rule and the pattern,
-never a hang. ``seqjudge lint`` warns about nested quantifiers, the usual cause, before any trace is read.
+a search. The ``regex`` package reads ``re``'s syntax and stops a search after ``SEARCH_TIMEOUT`` seconds,
+but a timed search costs 10-20 µs against ``re``'s 1. So each pattern gets both: ``re`` for texts short
+enough that its worst case is cheap (a backtracking search of a pattern with q quantifiers costs at most
+about n**(q+1) steps on n characters; with a nested quantifier, 2**n), and ``regex`` with the time limit
+for longer ones. A pattern without quantifiers always takes ``re``. A timed search that runs out is an
+``InputError`` naming the rule and the pattern, never a hang; ``seqjudge lint`` warns about nested
+quantifiers before any trace is read.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 import regex
@@ -20,9 +26,42 @@ SEARCH_TIMEOUT = 0.1  # seconds a single search may take (the engine checks its 
 PatternError = regex.error
 
 
-def compile_pattern(pattern: str) -> Any:
+FAST_STEPS = 200_000  # the backtracking steps a plain ``re`` search may cost in the worst case (a few ms)
+
+
+class Pattern:
+    """``search(text)`` like ``re.Pattern.search``, bounded in time (``TimeoutError`` past the limit)."""
+
+    __slots__ = ("fast", "pattern", "short", "timed")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self.timed = regex.compile(pattern)  # raises PatternError first: the engine that bounds matching
+        self.fast = re.compile(pattern)
+        self.short = fast_length(pattern)
+
+    def search(self, text: str) -> Any:
+        if len(text) <= self.short:
+            return self.fast.search(text)
+        return self.timed.search(text, timeout=SEARCH_TIMEOUT)
+
+
+def fast_length(pattern: str) -> float:
+    """The longest text on which ``re``'s worst case stays under ``FAST_STEPS``."""
+    if nested_quantifier(pattern):
+        return math.log2(FAST_STEPS)
+    quantifiers = count_quantifiers(pattern)
+    if quantifiers == 0:
+        return math.inf
+    return FAST_STEPS ** (1 / (quantifiers + 1))
+
+
+def compile_pattern(pattern: str) -> Pattern:
     """The compiled pattern (raises ``PatternError`` when it is not a regular expression)."""
-    return regex.compile(pattern)
+    try:
+        return Pattern(pattern)
+    except re.error as exc:  # regex accepted what re does not (rare): one engine's verdict, regex's error
+        raise PatternError(str(exc)) from None
 
 
 def timed_out(pattern: str, key: str, text: str, owner: str | None) -> InputError:
@@ -64,6 +103,9 @@ def nested_quantifier(pattern: str) -> bool:
             if pattern.startswith("(?", i):
                 i += 2  # a group's flags or kind: (?:  (?=  (?!  (?P<name>  ...
                 continue
+        elif ch == "|":
+            if stack:
+                stack[-1] = True  # a repeated alternation ((a|a)*) backtracks like a nested repeat
         elif ch == ")":
             inner = stack.pop() if stack else False
             last_closed_had_quantifier = inner
@@ -85,6 +127,39 @@ def nested_quantifier(pattern: str) -> bool:
         last_closed_had_quantifier = False
         i += 1
     return False
+
+
+def count_quantifiers(pattern: str) -> int:
+    """Quantifiers in ``pattern`` (``*``, ``+``, ``?``, ``{m,n}``; escapes, classes, lazy marks and group
+    kinds skipped). An alternation counts as one: it too can make a search try again."""
+    count, i, n = 0, 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            i = _class_end(pattern, i)
+            continue
+        if ch == "(" and pattern.startswith("(?", i):
+            i += 2
+            continue
+        repeat = ch in "*+|" or (ch == "{" and _is_repeat(pattern, i))
+        if repeat or (ch == "?" and i > 0 and pattern[i - 1] not in "*+?}("):
+            count += 1
+        i += 1
+    return count
+
+
+def _class_end(pattern: str, at: int) -> int:
+    j, n = at + 1, len(pattern)
+    if j < n and pattern[j] == "^":
+        j += 1
+    if j < n and pattern[j] == "]":
+        j += 1
+    while j < n and pattern[j] != "]":
+        j += 2 if pattern[j] == "\\" else 1
+    return j + 1
 
 
 def _is_repeat(pattern: str, at: int) -> bool:

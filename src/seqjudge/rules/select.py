@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seqjudge.rules.model import ArgsSelector, Operand, operand_text
-from seqjudge.rules.pattern import SEARCH_TIMEOUT, compile_pattern, timed_out
+from seqjudge.rules.pattern import Pattern, compile_pattern, timed_out
 from seqjudge.trace import Call
 
 # Built once: json.dumps with options builds an encoder per call, a third of the cost of a small value.
@@ -24,7 +24,7 @@ def arg_text(value: Any) -> str:
 @dataclass(frozen=True)
 class ArgCondition:
     names: frozenset[str]
-    patterns: tuple[tuple[str, Any], ...]  # (argument, compiled pattern: seqjudge.rules.pattern)
+    patterns: tuple[tuple[str, Pattern], ...]  # (argument, compiled pattern)
     status: str | None = None
     owner: str | None = field(default=None, compare=False)  # the rule id an error names
 
@@ -42,7 +42,7 @@ class ArgCondition:
                 return False
             text = arg_text(args[key])
             try:
-                if rx.search(text, timeout=SEARCH_TIMEOUT) is None:
+                if rx.search(text) is None:
                     return False
             except TimeoutError:
                 raise timed_out(rx.pattern, key, text, self.owner) from None
