@@ -7,7 +7,7 @@ read with ``resource.getrusage(RUSAGE_CHILDREN)`` in an intermediate process tha
 ``--repeat N`` runs each case N times and prints the median.
 
     python benchmarks/large_inputs.py                    # both cases, once
-    python benchmarks/large_inputs.py --repeat 3 --only check
+    python benchmarks/large_inputs.py --repeat 3 --only check --formats jsonl
     PYTHONPATH=/path/to/other/src python benchmarks/large_inputs.py   # the same inputs, another seqjudge
 """
 
@@ -101,6 +101,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--mb", type=int, default=200, help="size of the JSONL file for check")
     parser.add_argument("--only", choices=["run", "check"])
+    parser.add_argument("--formats", default="jsonl,text", help="check's output formats to measure")
     args = parser.parse_args()
     make_inputs(args.mb)
     seqjudge = [
@@ -131,7 +132,7 @@ def main() -> None:
         )
     if args.only in (None, "check"):
         path = FOLDER / f"traces-{args.mb}mb.jsonl"
-        for fmt in ("jsonl", "text"):
+        for fmt in args.formats.split(","):
             figures = case(
                 [
                     *seqjudge,
