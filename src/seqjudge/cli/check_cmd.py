@@ -16,9 +16,9 @@ from seqjudge.cli.app import app
 from seqjudge.cli.trace_options import ErrorPattern, MessagesKey, TraceFormat, Verbose
 from seqjudge.errors import InputError
 from seqjudge.ingest.base import Done
+from seqjudge.inputs import load_suite
 from seqjudge.report import DEFAULT_THRESHOLD, Report
 from seqjudge.rules.engine import Engine
-from seqjudge.rules.model import RuleSet
 from seqjudge.textview import Totals, trace_line, violation_block
 from seqjudge.trace import PlainTrace, Trace
 
@@ -33,38 +33,6 @@ class Risk(StrEnum):
     low = "low"
     medium = "medium"
     high = "high"
-
-
-def load_ruleset(rules: Path, catalog: Path | None) -> RuleSet:
-    """Load rules and, with a catalog (flag or the rule file's `catalog:`), reject unknown tool names."""
-    import warnings
-
-    from seqjudge.rules.load import load_rules
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        ruleset = load_rules(rules)
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
-    catalog_path = catalog or (Path(ruleset.catalog) if ruleset.catalog else None)
-    if catalog_path is not None:
-        from seqjudge.catalog import load_catalog
-        from seqjudge.rules.lint import lint
-
-        problems = [
-            # Cycles do not stop `check`: it evaluates and reports them as violations on the traces.
-            p
-            for p in lint(ruleset, load_catalog(catalog_path))
-            if p.level == "error" and p.code != "cycle"
-        ]
-        if problems:
-            listing = "; ".join(f"{p.rule_id or p.where}: {p.message}" for p in problems)
-            raise InputError(
-                f"the rules name tools the catalog does not have: {listing}",
-                source=str(rules),
-                hint=f"fix the names or the catalog {catalog_path} (`seqjudge lint` lists every problem)",
-            )
-    return ruleset
 
 
 # Reports are written a few KB at a time; a large buffer turns a syscall per report into one per hundred.
@@ -146,7 +114,7 @@ def check(
     from seqjudge.checkpool import Checker, LinePool
     from seqjudge.ingest import load_checkable, load_traces
 
-    ruleset = load_ruleset(rules, catalog)
+    ruleset = load_suite(rules, catalog).ruleset
     checker = Checker(Engine(ruleset), threshold, risk_level.value)
     totals = Totals()
     reports = []

@@ -91,9 +91,9 @@ def demo(
     """
     import os
 
-    from seqjudge.cli.check_cmd import load_ruleset
     from seqjudge.cli.run_cmd import print_summary
     from seqjudge.ingest import load_traces
+    from seqjudge.inputs import load_suite
     from seqjudge.runner import judge_unavailable, run_traces
     from seqjudge.store import Store
 
@@ -113,12 +113,10 @@ def demo(
                 store=store,
                 label=f"demo:{suite.name}",
             )
-            ruleset = load_ruleset(Path(cfg.rules), None)
-            catalog = None
-            if (suite / "catalog.json").is_file():
-                from seqjudge.catalog import load_catalog
-
-                catalog = load_catalog(suite / "catalog.json")
+            # A bundled suite's catalog.json is used whether or not its rule file names it.
+            shipped = suite / "catalog.json"
+            inputs = load_suite(cfg.rules, shipped if shipped.is_file() else None, known_tools=False)
+            ruleset, catalog = inputs.ruleset, inputs.catalog
             watcher = _Watcher(_rule_labels(suite))
             summary = asyncio.run(
                 run_traces(cfg, ruleset, load_traces(cfg.traces), db, catalog=catalog, on_result=watcher)

@@ -6,15 +6,15 @@ import asyncio
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from seqjudge.cli.app import app
-from seqjudge.cli.check_cmd import ErrorPatternOpt, MessagesKeyOpt, Risk, TraceFormatOpt, load_ruleset
+from seqjudge.cli.check_cmd import ErrorPatternOpt, MessagesKeyOpt, Risk, TraceFormatOpt
 from seqjudge.config import DEFAULT_STORE, RunConfig, load_config
 from seqjudge.errors import InputError
+from seqjudge.inputs import suite_of
 from seqjudge.runner import DRY_RUN_OUTPUT_TOKENS, RunEstimate, RunSummary, estimate_run, run_traces
 
 
@@ -249,16 +249,8 @@ def run(
         },
         base=base_cfg,
     )
-    ruleset = load_ruleset(Path(cfg.rules), Path(cfg.catalog) if cfg.catalog else None)
-    catalog_obj = examples_obj = None
-    if cfg.catalog or ruleset.catalog:
-        from seqjudge.catalog import load_catalog
-
-        catalog_obj = load_catalog(cfg.catalog or ruleset.catalog)  # type: ignore[arg-type]
-    if cfg.examples:
-        from seqjudge.judge.prompt import load_examples
-
-        examples_obj = load_examples(cfg.examples)
+    suite = suite_of(cfg)
+    ruleset, catalog_obj, examples_obj = suite.ruleset, suite.catalog, suite.examples
     traces = load_traces(
         cfg.traces, format=cfg.trace_format, messages_key=cfg.messages_key, error_pattern=cfg.error_pattern
     )
