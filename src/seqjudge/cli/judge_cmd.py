@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -27,9 +27,14 @@ from seqjudge.cli.check_cmd import (
     VerboseOpt,
     open_output,
 )
+from seqjudge.crosscheck import reconcile
 from seqjudge.errors import InputError, ProviderError
+from seqjudge.inputs import load_suite
 from seqjudge.report import DEFAULT_THRESHOLD, Report, RiskLevel
 from seqjudge.rules.model import RuleSet
+
+if TYPE_CHECKING:
+    from seqjudge.judge.judge import JudgeResult
 
 ExamplesOpt = Annotated[
     Path | None,
@@ -38,30 +43,6 @@ ExamplesOpt = Annotated[
         help="Worked examples for the judge (YAML); default: the shipped prompts/examples/default.yaml.",
     ),
 ]
-DECIDED = ("passed", "failed")
-
-
-def load_inputs(rules: Path, catalog: Path | None) -> tuple[RuleSet, Any]:
-    """The rule set and its catalog (the flag, else the rule file's `catalog:`, relative to the rule file)."""
-    import warnings
-
-    from seqjudge.rules.load import load_rules
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        ruleset = load_rules(rules)
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
-    path = catalog
-    if path is None and ruleset.catalog:
-        path = Path(ruleset.catalog)
-        if not path.is_absolute():
-            path = rules.parent / path
-    if path is None:
-        return ruleset, None
-    from seqjudge.catalog import load_catalog
-
-    return ruleset, load_catalog(path)
 
 
 def _traces(traces: str, **options: Any) -> Any:
@@ -86,10 +67,11 @@ def prompt(
 ) -> int:
     """Print the judge prompt for one trace exactly as the model sees it: the system prompt, then the user
     content."""
-    from seqjudge.judge.prompt import catalog_names, load_examples, render
+    from seqjudge.judge.prompt import catalog_names, render
     from seqjudge.judge.validate import check_inputs
 
-    ruleset, cat = load_inputs(rules, catalog)
+    suite = load_suite(rules, catalog, examples, with_examples=True, known_tools=False)
+    ruleset, cat = suite.ruleset, suite.catalog
     chosen = None
     count = 0
     for t in _traces(trace, format=trace_format, messages_key=messages_key, error_pattern=error_pattern):
@@ -111,9 +93,7 @@ def prompt(
             file=sys.stderr,
         )
     chosen = check_inputs(chosen, ruleset, catalog_names=catalog_names(cat) if cat is not None else None)
-    rendered = render(
-        chosen, ruleset, catalog=cat, examples=load_examples(examples), risk_level=risk_level.value
-    )
+    rendered = render(chosen, ruleset, catalog=cat, examples=suite.examples, risk_level=risk_level.value)
     sys.stdout.write(rendered.text())
     return 0
 
@@ -160,12 +140,12 @@ def judge(
     2 on bad input, 3 when the model provider cannot be used (missing key, wrong base URL, rate limit).
     """
     from seqjudge.judge.cache import ResponseCache
-    from seqjudge.judge.prompt import load_examples
     from seqjudge.judge.providers.base import get_provider
     from seqjudge.rules.engine import Engine
 
-    ruleset, cat = load_inputs(rules, catalog)
-    worked = load_examples(examples)
+    # The judge checks the rules and every trace against the catalog itself (judge.validate).
+    suite = load_suite(rules, catalog, examples, with_examples=True, known_tools=False)
+    ruleset, cat, worked = suite.ruleset, suite.catalog, suite.examples
     if not model:
         raise InputError(
             "no model to judge with",
@@ -273,48 +253,30 @@ class _JudgeRun:
             if close is not None:
                 await close()
 
-    def row(self, report: Report, result: Any) -> dict[str, Any]:
-        judged = result.rule_outcomes()
-        rules = []
-        disagreements = 0
-        for r in report.rules:
-            j = judged.get(r.rule_id)
-            agree: bool | None = None
-            if j is not None and (r.outcome in DECIDED or j == "failed") and r.outcome != "deferred":
-                # A rule the engine decided, or one it found not exercised that the judge says failed.
-                agree = r.outcome == j
-                disagreements += not agree
-            rules.append(
-                {
-                    "rule_id": r.rule_id,
-                    "type": r.type,
-                    "severity": r.severity,
-                    "engine": r.outcome,
-                    "judge": j or ("unscored" if result.status == "unscored" else "not_asked"),
-                    "agree": agree,
-                }
-            )
-        judge_verdict = result.verdict(threshold=self.threshold, risk_level=self.risk_level)
-        # As the cross-check will reconcile: a deterministic rule's outcome is the engine's (the judge saying
-        # otherwise sends the trace to review); a `judge` rule's outcome is the judge's.
-        words_only = {r.rule_id for r in report.rules if r.type == "judge"}
-        judge_rule_failed = result.report is not None and any(
-            v.rule_id in words_only and v.severity == "critical" for v in result.report.violations
-        )
-        if report.verdict == "fail" or judge_rule_failed:
-            final = "fail"
-        elif result.status == "unscored":
-            final = "unscored"
-        elif report.verdict == "review" or judge_verdict != "pass" or disagreements:
-            final = "review"
-        else:
-            final = "pass"
+    def row(self, report: Report, result: JudgeResult) -> dict[str, Any]:
+        """One trace as `seqjudge run` decides it: the engine and the judge reconciled by ``reconcile``."""
+        decided = reconcile(report, result, threshold=self.threshold, risk_level=self.risk_level)
+        # Shown in the judge column when the judge gave no outcome for a rule.
+        missing = "unscored" if result.status == "unscored" else "not_asked"
+        rules = [
+            {
+                "rule_id": d.rule_id,
+                "type": d.type,
+                "severity": d.severity,
+                "engine": d.engine,
+                "judge": d.judge or missing,
+                "final": d.final,
+                "agree": d.agree,
+            }
+            for d in decided.rules
+        ]
         return {
             "trace_id": report.trace_id,
-            "verdict": final,
+            "verdict": decided.verdict,
+            "review_reasons": list(decided.review_reasons),
             "engine_verdict": report.verdict,
-            "judge_verdict": judge_verdict,
-            "disagreements": disagreements,
+            "judge_verdict": result.verdict(threshold=self.threshold, risk_level=self.risk_level),
+            "disagreements": len(decided.disagreements),
             "rules": rules,
             "engine": report.model_dump(mode="json"),
             "judge": result.model_dump(mode="json"),
@@ -347,9 +309,9 @@ class _JudgeRun:
         return "\n".join(lines) + "\n"
 
     def summary(self) -> dict[str, Any]:
-        counts = {
-            k: sum(1 for r in self.rows if r["verdict"] == k) for k in ("pass", "fail", "review", "unscored")
-        }
+        counts = {k: sum(1 for r in self.rows if r["verdict"] == k) for k in ("pass", "fail", "review")}
+        # An unscored judge sends its trace to review (as in `seqjudge run`); this counts those traces.
+        counts["unscored"] = sum(1 for r in self.rows if r["judge"]["status"] == "unscored")
         decided = [r["agree"] for row in self.rows for r in row["rules"] if r["agree"] is not None]
         tokens = {"input": 0, "output": 0, "cached_input": 0}
         for row in self.rows:
@@ -375,7 +337,7 @@ class _JudgeRun:
         )
         cache = f", {s['cache']['hits']} cached answer(s)" if s["cache"] else ""
         return (
-            f"{s['traces']} trace(s): {s['pass']} pass, {s['fail']} fail, {s['review']} review, "
-            f"{s['unscored']} unscored; {agree}; tokens: {s['tokens']['input']} in "
+            f"{s['traces']} trace(s): {s['pass']} pass, {s['fail']} fail, {s['review']} review "
+            f"({s['unscored']} unscored); {agree}; tokens: {s['tokens']['input']} in "
             f"({s['tokens']['cached_input']} cached), {s['tokens']['output']} out{cache}."
         )
