@@ -13,6 +13,7 @@ rather than raised; it calls the pieces (``read_rules``, ``catalog_path``, ``rea
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Suite",
+    "build_config",
     "catalog_path",
     "load_config",
     "load_suite",
@@ -131,3 +133,35 @@ def load_suite(
 def suite_of(cfg: RunConfig, *, known_tools: bool = True) -> Suite:
     """The suite a run config names (its paths are already resolved against the config file's folder)."""
     return load_suite(cfg.rules, cfg.catalog, cfg.examples, known_tools=known_tools)
+
+
+def build_config(args: list[str], overrides: dict[str, Any], base: RunConfig | None = None) -> RunConfig:
+    """`run CONFIG` or `run RULES TRACES`; flags (non-None) override the file. ``base``: the stored config
+    of the run being resumed, used when no argument is given (`seqjudge run --resume RUN`)."""
+    if not args and base is not None:
+        cfg = base
+    elif len(args) == 1:
+        cfg = load_config(args[0])
+    elif len(args) == 2:
+        try:
+            cfg = RunConfig(rules=args[0], traces=args[1])
+        except Exception as exc:  # pragma: no cover - two strings always validate
+            raise InputError(str(exc)) from None
+    else:
+        raise InputError(
+            f"expected CONFIG or RULES TRACES, got {len(args)} argument(s)",
+            where="arguments",
+            hint="seqjudge run seqjudge.yaml  or  seqjudge run rules.yaml traces.jsonl  "
+            "(or seqjudge run --resume RUN)",
+        )
+    if overrides.get("model") is None and cfg.model is None and os.environ.get("SEQJUDGE_MODEL"):
+        overrides["model"] = os.environ["SEQJUDGE_MODEL"]
+    options = {k: overrides.pop(k) for k in ("base_url",) if overrides.get(k) is not None}
+    update = {k: v for k, v in overrides.items() if v is not None}
+    if options:
+        update["model_options"] = cfg.model_options.model_copy(update=options)
+    cfg = cfg.model_copy(update=update)
+    if "threshold" not in update and cfg.thresholds is not None:
+        # Calibrated thresholds per risk level (`seqjudge calibrate --write`); a --threshold flag wins.
+        cfg = cfg.model_copy(update={"threshold": cfg.threshold_for()})
+    return cfg

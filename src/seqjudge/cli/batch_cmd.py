@@ -7,14 +7,15 @@ import asyncio
 import json
 import sys
 from enum import StrEnum
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from seqjudge.cli.app import app
+from seqjudge.cli.options import StoreOpt
 from seqjudge.config import RunConfig
 from seqjudge.errors import InputError
+from seqjudge.outputs.summary import run_text
 from seqjudge.rules.model import RuleSet
 from seqjudge.store import DEFAULT_STORE_PATH, Store
 
@@ -35,10 +36,6 @@ class Format(StrEnum):
     json = "json"
 
 
-StoreOpt = Annotated[
-    Path,
-    typer.Option("--store", envvar="SEQJUDGE_STORE", show_envvar=True, help="The seqjudge database."),
-]
 RunArg = Annotated[str, typer.Argument(help="A run id, a unique prefix of one, or `latest`.")]
 FormatOpt = Annotated[Format, typer.Option("--format", help="text or json.")]
 
@@ -220,9 +217,7 @@ def collect(
         if not wait:
             _print_round(done)
         if summary is not None:
-            from seqjudge.cli.run_cmd import print_summary
-
-            print_summary(summary)
+            run_text(summary)
         elif done.status == "completed":
             sys.stdout.write(f"run {run_id} was already complete: `seqjudge runs show {run_id}`\n")
         else:

@@ -11,8 +11,9 @@ from typing import IO, Annotated, Any
 import typer
 
 from seqjudge.cli.app import app
-from seqjudge.cli.check_cmd import Risk, open_output
+from seqjudge.cli.options import ConfigStoreOpt, Risk
 from seqjudge.errors import InputError
+from seqjudge.outputs.streams import open_output
 
 
 class ObjectiveOpt(StrEnum):
@@ -179,10 +180,7 @@ def calibrate(
     max_false_pass: Annotated[
         float, typer.Option("--max-false-pass", min=0.0, max=1.0, help="The false-pass target.")
     ] = 0.05,
-    store: Annotated[
-        Path | None,
-        typer.Option("--store", envvar="SEQJUDGE_STORE", show_envvar=True, help="SQLite store path."),
-    ] = None,
+    store: ConfigStoreOpt = None,
     write: Annotated[
         bool, typer.Option("--write", help="Write thresholds {low, medium, high} to DATASET/seqjudge.yaml.")
     ] = False,
@@ -276,7 +274,7 @@ def calibrate(
     if write:
         report.written = str(write_thresholds(report, dataset))
     if plot is not None:
-        from seqjudge.calibrate_plot import write_plot
+        from seqjudge.outputs.calibrate_plot import write_plot
 
         write_plot(report.calibration, plot, title=f"seqjudge calibrate: {report.name}")
     to_stdout = output is not None and str(output) == "-"

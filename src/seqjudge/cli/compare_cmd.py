@@ -20,8 +20,12 @@ from typing import Annotated, Any
 
 import typer
 
-from seqjudge import alerts
-from seqjudge.ci_outputs import (
+from seqjudge.cli.app import app
+from seqjudge.cli.options import StoreOpt
+from seqjudge.compare import Comparison, compare, noise_floor
+from seqjudge.errors import InputError
+from seqjudge.outputs import alerts
+from seqjudge.outputs.ci_outputs import (
     Pair,
     append_step_summary,
     failed_blocks,
@@ -33,10 +37,7 @@ from seqjudge.ci_outputs import (
     markdown_run,
     write_junit,
 )
-from seqjudge.cli.app import app
-from seqjudge.cli.check_cmd import open_output
-from seqjudge.compare import Comparison, compare, noise_floor
-from seqjudge.errors import InputError
+from seqjudge.outputs.streams import open_output
 from seqjudge.store import DEFAULT_STORE_PATH, RunInfo, Store, StoredResult, read_export
 
 baseline_app = typer.Typer(
@@ -52,10 +53,6 @@ class OutFormat(StrEnum):
     json = "json"
 
 
-StoreOpt = Annotated[
-    Path,
-    typer.Option("--store", envvar="SEQJUDGE_STORE", show_envvar=True, help="The seqjudge database to read."),
-]
 RefHelp = "An exported JSONL file, a baseline name, a run id (or unique prefix), or `latest`."
 JunitOpt = Annotated[Path | None, typer.Option("--junit", help="Write a JUnit XML report here.")]
 GithubOpt = Annotated[

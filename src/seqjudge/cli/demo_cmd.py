@@ -10,10 +10,12 @@ from typing import Annotated
 import typer
 
 from seqjudge.cli.app import app
-from seqjudge.config import DEFAULT_STORE, RunConfig
+from seqjudge.cli.options import StoreOpt
+from seqjudge.config import RunConfig
 from seqjudge.crosscheck import TraceResult
 from seqjudge.errors import InputError
-from seqjudge.textview import violation_block
+from seqjudge.outputs.textview import violation_block
+from seqjudge.store import DEFAULT_STORE_PATH
 from seqjudge.trace import Trace
 
 
@@ -80,7 +82,7 @@ class _Watcher:
 @app.command()
 def demo(
     root: Annotated[Path, typer.Argument(help="golden_traces/ or one suite folder.")] = Path("golden_traces"),
-    store: Annotated[str, typer.Option("--store", help="SQLite store path.")] = DEFAULT_STORE,
+    store: StoreOpt = DEFAULT_STORE_PATH,
     model: Annotated[
         str | None, typer.Option("--model", help="provider:model (else SEQJUDGE_MODEL).")
     ] = None,
@@ -91,9 +93,9 @@ def demo(
     """
     import os
 
-    from seqjudge.cli.run_cmd import print_summary
     from seqjudge.ingest import load_traces
     from seqjudge.inputs import load_suite
+    from seqjudge.outputs.summary import run_text
     from seqjudge.runner import judge_unavailable, run_traces
     from seqjudge.store import Store
 
@@ -110,7 +112,7 @@ def demo(
                 rules=str(suite / "rules.yaml"),
                 traces=str(suite / "traces.jsonl"),
                 model=model,
-                store=store,
+                store=str(store),
                 label=f"demo:{suite.name}",
             )
             # A bundled suite's catalog.json is used whether or not its rule file names it.
@@ -129,7 +131,7 @@ def demo(
             )
             if watcher.agree or watcher.differ:
                 print(f"   engine vs human per-rule labels: {watcher.agree} agree, {watcher.differ} differ")
-            print("   " + "\n   ".join(_summary_lines(summary, print_summary)))
+            print("   " + "\n   ".join(_summary_lines(summary, run_text)))
             if watcher.shown:
                 print("\n   One failing trace in full:\n")
                 print("\n".join("   " + line if line else "" for line in watcher.shown.splitlines()))

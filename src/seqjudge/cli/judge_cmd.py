@@ -3,46 +3,39 @@
 from __future__ import annotations
 
 import asyncio
-import json
+import os
 import sys
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from seqjudge.cli.app import app
-from seqjudge.cli.check_cmd import (
+from seqjudge.cli.options import (
+    BaseUrlOpt,
     CatalogOpt,
-    ErrorPatternOpt,
-    Format,
-    FormatOpt,
-    MessagesKeyOpt,
+    ExamplesOpt,
+    ModelOpt,
+    NoCacheOpt,
     OutputOpt,
     Risk,
     RiskOpt,
     RulesArg,
     ThresholdOpt,
-    TraceFormatOpt,
     TracesArg,
-    VerboseOpt,
-    open_output,
+    format_option,
 )
+from seqjudge.cli.trace_options import ErrorPattern, MessagesKey, TraceFormat, Verbose
 from seqjudge.crosscheck import reconcile
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.inputs import load_suite
+from seqjudge.outputs.judged import JudgeOutput
+from seqjudge.outputs.registry import writer
+from seqjudge.outputs.streams import open_output
 from seqjudge.report import DEFAULT_THRESHOLD, Report, RiskLevel
 from seqjudge.rules.model import RuleSet
 
 if TYPE_CHECKING:
     from seqjudge.judge.judge import JudgeResult
-
-ExamplesOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--examples",
-        help="Worked examples for the judge (YAML); default: the shipped prompts/examples/default.yaml.",
-    ),
-]
 
 
 def _traces(traces: str, **options: Any) -> Any:
@@ -61,9 +54,9 @@ def prompt(
     trace_id: Annotated[
         str | None, typer.Option("--trace-id", help="Which trace of the file (default: the first).")
     ] = None,
-    trace_format: TraceFormatOpt = None,
-    messages_key: MessagesKeyOpt = None,
-    error_pattern: ErrorPatternOpt = None,
+    trace_format: TraceFormat = None,
+    messages_key: MessagesKey = None,
+    error_pattern: ErrorPattern = None,
 ) -> int:
     """Print the judge prompt for one trace exactly as the model sees it: the system prompt, then the user
     content."""
@@ -102,15 +95,7 @@ def prompt(
 def judge(
     rules: RulesArg,
     traces: TracesArg,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            envvar="SEQJUDGE_MODEL",
-            show_envvar=True,
-            help="provider:model, e.g. openai:gpt-4o or anthropic:claude-sonnet-5-5.",
-        ),
-    ] = None,
+    model: ModelOpt = None,
     catalog: CatalogOpt = None,
     examples: ExamplesOpt = None,
     risk_level: RiskOpt = Risk.medium,
@@ -118,21 +103,14 @@ def judge(
     max_attempts: Annotated[
         int, typer.Option("--max-attempts", min=1, max=10, help="Model answers per trace, re-asks included.")
     ] = 3,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Ignore and do not fill .seqjudge/cache/.")
-    ] = False,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url", help="API base URL (an OpenAI-compatible server: vLLM, Ollama, a gateway)."
-        ),
-    ] = None,
-    fmt: FormatOpt = Format.text,
+    no_cache: NoCacheOpt = False,
+    base_url: BaseUrlOpt = None,
+    fmt: Annotated[str, format_option("judge")] = "text",
     output: OutputOpt = None,
-    trace_format: TraceFormatOpt = None,
-    messages_key: MessagesKeyOpt = None,
-    error_pattern: ErrorPatternOpt = None,
-    verbose: VerboseOpt = False,
+    trace_format: TraceFormat = None,
+    messages_key: MessagesKey = None,
+    error_pattern: ErrorPattern = None,
+    verbose: Verbose = False,
 ) -> int:
     """Judge every trace with an LLM and show its report beside the engine's, rule by rule.
 
@@ -146,6 +124,8 @@ def judge(
     # The judge checks the rules and every trace against the catalog itself (judge.validate).
     suite = load_suite(rules, catalog, examples, with_examples=True, known_tools=False)
     ruleset, cat, worked = suite.ruleset, suite.catalog, suite.examples
+    output_class = writer("judge", fmt)
+    model = model or os.environ.get("SEQJUDGE_MODEL")
     if not model:
         raise InputError(
             "no model to judge with",
@@ -172,15 +152,12 @@ def judge(
         None if no_cache else ResponseCache(),
     )
     with open_output(output) as out:
+        shown: JudgeOutput = output_class(out)
         try:
-            asyncio.run(run.all(stream, fmt, out))
+            asyncio.run(run.all(stream, shown))
         except ProviderError as exc:
             raise _explain(exc, model, base_url, done=len(run.rows)) from None
-        if fmt is Format.json:
-            json.dump({"summary": run.summary(), "results": run.rows}, out, ensure_ascii=False, indent=2)
-            out.write("\n")
-        elif fmt is Format.text:
-            out.write(run.total_line() + "\n")
+        shown.finish(run.rows, run.summary())
     return 0 if all(r["verdict"] == "pass" for r in run.rows) else 1
 
 
@@ -226,7 +203,7 @@ class _JudgeRun:
         self.cache = cache
         self.rows: list[dict[str, Any]] = []
 
-    async def all(self, stream: Any, fmt: Format, out: IO[str]) -> None:
+    async def all(self, stream: Any, shown: JudgeOutput) -> None:
         from seqjudge.judge.judge import judge_trace
 
         try:
@@ -244,10 +221,7 @@ class _JudgeRun:
                 )
                 row = self.row(report, result)
                 self.rows.append(row)
-                if fmt is Format.jsonl:
-                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                elif fmt is Format.text:
-                    out.write(self.text(row) + "\n")
+                shown.row(row)
         finally:
             close = getattr(self.provider, "aclose", None)
             if close is not None:
@@ -282,32 +256,6 @@ class _JudgeRun:
             "judge": result.model_dump(mode="json"),
         }
 
-    def text(self, row: dict[str, Any]) -> str:
-        engine, result = row["engine"], row["judge"]
-        fp = result["fingerprint"]
-        if result["status"] == "scored":
-            judged = (
-                f"judge {row['judge_verdict']} (score {result['report']['sequence_correctness_score']:.2f}, "
-                f"{fp['attempts_used']} attempt(s), {fp['provider']}:{fp['model']})"
-            )
-        else:
-            judged = f"judge UNSCORED ({result['reason']})"
-        lines = [
-            f"{row['verdict'].upper():8} {row['trace_id']}: engine {engine['verdict']} "
-            f"(score {engine['sequence_correctness_score']:.2f}), {judged}"
-        ]
-        width = max([len(r["rule_id"]) for r in row["rules"]] + [4])
-        lines.append(f"    {'rule':<{width}}  {'engine':<14}  judge")
-        for r in row["rules"]:
-            mark = {True: "agree", False: "DISAGREE", None: ""}[r["agree"]]
-            lines.append(f"    {r['rule_id']:<{width}}  {r['engine']:<14}  {r['judge']:<10}  {mark}".rstrip())
-        if result["status"] == "scored":
-            lines.append(f"    judge summary: {result['report']['summary']}")
-            for v in result["report"]["violations"]:
-                at = "" if v["offending_call_index"] is None else f" at call {v['offending_call_index'] + 1}"
-                lines.append(f"    judge: {v['rule_id']} {v['violation_type']}{at}: {v['explanation']}")
-        return "\n".join(lines) + "\n"
-
     def summary(self) -> dict[str, Any]:
         counts = {k: sum(1 for r in self.rows if r["verdict"] == k) for k in ("pass", "fail", "review")}
         # An unscored judge sends its trace to review (as in `seqjudge run`); this counts those traces.
@@ -327,17 +275,3 @@ class _JudgeRun:
             "tokens": tokens,
             "cache": None if self.cache is None else {"hits": self.cache.hits, "misses": self.cache.misses},
         }
-
-    def total_line(self) -> str:
-        s = self.summary()
-        agree = (
-            f"judge and engine agree on {s['agreements']} of {s['rule_decisions_compared']} rule decision(s)"
-            if s["rule_decisions_compared"]
-            else "no rule decision to compare"
-        )
-        cache = f", {s['cache']['hits']} cached answer(s)" if s["cache"] else ""
-        return (
-            f"{s['traces']} trace(s): {s['pass']} pass, {s['fail']} fail, {s['review']} review "
-            f"({s['unscored']} unscored); {agree}; tokens: {s['tokens']['input']} in "
-            f"({s['tokens']['cached_input']} cached), {s['tokens']['output']} out{cache}."
-        )

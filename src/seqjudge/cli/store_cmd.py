@@ -14,11 +14,12 @@ from typing import IO, Annotated, Any
 import typer
 
 from seqjudge.cli.app import app
-from seqjudge.cli.check_cmd import open_output
+from seqjudge.cli.options import StoreOpt
 from seqjudge.crosscheck import REVIEW_REASONS, RuleDecision, TraceResult, agreement
 from seqjudge.errors import InputError
+from seqjudge.outputs.streams import open_output
+from seqjudge.outputs.textview import MARK, trace_lines
 from seqjudge.store import DEFAULT_STORE_PATH, ReviewDetail, ReviewItem, RunInfo, Store, judge_data
-from seqjudge.textview import MARK, trace_lines
 
 runs_app = typer.Typer(help="Stored runs: list them, show one, export one.", no_args_is_help=True)
 review_app = typer.Typer(
@@ -51,10 +52,6 @@ class HumanVerdict(StrEnum):
     failed = "fail"
 
 
-StoreOpt = Annotated[
-    Path,
-    typer.Option("--store", envvar="SEQJUDGE_STORE", show_envvar=True, help="The seqjudge database to read."),
-]
 RunArg = Annotated[str, typer.Argument(help="A run id, a unique prefix of one, or `latest`.")]
 ListFormatOpt = Annotated[ListFormat, typer.Option("--format", help="text or json.")]
 
