@@ -19,6 +19,16 @@ from seqjudge.report import Report
 from seqjudge.trace import PlainTrace, Trace
 
 
+def deferred_note(totals: Totals) -> str | None:
+    """What the engine left to the judge, said in every format (None when nothing was deferred)."""
+    if not totals.deferred:
+        return None
+    return (
+        f"{sum(totals.deferred.values())} judge-rule decision(s) deferred: run `seqjudge judge` "
+        "or `seqjudge run` with a model to decide them."
+    )
+
+
 class CheckOutput:
     models: ClassVar[bool] = False
     lines: ClassVar[bool] = False
@@ -48,11 +58,9 @@ class TextOutput(CheckOutput):
         self.out.write(trace_line(report) + "\n")
 
     def finish(self, totals: Totals) -> None:
-        if totals.deferred:
-            self.out.write(
-                f"{sum(totals.deferred.values())} judge-rule decision(s) deferred: run `seqjudge judge` "
-                "or `seqjudge run` with a model to decide them.\n"
-            )
+        note = deferred_note(totals)
+        if note:
+            self.out.write(note + "\n")
         self.out.write(totals.line() + "\n")
 
 
