@@ -22,6 +22,7 @@ FORMATS: dict[str, dict[str, str]] = {
         "text": "seqjudge.outputs.check:TextOutput",
         "json": "seqjudge.outputs.check:JsonOutput",
         "jsonl": "seqjudge.outputs.check:JsonlOutput",
+        "sarif": "seqjudge.outputs.sarif:SarifOutput",
     },
     "judge": {
         "text": "seqjudge.outputs.judged:TextOutput",
