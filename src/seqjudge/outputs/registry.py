@@ -33,6 +33,27 @@ FORMATS: dict[str, dict[str, str]] = {
         "text": "seqjudge.outputs.summary:run_text",
         "json": "seqjudge.outputs.summary:run_json",
     },
+    "runs": {"text": "seqjudge.outputs.listings:runs_text", "json": "seqjudge.outputs.listings:models_json"},
+    "review": {
+        "text": "seqjudge.outputs.listings:review_text",
+        "json": "seqjudge.outputs.listings:models_json",
+    },
+    "export": {
+        "jsonl": "seqjudge.outputs.listings:export_jsonl",
+        "csv": "seqjudge.outputs.listings:export_csv",
+    },
+    "baselines": {
+        "text": "seqjudge.outputs.listings:baselines_text",
+        "json": "seqjudge.outputs.listings:baselines_json",
+    },
+    "compare": {
+        "text": "seqjudge.outputs.comparison:comparison_text",
+        "json": "seqjudge.outputs.comparison:comparison_json",
+    },
+    "report-ci": {
+        "text": "seqjudge.outputs.comparison:run_counts_text",
+        "json": "seqjudge.outputs.comparison:run_counts_json",
+    },
     "estimate": {
         "text": "seqjudge.outputs.summary:estimate_text",
         "json": "seqjudge.outputs.summary:estimate_json",
