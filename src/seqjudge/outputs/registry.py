@@ -54,6 +54,26 @@ FORMATS: dict[str, dict[str, str]] = {
         "text": "seqjudge.outputs.comparison:run_counts_text",
         "json": "seqjudge.outputs.comparison:run_counts_json",
     },
+    "batch-submit": {
+        "text": "seqjudge.outputs.batches:submitted_text",
+        "json": "seqjudge.outputs.batches:submitted_json",
+    },
+    "batch-status": {
+        "text": "seqjudge.outputs.batches:status_text",
+        "json": "seqjudge.outputs.batches:status_json",
+    },
+    "batch-collect": {
+        "text": "seqjudge.outputs.batches:collected_text",
+        "json": "seqjudge.outputs.batches:collected_json",
+    },
+    "golden": {
+        "text": "seqjudge.outputs.datasets:validation_text",
+        "json": "seqjudge.outputs.datasets:validation_json",
+    },
+    "calibration": {
+        "text": "seqjudge.outputs.calibration:report_text",
+        "json": "seqjudge.outputs.calibration:report_json",
+    },
     "estimate": {
         "text": "seqjudge.outputs.summary:estimate_text",
         "json": "seqjudge.outputs.summary:estimate_json",
