@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from seqjudge.cli.app import app
-from seqjudge.cli.options import ConfigStoreOpt, Risk
+from seqjudge.cli.options import ConcurrencyOpt, ConfigRiskOpt, ConfigStoreOpt, JudgeModeOpt, ModelOpt
 from seqjudge.errors import InputError
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
@@ -28,12 +28,9 @@ def calibrate(
     dataset: Annotated[
         Path, typer.Argument(help="A golden dataset folder (rules.yaml, traces.jsonl, labels.jsonl).")
     ],
-    model: Annotated[str | None, typer.Option("--model", help="provider:model, e.g. openai:gpt-4o.")] = None,
+    model: ModelOpt = None,
     repeats: Annotated[int, typer.Option("--repeats", min=1, help="Judge each trace K times.")] = 1,
-    risk_level: Annotated[
-        Risk | None,
-        typer.Option("--risk-level", help="The risk level the judge runs at (default: the config's)."),
-    ] = None,
+    risk_level: ConfigRiskOpt = None,
     objective: Annotated[
         ObjectiveOpt | None,
         typer.Option("--objective", help="false-pass (default), f1, youden or cost."),
@@ -63,8 +60,8 @@ def calibrate(
             "--scores", help='Calibrate external scores (JSONL of {"trace_id", "score"}), no judge.'
         ),
     ] = None,
-    judge_mode: Annotated[str | None, typer.Option("--judge-mode", help="full or contextual.")] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1)] = None,
+    judge_mode: JudgeModeOpt = None,
+    concurrency: ConcurrencyOpt = None,
     no_reuse: Annotated[
         bool, typer.Option("--no-reuse", help="Judge again even when stored runs match.")
     ] = False,
@@ -86,10 +83,6 @@ def calibrate(
     from seqjudge.calibrate import Settings
     from seqjudge.calibrate_runs import calibrate_golden, write_thresholds
 
-    if judge_mode not in (None, "full", "contextual"):
-        raise InputError(
-            f"--judge-mode is {judge_mode!r}", where="--judge-mode", hint="use full or contextual"
-        )
     chosen = objective.value if objective is not None else None
     if target_recall is not None:
         if chosen is not None:
@@ -132,7 +125,7 @@ def calibrate(
         repeats=repeats,
         model=model,
         risk_level=risk_level.value if risk_level else None,
-        judge_mode=judge_mode,
+        judge_mode=judge_mode.value if judge_mode else None,
         store=store,
         concurrency=concurrency,
         scores_file=scores,

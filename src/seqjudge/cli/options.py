@@ -79,6 +79,11 @@ ThresholdOpt = Annotated[
     float, typer.Option("--threshold", min=0.0, max=1.0, help="Scores below this are routed to review.")
 ]
 RiskOpt = Annotated[Risk, typer.Option("--risk-level", help="high: any score below 1.0 goes to review.")]
+# Commands with a config (run, calibrate): None means "the config's".
+ConfigRiskOpt = Annotated[
+    Risk | None,
+    typer.Option("--risk-level", help="high: any score below 1.0 goes to review (default: the config's)."),
+]
 
 # -- the judge's model --
 ModelOpt = Annotated[
@@ -93,3 +98,17 @@ BaseUrlOpt = Annotated[
     typer.Option("--base-url", help="API base URL (an OpenAI-compatible server: vLLM, Ollama, a gateway)."),
 ]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Ignore and do not fill .seqjudge/cache/.")]
+
+
+class JudgeMode(StrEnum):
+    full = "full"
+    contextual = "contextual"
+
+
+JudgeModeOpt = Annotated[
+    JudgeMode | None,
+    typer.Option(
+        "--judge-mode", help="full (every rule) or contextual (only `judge` rules); default: the config's."
+    ),
+]
+ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", min=1, help="Judge calls at once.")]

@@ -12,11 +12,13 @@ from seqjudge.cli.batch_cmd import submit_batch
 from seqjudge.cli.options import (
     BaseUrlOpt,
     CatalogOpt,
+    ConcurrencyOpt,
+    ConfigRiskOpt,
     ConfigStoreOpt,
     ExamplesOpt,
+    JudgeModeOpt,
     ModelOpt,
     NoCacheOpt,
-    Risk,
     format_option,
 )
 from seqjudge.cli.trace_options import ErrorPattern, MessagesKey, TraceFormat
@@ -36,12 +38,12 @@ def run(
     model: ModelOpt = None,
     catalog: CatalogOpt = None,
     examples: ExamplesOpt = None,
-    risk_level: Annotated[Risk | None, typer.Option("--risk-level")] = None,
+    risk_level: ConfigRiskOpt = None,
     threshold: Annotated[float | None, typer.Option("--threshold", min=0.0, max=1.0)] = None,
     store: ConfigStoreOpt = None,
-    judge_mode: Annotated[str | None, typer.Option("--judge-mode", help="full or contextual.")] = None,
+    judge_mode: JudgeModeOpt = None,
     max_attempts: Annotated[int | None, typer.Option("--max-attempts", min=1)] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1)] = None,
+    concurrency: ConcurrencyOpt = None,
     no_cache: NoCacheOpt = False,
     base_url: BaseUrlOpt = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Finish run RUN (id or `latest`).")] = None,
@@ -95,10 +97,6 @@ def run(
     from seqjudge.ingest import load_traces
     from seqjudge.store import Store
 
-    if judge_mode not in (None, "full", "contextual"):
-        raise InputError(
-            f"--judge-mode is {judge_mode!r}", where="--judge-mode", hint="use full or contextual"
-        )
     base_cfg = None
     if not args and resume:
         base_cfg = stored_config(str(store or DEFAULT_STORE), resume)
@@ -111,7 +109,7 @@ def run(
             "risk_level": risk_level.value if risk_level else None,
             "threshold": threshold,
             "store": None if store is None else str(store),
-            "judge_mode": judge_mode,
+            "judge_mode": judge_mode.value if judge_mode else None,
             "max_attempts": max_attempts,
             "concurrency": concurrency,
             "cache": False if no_cache else None,
