@@ -1,5 +1,5 @@
-"""The one-file HTML report of a run (``seqjudge report``): ``render_report`` and its template."""
+"""The one-file HTML report of a run (``seqjudge report``): ``render.render_report`` and its template.
 
-from seqjudge.outputs.html.render import Calibration, json_for_script, render_report
-
-__all__ = ["Calibration", "json_for_script", "render_report"]
+Nothing is imported here: ``render`` and ``view`` import their sibling modules through this package, and a
+package that imported them back would make that a cycle.
+"""
