@@ -12,7 +12,7 @@ from typing import IO, Annotated
 import typer
 
 from seqjudge.cli.app import app
-from seqjudge.cli.options import StoreOpt, format_option
+from seqjudge.cli.options import OutputOpt, StoreOpt, format_option
 from seqjudge.crosscheck import REVIEW_REASONS
 from seqjudge.errors import InputError
 from seqjudge.outputs.listings import result_lines, review_lines, run_lines
@@ -85,9 +85,7 @@ def runs_export(
         str,
         format_option("export", help="jsonl (everything, to rebuild reports) or csv (one row per trace)."),
     ] = "jsonl",
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
-    ] = None,
+    output: OutputOpt = None,
     store: StoreOpt = DEFAULT_STORE_PATH,
 ) -> int:
     """Export a run's results: JSONL holds every trace, result and the run itself; CSV a row per trace."""
