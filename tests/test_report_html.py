@@ -23,8 +23,7 @@ import pytest
 from report_data import BASELINE, CANDIDATE, COST, EVIL_ID, IMG, INJECTION, build
 from seqjudge.cli import run
 from seqjudge.crosscheck import agreement
-from seqjudge.outputs.html.render import json_for_script
-from seqjudge.outputs.html.render import fixed
+from seqjudge.outputs.html.render import fixed, json_for_script
 from seqjudge.outputs.html.svg import Segment, hbars
 from seqjudge.outputs.html.view import score_bin
 from seqjudge.store import Store
