@@ -35,12 +35,21 @@ __all__ = [
     "catalog_path",
     "load_config",
     "load_suite",
+    "model_or_env",
     "read_catalog",
     "read_examples",
     "read_rules",
     "suite_of",
     "unknown_tools",
 ]
+
+
+MODEL_ENV = "SEQJUDGE_MODEL"
+
+
+def model_or_env(model: str | None) -> str | None:
+    """The model given (flag or config), else ``SEQJUDGE_MODEL`` (an empty variable counts as unset)."""
+    return model or os.environ.get(MODEL_ENV) or None
 
 
 def _to_stderr(text: str) -> None:
@@ -154,8 +163,8 @@ def build_config(args: list[str], overrides: dict[str, Any], base: RunConfig | N
             hint="seqjudge run seqjudge.yaml  or  seqjudge run rules.yaml traces.jsonl  "
             "(or seqjudge run --resume RUN)",
         )
-    if overrides.get("model") is None and cfg.model is None and os.environ.get("SEQJUDGE_MODEL"):
-        overrides["model"] = os.environ["SEQJUDGE_MODEL"]
+    if overrides.get("model") is None and cfg.model is None:
+        overrides["model"] = model_or_env(None)
     options = {k: overrides.pop(k) for k in ("base_url",) if overrides.get(k) is not None}
     update = {k: v for k, v in overrides.items() if v is not None}
     if options:

@@ -91,15 +91,14 @@ def demo(
 
     Exits 0 whenever the demo ran, whatever the traces' verdicts (a CI gate uses `check` or `run`).
     """
-    import os
 
     from seqjudge.ingest import load_traces
-    from seqjudge.inputs import load_suite
+    from seqjudge.inputs import load_suite, model_or_env
     from seqjudge.outputs.summary import run_text
     from seqjudge.runner import judge_unavailable, run_traces
     from seqjudge.store import Store
 
-    model = model or os.environ.get("SEQJUDGE_MODEL")
+    model = model_or_env(model)
     why = judge_unavailable(model)
     print(f"seqjudge demo: `seqjudge run` over {root}/")
     print(f"LLM judge: {'skipped — ' + why if why else 'on — ' + str(model)}.")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -27,7 +26,7 @@ from seqjudge.cli.options import (
 from seqjudge.cli.trace_options import ErrorPattern, MessagesKey, TraceFormat, Verbose
 from seqjudge.crosscheck import reconcile
 from seqjudge.errors import InputError, ProviderError
-from seqjudge.inputs import load_suite
+from seqjudge.inputs import load_suite, model_or_env
 from seqjudge.outputs.judged import JudgeOutput
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
@@ -125,7 +124,7 @@ def judge(
     suite = load_suite(rules, catalog, examples, with_examples=True, known_tools=False)
     ruleset, cat, worked = suite.ruleset, suite.catalog, suite.examples
     output_class = writer("judge", fmt)
-    model = model or os.environ.get("SEQJUDGE_MODEL")
+    model = model_or_env(model)
     if not model:
         raise InputError(
             "no model to judge with",
