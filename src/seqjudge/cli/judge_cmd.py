@@ -13,6 +13,7 @@ from seqjudge.cli.options import (
     BaseUrlOpt,
     CatalogOpt,
     ExamplesOpt,
+    MaxAttemptsOpt,
     ModelOpt,
     NoCacheOpt,
     OutputOpt,
@@ -99,9 +100,7 @@ def judge(
     examples: ExamplesOpt = None,
     risk_level: RiskOpt = Risk.medium,
     threshold: ThresholdOpt = DEFAULT_THRESHOLD,
-    max_attempts: Annotated[
-        int, typer.Option("--max-attempts", min=1, max=10, help="Model answers per trace, re-asks included.")
-    ] = 3,
+    max_attempts: MaxAttemptsOpt = 3,
     no_cache: NoCacheOpt = False,
     base_url: BaseUrlOpt = None,
     fmt: Annotated[str, format_option("judge")] = "text",

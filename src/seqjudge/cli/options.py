@@ -80,6 +80,15 @@ ThresholdOpt = Annotated[
 ]
 RiskOpt = Annotated[Risk, typer.Option("--risk-level", help="high: any score below 1.0 goes to review.")]
 # Commands with a config (run, calibrate): None means "the config's".
+ConfigThresholdOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--threshold",
+        min=0.0,
+        max=1.0,
+        help="Scores below this are routed to review (default: the config's).",
+    ),
+]
 ConfigRiskOpt = Annotated[
     Risk | None,
     typer.Option("--risk-level", help="high: any score below 1.0 goes to review (default: the config's)."),
@@ -96,6 +105,15 @@ ModelOpt = Annotated[
 BaseUrlOpt = Annotated[
     str | None,
     typer.Option("--base-url", help="API base URL (an OpenAI-compatible server: vLLM, Ollama, a gateway)."),
+]
+MaxAttemptsOpt = Annotated[
+    int, typer.Option("--max-attempts", min=1, max=10, help="Model answers per trace, re-asks included.")
+]
+ConfigMaxAttemptsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-attempts", min=1, help="Model answers per trace, re-asks included (default: the config's)."
+    ),
 ]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Ignore and do not fill .seqjudge/cache/.")]
 
