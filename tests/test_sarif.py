@@ -107,3 +107,26 @@ def test_an_unknown_format_is_a_usage_error(tmp_path: Path, capsys: pytest.Captu
     rules.write_text(RULES, encoding="utf-8")
     assert run(["check", str(rules), "-", "--format", "xml"]) == 2
     assert "sarif" in capsys.readouterr().err  # the choices come from the registry
+
+
+def test_a_folder_of_traces_locates_each_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(RULES, encoding="utf-8")
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(json.dumps(GOOD) + "\n" + json.dumps(NO_ID) + "\n", encoding="utf-8")
+    (folder / "b.jsonl").write_text(json.dumps(BAD) + "\n", encoding="utf-8")
+    run(["check", str(rules), str(folder), "--format", "sarif"])
+    log = json.loads(capsys.readouterr().out)
+    _assert_valid(log)
+    located = [
+        (r["properties"]["traceId"], r["locations"][0].get("physicalLocation"))
+        for r in log["runs"][0]["results"]
+    ]
+    # The id-less trace names its file and line; a trace with its own id in a folder names no file.
+    assert located[0] == (
+        "a.jsonl:2",
+        {"artifactLocation": {"uri": (folder / "a.jsonl").as_uri()}, "region": {"startLine": 2}},
+    )
+    assert [trace for trace, where in located[1:]] == ["bad", "bad"]
+    assert all(where is None for _, where in located[1:])

@@ -47,6 +47,7 @@ class SarifOutput(CheckOutput):
         self.results: list[dict[str, Any]] = []
         self.one_file = source != "-" and Path(source).is_file()
         self.folder = source != "-" and Path(source).is_dir()
+        self._files: dict[Path, bool] = {}  # one stat per file, not per violation
 
     def _describe(self, data: dict[str, Any]) -> None:
         described = {v["rule_id"]: v["rule_description"] for v in data["violations"]}
@@ -61,6 +62,11 @@ class SarifOutput(CheckOutput):
                 "properties": {"type": r["type"]},
             }
 
+    def _is_file(self, path: Path) -> bool:
+        if path not in self._files:
+            self._files[path] = path.is_file()
+        return self._files[path]
+
     def _physical(self, trace_id: str) -> dict[str, Any] | None:
         """The trace's file (and line when its default id gives it); None when no single file is known."""
         if self.source == "-":
@@ -72,7 +78,7 @@ class SarifOutput(CheckOutput):
         if found is not None:
             # Default ids are FILE:LINE with FILE relative to a folder argument, or the file's own name.
             named = root / found["file"] if self.folder else (root if found["file"] == root.name else None)
-            if named is not None and named.is_file():
+            if named is not None and self._is_file(named):
                 file, line = named, int(found["line"])
         if file is None:
             return None
