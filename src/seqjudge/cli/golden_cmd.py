@@ -32,10 +32,12 @@ def validate_cmd(
 
     Exit 0 when the dataset is usable, 2 when it has errors.
     """
-    from seqjudge.golden import cross_check, errors, read_dataset
+    from seqjudge.golden import cross_check, errors, guidelines, read_dataset
 
     dataset, problems = read_dataset(directory)
     contradictions = cross_check(dataset) if dataset is not None else []
+    rule_guidelines = guidelines(dataset) if dataset is not None else {}
     bad = errors(problems)
-    writer("golden", fmt)(Validation(directory, dataset, problems, contradictions), sys.stdout)
+    view = Validation(directory, dataset, problems, contradictions, rule_guidelines)
+    writer("golden", fmt)(view, sys.stdout)
     return 2 if bad else 0

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from seqjudge.golden import Contradiction, GoldenDataset, Problem, errors
+from seqjudge.golden import RULES_FILE, Contradiction, GoldenDataset, Problem, errors
 
 
 @dataclass
@@ -17,6 +17,7 @@ class Validation:
     dataset: GoldenDataset | None  # None when its rules or traces cannot be read
     problems: list[Problem]
     contradictions: list[Contradiction]
+    guidelines: dict[str, str] = field(default_factory=dict)  # judge rule id -> its labelling guideline
 
 
 def validation_json(view: Validation, out: IO[str]) -> None:
@@ -29,6 +30,7 @@ def validation_json(view: Validation, out: IO[str]) -> None:
             "labels": dict(Counter(lb.verdict for lb in dataset.labels.values())) if dataset else None,
             "problems": [p.as_dict() for p in view.problems],
             "contradictions": [c.as_dict() for c in view.contradictions],
+            "guidelines": view.guidelines,
         },
         out,
         indent=2,
@@ -47,6 +49,11 @@ def validation_text(view: Validation, out: IO[str]) -> None:
             f"({verdicts['pass']} pass, {verdicts['fail']} fail), {len(dataset.ruleset.rules)} rules"
             + (f"; {', '.join(extras)}" if extras else "")
             + "\n"
+        )
+    for rule_id, text in view.guidelines.items():
+        w(
+            f"labelling guideline of `{rule_id}` (from {RULES_FILE}, word for word what the judge is told):\n"
+            + "".join(f"  {line}\n" for line in text.splitlines())
         )
     for p in view.problems:
         w(f"{p.level}: {p.render()}\n")
