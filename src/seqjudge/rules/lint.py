@@ -25,7 +25,7 @@ from seqjudge.catalog import Catalog
 from seqjudge.rules.model import (
     BeforeRule,
     BlocklistRule,
-    Operand,
+    RuleBase,
     RuleSet,
     SequenceRule,
     TrajectoryRule,
@@ -249,24 +249,11 @@ def find_cycles(ruleset: RuleSet, *, include_conditional: bool = False) -> list[
 # lint
 
 
-def _operands(rule: object) -> list[Operand]:
-    out: list[Operand] = []
-    for name in ("tool", "first", "then", "trigger", "forbidden"):
-        value = getattr(rule, name, None)
-        if value is not None:
-            out.append(value)
-    if isinstance(rule, SequenceRule):
-        out.extend(rule.tools)
-    return out
-
-
-def rule_tool_names(rule: object) -> list[str]:
-    """Every tool or alias name a rule mentions as written (operands and trajectory ``expected``)."""
+def rule_tool_names(rule: RuleBase) -> list[str]:
+    """Every tool or alias name a rule mentions as written (its operands, as its type declares them)."""
     names: list[str] = []
-    for op in _operands(rule):
+    for op in rule.operands():
         names.extend(operand_names(op))
-    if isinstance(rule, TrajectoryRule):
-        names.extend(rule.expected)
     return list(dict.fromkeys(names))
 
 
