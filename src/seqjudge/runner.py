@@ -33,6 +33,7 @@ from typing import Any
 from seqjudge.config import RunConfig
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
 from seqjudge.errors import ProviderError
+from seqjudge.judge.providers.registry import provider_profile
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
 from seqjudge.rules.engine import Engine
@@ -44,7 +45,6 @@ FATAL_KINDS = {"auth", "config"}
 # ... and these too, as long as no call of this run has succeeded (the endpoint or the model is wrong);
 # once one has, they are one trace's bad luck (a dropped connection, one over-long prompt).
 FATAL_UNTIL_SUCCESS = {"connection", "bad_request"}
-KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 # Expected output tokens of one judge reply for --dry-run (a judgement with a few violations is 250-500).
 DRY_RUN_OUTPUT_TOKENS = 400
 
@@ -55,8 +55,11 @@ def judge_unavailable(model: str | None) -> str | None:
         return (
             "no model configured (give --model provider:model, `model:` in seqjudge.yaml, or SEQJUDGE_MODEL)"
         )
-    provider = model.split(":", 1)[0]
-    env = KEY_ENV.get(provider)
+    try:
+        profile = provider_profile(model.split(":", 1)[0])
+    except ProviderError as exc:  # an installed provider that cannot load
+        return f"model {model} is configured but its provider cannot be used: {exc}"
+    env = profile.key_env if profile is not None else None
     if env and not os.environ.get(env):
         return f"model {model} is configured but {env} is not set"
     return None

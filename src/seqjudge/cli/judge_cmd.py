@@ -28,6 +28,7 @@ from seqjudge.cli.check_cmd import (
     open_output,
 )
 from seqjudge.errors import InputError, ProviderError
+from seqjudge.judge.providers.registry import key_variables
 from seqjudge.report import DEFAULT_THRESHOLD, Report, RiskLevel
 from seqjudge.rules.model import RuleSet
 
@@ -208,7 +209,7 @@ def _explain(exc: ProviderError, model: str, base_url: str | None, *, done: int)
     """The provider's message, plus which model and endpoint, and what to do for each kind of trouble."""
     todo = {
         "config": "fix what the message above names; keys are read from the environment only "
-        "(OPENAI_API_KEY for openai, ANTHROPIC_API_KEY for anthropic)",
+        f"({key_variables()})",
         "auth": "check that the key in the environment is valid for this provider and model",
         "connection": "check --base-url (OpenAI-compatible servers usually need the /v1 suffix) and that the "
         "server is running",

@@ -9,20 +9,27 @@ from seqjudge.judge.providers.base import (
     Provider,
     ProviderReply,
     Usage,
+    WireProvider,
     get_provider,
     known_providers,
     parse_model_spec,
     register_provider,
 )
+from seqjudge.judge.providers.profile import ProviderProfile
+from seqjudge.judge.providers.registry import provider_profile, register_profile
 
 __all__ = [
     "FinishReason",
     "JudgeRequest",
     "Provider",
+    "ProviderProfile",
     "ProviderReply",
     "Usage",
+    "WireProvider",
     "get_provider",
     "known_providers",
     "parse_model_spec",
+    "provider_profile",
+    "register_profile",
     "register_provider",
 ]
