@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from seqjudge import load_rules, load_traces
-from seqjudge.catalog import load_catalog
+from seqjudge.rules.catalog import load_catalog
 from seqjudge.judge.prompt import render
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -304,7 +304,7 @@ def read_dataset(directory: str | Path) -> tuple[GoldenDataset | None, list[Prob
     if ruleset is not None and ruleset.catalog:
         candidate = Path(ruleset.catalog)
     if candidate.is_file():
-        from seqjudge.catalog import load_catalog
+        from seqjudge.rules.catalog import load_catalog
 
         catalog_path = candidate
         try:

@@ -48,7 +48,7 @@ def load_ruleset(rules: Path, catalog: Path | None) -> RuleSet:
         print(f"warning: {w.message}", file=sys.stderr)
     catalog_path = catalog or (Path(ruleset.catalog) if ruleset.catalog else None)
     if catalog_path is not None:
-        from seqjudge.catalog import load_catalog
+        from seqjudge.rules.catalog import load_catalog
         from seqjudge.rules.lint import lint
 
         problems = [

@@ -116,7 +116,7 @@ def demo(
             ruleset = load_ruleset(Path(cfg.rules), None)
             catalog = None
             if (suite / "catalog.json").is_file():
-                from seqjudge.catalog import load_catalog
+                from seqjudge.rules.catalog import load_catalog
 
                 catalog = load_catalog(suite / "catalog.json")
             watcher = _Watcher(_rule_labels(suite))

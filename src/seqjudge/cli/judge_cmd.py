@@ -60,7 +60,7 @@ def load_inputs(rules: Path, catalog: Path | None) -> tuple[RuleSet, Any]:
             path = rules.parent / path
     if path is None:
         return ruleset, None
-    from seqjudge.catalog import load_catalog
+    from seqjudge.rules.catalog import load_catalog
 
     return ruleset, load_catalog(path)
 

@@ -10,9 +10,9 @@ from typing import Annotated
 
 import typer
 
-from seqjudge.catalog import load_catalog
 from seqjudge.cli.app import app
 from seqjudge.errors import InputError
+from seqjudge.rules.catalog import load_catalog
 from seqjudge.rules.lint import LintProblem, lint
 from seqjudge.rules.load import SeqjudgeDeprecationWarning, load_rules_located
 from seqjudge.rules.migrate import NothingToMigrate, migrate_text

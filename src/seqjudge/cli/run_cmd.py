@@ -252,7 +252,7 @@ def run(
     ruleset = load_ruleset(Path(cfg.rules), Path(cfg.catalog) if cfg.catalog else None)
     catalog_obj = examples_obj = None
     if cfg.catalog or ruleset.catalog:
-        from seqjudge.catalog import load_catalog
+        from seqjudge.rules.catalog import load_catalog
 
         catalog_obj = load_catalog(cfg.catalog or ruleset.catalog)  # type: ignore[arg-type]
     if cfg.examples:

@@ -370,7 +370,7 @@ def rule_view(rule: Any, aliases: dict[str, list[str]]) -> dict[str, Any]:
 
 
 def catalog_view(catalog: Any) -> list[dict[str, Any]]:
-    """A catalog (``seqjudge.catalog.Catalog``, a dict of tools, or ``{"tools": [...]}``) sorted by name."""
+    """A catalog (``rules.catalog.Catalog``, a dict of tools, or ``{"tools": [...]}``) sorted by name."""
     if catalog is None:
         return []
     tools = getattr(catalog, "tools", None)

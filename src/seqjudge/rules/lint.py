@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
-from seqjudge.catalog import Catalog
+from seqjudge.rules.catalog import Catalog
 from seqjudge.rules.model import (
     BeforeRule,
     BlocklistRule,
