@@ -58,7 +58,7 @@ def test_a_rule_class_without_its_judge_requirement_fails_when_defined() -> None
 
 
 def test_a_rule_class_without_operand_fields_or_evaluator_fails_when_defined() -> None:
-    with pytest.raises(TypeError, match=r"does not define compile, operand_fields"):
+    with pytest.raises(TypeError, match=r"does not define compile, ordering, operand_fields"):
 
         class NoFields(RuleBase):
             type: Literal["no_fields"]
@@ -92,6 +92,9 @@ def test_operand_fields_must_name_fields_of_the_class() -> None:
             def requirement(self, words: Any) -> str:
                 return "x"
 
+            def ordering(self) -> None:
+                return None
+
             def compile(self, select: Any) -> None:
                 return None
 
@@ -115,6 +118,9 @@ def test_a_complete_rule_type_defined_after_the_union_was_built_is_refused() -> 
             def requirement(self, words: Any) -> str:
                 return words(self.tool)
 
+            def ordering(self) -> None:
+                return None
+
             def compile(self, select: Any) -> None:
                 return None
 
@@ -136,8 +142,29 @@ def test_the_same_type_name_twice_is_refused() -> None:
             def requirement(self, words: Any) -> str:
                 return "x"
 
+            def ordering(self) -> None:
+                return None
+
             def compile(self, select: Any) -> None:
                 return None
+
+
+def test_lint_reads_the_order_a_rule_type_declares() -> None:
+    from seqjudge.rules.lint import find_cycles
+
+    rs = RuleSet.model_validate(
+        {
+            "rules": [
+                {"type": "before", "first": "A", "then": "B"},
+                {"type": "sequence", "tools": ["B", "C"]},
+                {"type": "trajectory", "expected": ["C", "A"]},
+                {"type": "trajectory", "expected": ["B", "A"], "mode": "any_order"},  # orders nothing
+            ]
+        }
+    )
+    cycles = find_cycles(rs)
+    assert [c.tools for c in cycles] == [["A", "B", "C", "A"]]
+    assert RULE_CLASSES["require"](type="require", tool="A").ordering() is None
 
 
 def test_operands_come_from_the_class_for_judge_validation_and_lint() -> None:
@@ -190,6 +217,9 @@ class FirstCallRule(RuleBase):
 
     def requirement(self, w):
         return f"The trace's first call must be {w(self.tool)}. Violation: `out_of_order` at call 0."
+
+    def ordering(self):
+        return None
 
     def compile(self, c):
         return partial(first_call, self, c(self.tool))

@@ -29,6 +29,7 @@ __all__ = [
     "Evaluator",
     "Operand",
     "OperandWords",
+    "Ordering",
     "RuleBase",
     "SameMixin",
     "SelectorFactory",
@@ -115,7 +116,12 @@ _RULE_TYPES: dict[str, type[RuleBase]] = {}
 _sealed = False
 
 # The methods a rule type must define itself (RuleBase's versions only raise).
-_METHODS = ("default_id", "describe", "requirement", "compile")
+_METHODS = ("default_id", "describe", "requirement", "compile", "ordering")
+
+# How a rule orders tools, for lint's cycle check: "pairs" (every tool of the first operand before every
+# tool of the second), "chain" (each member before the next one that brings new tools); then the operands,
+# and whether the order may hold without being definite (a strict sequence, an in-order trajectory).
+Ordering = tuple[Literal["pairs", "chain"], list[Operand], bool]
 
 
 class RuleBase(BaseModel):
@@ -181,6 +187,10 @@ class RuleBase(BaseModel):
 
     def compile(self, select: SelectorFactory) -> Evaluator | None:  # pragma: no cover - ditto
         """The evaluator of this rule, or None when only the judge can decide it."""
+        raise NotImplementedError
+
+    def ordering(self) -> Ordering | None:  # pragma: no cover - every rule type defines its own
+        """The order this rule puts tools in (see ``Ordering``), or None."""
         raise NotImplementedError
 
     def operands(self) -> list[Operand]:

@@ -23,12 +23,9 @@ from typing import Literal
 
 from seqjudge.rules.catalog import Catalog
 from seqjudge.rules.model import (
-    BeforeRule,
     BlocklistRule,
     RuleBase,
     RuleSet,
-    SequenceRule,
-    TrajectoryRule,
 )
 from seqjudge.rules.select import Selector, compile_operand, operand_names
 
@@ -124,20 +121,21 @@ def _graph(ruleset: RuleSet) -> _Graph:
     graph = _Graph()
     aliases = ruleset.aliases
     for order, rule in enumerate(ruleset.rules):
-        weak_rule = bool(getattr(rule, "same", None)) or rule.when is not None
-        if isinstance(rule, BeforeRule):
-            first, then = compile_operand(rule.first, aliases), compile_operand(rule.then, aliases)
+        ordering = rule.ordering()
+        if ordering is None:
+            continue
+        kind, operands, weak = ordering
+        weak = weak or bool(getattr(rule, "same", None)) or rule.when is not None
+        sels = [compile_operand(op, aliases) for op in operands]
+        if kind == "pairs":
+            first, then = sels
             src_names = sorted(first.all_names)
             for s in src_names:
                 for d in sorted(then.all_names):
-                    definite = not weak_rule and len(src_names) == 1 and d in then.names
+                    definite = not weak and len(src_names) == 1 and d in then.names
                     graph.add(_Edge(s, d, rule.rule_id, order, definite))
-        elif isinstance(rule, SequenceRule):
-            sels = [compile_operand(t, aliases) for t in rule.tools]
-            _chain_edges(graph, sels, rule.rule_id, order, weak_rule or rule.strict)
-        elif isinstance(rule, TrajectoryRule) and rule.mode != "any_order":
-            sels = [compile_operand(t, aliases) for t in rule.expected]
-            _chain_edges(graph, sels, rule.rule_id, order, weak_rule or rule.mode == "in_order")
+        else:
+            _chain_edges(graph, sels, rule.rule_id, order, weak)
     return graph
 
 

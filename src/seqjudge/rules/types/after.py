@@ -11,6 +11,7 @@ from seqjudge.rules.base import (
     Evaluator,
     Operand,
     OperandWords,
+    Ordering,
     RuleBase,
     SameMixin,
     SelectorFactory,
@@ -51,6 +52,9 @@ class AfterRule(SameMixin, RuleBase):
             f"{w(self.trigger)} is never called. Violation: `deadline_missed` at the first call to "
             f"{w(self.trigger)} left without one (also when the trace ends first)."
         )
+
+    def ordering(self) -> Ordering | None:
+        return None  # orders no tools against each other
 
     def compile(self, c: SelectorFactory) -> Evaluator:
         return partial(after, self, c(self.trigger), c(self.then))

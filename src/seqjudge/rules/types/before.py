@@ -11,6 +11,7 @@ from seqjudge.rules.base import (
     Evaluator,
     Operand,
     OperandWords,
+    Ordering,
     RuleBase,
     SameMixin,
     SelectorFactory,
@@ -59,6 +60,9 @@ class BeforeRule(SameMixin, RuleBase):
             f"called. Violation at that first call: `out_of_order` if a successful {w(self.first)} "
             "exists only later or in the same step, otherwise `missing_prerequisite`."
         )
+
+    def ordering(self) -> Ordering | None:
+        return ("pairs", [self.first, self.then], False)
 
     def compile(self, c: SelectorFactory) -> Evaluator:
         return partial(before, self, c(self.first), c(self.then))

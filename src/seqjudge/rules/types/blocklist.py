@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from seqjudge.rules.base import Evaluator, OperandWords, RuleBase, SelectorFactory
+from seqjudge.rules.base import Evaluator, OperandWords, Ordering, RuleBase, SelectorFactory
 from seqjudge.rules.evaluate import Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
 
@@ -34,6 +34,9 @@ class BlocklistRule(RuleBase):
             "(a plain, case-sensitive substring; `*` is a literal character). Violation: "
             "`forbidden_call` at the first such call."
         )
+
+    def ordering(self) -> Ordering | None:
+        return None  # orders no tools against each other
 
     def compile(self, c: SelectorFactory) -> Evaluator:
         return partial(blocklist, self)

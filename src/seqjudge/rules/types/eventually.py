@@ -11,6 +11,7 @@ from seqjudge.rules.base import (
     Evaluator,
     Operand,
     OperandWords,
+    Ordering,
     RuleBase,
     SelectorFactory,
     check_operand,
@@ -47,6 +48,9 @@ class EventuallyRule(RuleBase):
             f"of the trace (steps 0 to {self.within - 1}). Violation: `deadline_missed` if it succeeds "
             "only later, `missing_call` (offending index null) if it never succeeds."
         )
+
+    def ordering(self) -> Ordering | None:
+        return None  # orders no tools against each other
 
     def compile(self, c: SelectorFactory) -> Evaluator:
         return partial(eventually, self, c(self.tool))

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from seqjudge.rules.base import Evaluator, OperandWords, RuleBase, SelectorFactory
+from seqjudge.rules.base import Evaluator, OperandWords, Ordering, RuleBase, SelectorFactory
 
 
 class JudgeRule(RuleBase):
@@ -31,6 +31,9 @@ class JudgeRule(RuleBase):
             "This rule is written in words only: decide it from the description and the trace, "
             "and use the violation type that fits best."
         )
+
+    def ordering(self) -> Ordering | None:
+        return None  # orders no tools against each other
 
     def compile(self, c: SelectorFactory) -> Evaluator | None:
         return None  # nothing for the engine to evaluate: the judge decides it

@@ -11,6 +11,7 @@ from seqjudge.rules.base import (
     Evaluator,
     Operand,
     OperandWords,
+    Ordering,
     RuleBase,
     SameMixin,
     SelectorFactory,
@@ -51,6 +52,9 @@ class MaxCallsRule(SameMixin, RuleBase):
             f"{w(self.tool)} may be called at most {self.max} time(s); every attempt counts, failed "
             "ones too. Violation: `too_many_calls` at the first call over the limit."
         )
+
+    def ordering(self) -> Ordering | None:
+        return None  # orders no tools against each other
 
     def compile(self, c: SelectorFactory) -> Evaluator:
         return partial(max_calls, self, c(self.tool))

@@ -12,6 +12,7 @@ from seqjudge.rules.base import (
     Evaluator,
     Operand,
     OperandWords,
+    Ordering,
     RuleBase,
     SameMixin,
     SelectorFactory,
@@ -49,6 +50,9 @@ class NeverAfterRule(SameMixin, RuleBase):
             f"{w(self.forbidden)} (any status) may come in a later step. Not checked if "
             f"{w(self.trigger)} is never called. Violation: `forbidden_call` at the first such call."
         )
+
+    def ordering(self) -> Ordering | None:
+        return None  # orders no tools against each other
 
     def compile(self, c: SelectorFactory) -> Evaluator:
         return partial(never_after, self, c(self.trigger), c(self.forbidden))

@@ -11,6 +11,7 @@ from seqjudge.rules.base import (
     Evaluator,
     Operand,
     OperandWords,
+    Ordering,
     RuleBase,
     SelectorFactory,
     check_operand,
@@ -45,6 +46,9 @@ class RequireRule(RuleBase):
             f"At least one successful call to {w(self.tool)} must appear in the trace. "
             "Violation: `missing_call` (offending index null)."
         )
+
+    def ordering(self) -> Ordering | None:
+        return None  # orders no tools against each other
 
     def compile(self, c: SelectorFactory) -> Evaluator:
         return partial(require, self, c(self.tool))

@@ -12,6 +12,7 @@ from seqjudge.rules.base import (
     Evaluator,
     Operand,
     OperandWords,
+    Ordering,
     RuleBase,
     SameMixin,
     SelectorFactory,
@@ -68,6 +69,9 @@ class SequenceRule(SameMixin, RuleBase):
             "the same step as its predecessor; `incomplete_sequence` (at the last completed call) if "
             "the trace ends before the last tool succeeded."
         )
+
+    def ordering(self) -> Ordering | None:
+        return ("chain", list(self.tools), self.strict)
 
     def compile(self, c: SelectorFactory) -> Evaluator:
         return partial(sequence, self, [c(x) for x in self.tools])

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
-from seqjudge.rules.base import Evaluator, OperandWords, RuleBase, SelectorFactory
+from seqjudge.rules.base import Evaluator, OperandWords, Ordering, RuleBase, SelectorFactory
 from seqjudge.rules.evaluate import Finding, Flaw
 
 if TYPE_CHECKING:
@@ -51,6 +51,9 @@ class TrajectoryRule(RuleBase):
             "exact": f"The tool names of the successful calls, in order, must be exactly {names}.",
         }[self.mode]
         return text + " Violation: `missing_call` for tools that never succeed, `out_of_order` otherwise."
+
+    def ordering(self) -> Ordering | None:
+        return None if self.mode == "any_order" else ("chain", list(self.expected), self.mode == "in_order")
 
     def compile(self, c: SelectorFactory) -> Evaluator:
         return partial(trajectory, self)
