@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from seqjudge.rules.lint import strong_components
+
 PACKAGE = "seqjudge"
 BIG = 500
 
@@ -125,58 +127,13 @@ def graph(src: Path) -> tuple[dict[str, Path], list[dict[str, Any]]]:
 
 
 def sccs(nodes: list[str], edges: list[dict[str, Any]]) -> list[list[str]]:
-    """Tarjan's strongly connected components of more than one node, plus self-loops."""
-    adj: dict[str, list[str]] = {n: [] for n in nodes}
-    loops = set()
+    """Strongly connected components of more than one module (lint's Tarjan), plus self-loops."""
+    adj: dict[str, list[str]] = {}
+    loops = {e["from"] for e in edges if e["from"] == e["to"]}
     for e in edges:
-        if e["from"] == e["to"]:
-            loops.add(e["from"])
-        else:
-            adj[e["from"]].append(e["to"])
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    out: list[list[str]] = []
-    counter = 0
-    for root in nodes:
-        if root in index:
-            continue
-        work = [(root, iter(adj[root]))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            advanced = False
-            for child in children:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(adj[child])))
-                    advanced = True
-                    break
-                if child in on_stack:
-                    low[node] = min(low[node], index[child])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                comp = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    comp.append(member)
-                    if member == node:
-                        break
-                if len(comp) > 1 or node in loops:
-                    out.append(sorted(comp))
-    return sorted(out)
+        if e["from"] != e["to"]:
+            adj.setdefault(e["from"], []).append(e["to"])
+    return sorted([sorted(c) for c in strong_components(nodes, adj)] + [[m] for m in loops])
 
 
 def measure(src: Path) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from seqjudge.rules.model import (
 )
 from seqjudge.rules.select import Selector, compile_operand, operand_names
 
-__all__ = ["Cycle", "LintProblem", "find_cycles", "lint", "rule_tool_names"]
+__all__ = ["Cycle", "LintProblem", "find_cycles", "lint", "rule_tool_names", "strong_components"]
 
 
 @dataclass
@@ -139,7 +139,7 @@ def _graph(ruleset: RuleSet) -> _Graph:
     return graph
 
 
-def _sccs(nodes: list[str], adj: dict[str, list[str]]) -> list[list[str]]:
+def strong_components(nodes: list[str], adj: dict[str, list[str]]) -> list[list[str]]:
     """Tarjan's strongly connected components, iteratively (rule files can chain many tools)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -230,12 +230,12 @@ def find_cycles(ruleset: RuleSet, *, include_conditional: bool = False) -> list[
     graph = _graph(ruleset)
     rank = {n: i for i, n in enumerate(graph.nodes)}
     strong_adj = graph.adjacency(definite_only=True)
-    strong = _sccs(graph.nodes, strong_adj)
+    strong = strong_components(graph.nodes, strong_adj)
     cycles = [_make_cycle(_cycle_in(c, strong_adj, rank), graph, True, False) for c in strong]
     if include_conditional:
         all_adj = graph.adjacency(definite_only=False)
         covered = [set(c) for c in strong]
-        for comp in _sccs(graph.nodes, all_adj):
+        for comp in strong_components(graph.nodes, all_adj):
             if any(s <= set(comp) for s in covered):
                 continue
             cycles.append(_make_cycle(_cycle_in(comp, all_adj, rank), graph, False, True))
