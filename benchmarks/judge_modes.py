@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from seqjudge import load_rules, load_traces
-from seqjudge.rules.catalog import load_catalog
 from seqjudge.judge.prompt import render
+from seqjudge.rules.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 

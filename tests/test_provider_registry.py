@@ -26,7 +26,7 @@ from seqjudge.judge.providers.anthropic import AnthropicProvider
 from seqjudge.judge.providers.openai import OpenAIProvider, is_reasoning_model
 from seqjudge.judge.providers.scripted import ScriptedProvider
 from seqjudge.limits import default_limits
-from seqjudge.pricing import PRICES, price_for, shipped_prices
+from seqjudge.pricing import price_for, shipped_prices
 from seqjudge.runner import judge_unavailable
 
 PACKAGE = '''
@@ -148,9 +148,10 @@ def test_the_built_in_profiles_hold_what_was_spread_over_six_files() -> None:
     )
     assert default_limits("openai") == (5_000, 450_000) and default_limits("anthropic") == (1_000, 450_000)
     assert default_limits("scripted") == (0, 0)
-    assert PRICES["openai:gpt-4o"].input == 2.50 and PRICES["anthropic:claude-haiku-4-5"].cache_write == 1.25
+    prices = shipped_prices()
+    assert prices["openai:gpt-4o"].input == 2.50 and prices["anthropic:claude-haiku-4-5"].cache_write == 1.25
     shipped = {f"openai:{m}" for m in openai.prices} | {f"anthropic:{m}" for m in anthropic.prices}
-    assert set(PRICES) == shipped
+    assert set(prices) == shipped
     assert is_reasoning_model("o3-mini") and not openai.takes_sampling_for("o3-mini")
     assert openai.takes_sampling_for("gpt-4o") and not anthropic.takes_sampling_for("claude-sonnet-4-5")
 

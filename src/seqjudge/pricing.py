@@ -34,7 +34,6 @@ from seqjudge.errors import InputError
 from seqjudge.judge.providers.registry import all_profiles
 
 __all__ = [
-    "PRICES",
     "Cost",
     "Price",
     "cost_of",
@@ -69,10 +68,6 @@ def shipped_prices() -> dict[str, Price]:
         for profile in all_profiles()
         for model, (inp, cached, out, write) in profile.prices.items()
     }
-
-
-# The providers' prices when seqjudge was imported (``load_prices`` reads them again, for installed ones).
-PRICES: dict[str, Price] = shipped_prices()
 
 
 def load_prices(source: str | Path | Mapping[str, Any] | None = None) -> dict[str, Price]:
@@ -130,7 +125,7 @@ def price_for(model: str | None, table: Mapping[str, Price] | None = None) -> Pr
     ``provider:name`` entries first, then bare ``name`` ones."""
     if not model:
         return None
-    table = PRICES if table is None else table
+    table = shipped_prices() if table is None else table
     provider, _, bare = model.partition(":")
     if not bare:
         provider, bare = "", model
