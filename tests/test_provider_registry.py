@@ -127,6 +127,8 @@ def test_an_entry_point_that_is_not_a_profile_is_a_config_error(
     monkeypatch.syspath_prepend(str(site))
     with pytest.raises(ProviderError, match=r"badprov provider .*entry point of badprov.* is a int"):
         get_provider("badprov:x")
+    # A run that names it is told why the judge cannot run, without a traceback.
+    assert "badprov:x is configured but its provider cannot be used" in (judge_unavailable("badprov:x") or "")
     # A provider that cannot load takes nothing else down.
     assert "badprov:x" not in shipped_prices() and default_limits("openai") == (5_000, 450_000)
 
