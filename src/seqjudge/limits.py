@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from seqjudge.errors import ProviderError
+from seqjudge.judge.providers.base import TransportObservable
 from seqjudge.judge.providers.registry import provider_profile
 
 __all__ = [
@@ -389,9 +390,8 @@ class LimitedProvider:
         self._cost_of = cost_of
         self.stats = CallStats()
         self.stop_reason: str | None = None
-        observe = getattr(inner, "observe_transport", None)
-        if callable(observe):
-            observe(self)
+        if isinstance(inner, TransportObservable):
+            inner.observe_transport(self)
 
     def __getattr__(self, name: str) -> Any:
         # Only called for attributes this wrapper lacks: name, model, sampling, base_url, output_mode...

@@ -33,6 +33,7 @@ __all__ = [
     "JudgeRequest",
     "Provider",
     "ProviderReply",
+    "TransportObservable",
     "Usage",
     "WireProvider",
     "canonical_json",
@@ -316,7 +317,16 @@ class TransportObserver(Protocol):
 
 
 @runtime_checkable
-class WireProvider(Provider, Protocol):
+class TransportObservable(Protocol):
+    """A provider that can report its HTTP traffic: what a run's limiter (``seqjudge.limits``) hooks into."""
+
+    def observe_transport(self, observer: TransportObserver | None) -> None:
+        """Report every HTTP attempt and response status to ``observer`` from the next client on."""
+        ...
+
+
+@runtime_checkable
+class WireProvider(Provider, TransportObservable, Protocol):
     """A provider whose calls are HTTP bodies sent through an SDK client: what the batch transports
     (``seqjudge.batch_api``) and a run's limiter (``seqjudge.limits``) use beyond ``complete``. The SDK
     adapters are ones; the scripted provider is not (it has no wire, so no batch API and no transport)."""
@@ -348,10 +358,6 @@ class WireProvider(Provider, Protocol):
 
     def provider_error(self, exc: Exception) -> ProviderError | None:
         """An SDK exception as the ``ProviderError`` a user sees; None if it is not the SDK's."""
-        ...
-
-    def observe_transport(self, observer: TransportObserver | None) -> None:
-        """Report every HTTP attempt and response status to ``observer`` from the next client on."""
         ...
 
 
