@@ -194,8 +194,8 @@ class RuleBase(BaseModel):
         raise NotImplementedError
 
     def operands(self) -> list[Operand]:
-        """Every operand the rule names, field by field as declared."""
-        out: list[Operand] = [getattr(self, f) for f in self.operand_fields]
+        """Every operand the rule names, field by field as declared (an optional one left out is none)."""
+        out: list[Operand] = [v for v in (getattr(self, f) for f in self.operand_fields) if v is not None]
         for f in self.operand_list_fields:
             out.extend(getattr(self, f))
         return out
