@@ -2,6 +2,12 @@
 
 Every module of this package is imported here, in name order, and its class registers itself (see
 ``seqjudge.rules.base.RuleBase``): adding a rule type is adding a module, with nothing to list elsewhere.
+The module holds a ``RuleBase`` subclass (with ``SameMixin`` first when it takes ``same:``) declaring
+``type: Literal["name"]``, its fields and validators, ``rank``, ``operand_fields``/``operand_list_fields``,
+and ``default_id``, ``describe``, ``requirement``, ``ordering`` and ``compile``, plus the evaluator
+``compile`` returns (a function of the rule, its compiled selectors and a ``View``, returning a
+``Finding``). A piece left out is a ``TypeError`` when the module is imported. Then tests, and the README's
+rule list.
 """
 
 from __future__ import annotations
