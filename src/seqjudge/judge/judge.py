@@ -13,6 +13,7 @@ feed it the replies a provider's batch API returned, then re-ask through the sam
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
@@ -217,6 +218,7 @@ async def settle_trace(
 def _raising(
     settle: Callable[P, Awaitable[JudgeResult | JudgeFailure]],
 ) -> Callable[P, Awaitable[JudgeResult]]:
+    @functools.wraps(settle)  # the signature help() and inspect show is settle's
     async def judge(*args: P.args, **kwargs: P.kwargs) -> JudgeResult:
         outcome = await settle(*args, **kwargs)
         if isinstance(outcome, JudgeFailure):
