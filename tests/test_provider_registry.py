@@ -169,8 +169,9 @@ def test_the_batch_transport_comes_from_the_profile(monkeypatch: pytest.MonkeyPa
     anthropic: Any = get_provider("anthropic:claude-haiku-4-5")
     assert isinstance(openai, OpenAIProvider) and isinstance(anthropic, AnthropicProvider)
     assert type(batch_api(openai)) is OpenAIBatches and type(batch_api(anthropic)) is AnthropicBatches
-    with pytest.raises(InputError, match="scripted provider has no batch API"):
+    with pytest.raises(InputError, match="scripted provider has no batch API") as info:
         batch_api(ScriptedProvider([]))
+    assert "anthropic:MODEL, openai:MODEL" in str(info.value)
 
 
 def test_the_sdk_adapters_fill_the_wire_contract_and_the_scripted_provider_does_not(

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.judge.providers.base import JudgeRequest, Provider, ProviderReply, WireProvider
-from seqjudge.judge.providers.registry import load_object, provider_profile
+from seqjudge.judge.providers.registry import all_profiles, load_object, provider_profile
 
 if TYPE_CHECKING:
     from seqjudge.judge.providers.anthropic import AnthropicProvider
@@ -326,6 +326,10 @@ class AnthropicBatches(BatchAPI):
         return [out[cid] for cid in custom_ids]
 
 
+def _with_batches() -> str:
+    return ", ".join(f"{p.name}:MODEL" for p in all_profiles() if p.batch) or "none is installed"
+
+
 def batch_api(provider: Provider, wire: dict[str, Any] | None = None) -> BatchAPI:
     """The batch transport ``provider``'s profile names (openai and anthropic have one)."""
     name = getattr(provider, "name", "")
@@ -334,7 +338,8 @@ def batch_api(provider: Provider, wire: dict[str, Any] | None = None) -> BatchAP
         raise InputError(
             f"the {name or type(provider).__name__} provider has no batch API",
             where="--batch",
-            hint="batch runs need an openai:MODEL or anthropic:MODEL model; judge this suite online instead",
+            hint=f"batch runs need a model of a provider with a batch API ({_with_batches()}); judge this "
+            "suite online instead",
         )
     transport: type[BatchAPI] = load_object(profile.batch, what=f"the {name} batch transport")
     return transport(provider, wire)
