@@ -131,7 +131,7 @@ def test_prompt_options(files, capsys, tmp_path) -> None:
     captured = capsys.readouterr()
     assert code == 0
     assert '"tool_name":"DeleteCustomer","status":"ok","arguments":{"id":"C-2"}' in captured.out
-    assert "Score strictly" in captured.out and "3 tool(s), by name" in captured.out
+    assert "Score strictly" in captured.out and "# TOOLS" in captured.out
 
 
 def test_prompt_notes_which_trace_it_shows(files, capsys) -> None:

@@ -115,8 +115,8 @@ def test_a_complete_rule_type_defined_after_the_union_was_built_is_refused() -> 
             def describe(self) -> str:
                 return operand_text(self.tool)
 
-            def requirement(self, words: Any) -> str:
-                return words(self.tool)
+            def requirement(self, say: Any) -> str:
+                return str(say.words(self.tool))
 
             def ordering(self) -> None:
                 return None
@@ -215,8 +215,8 @@ class FirstCallRule(RuleBase):
     def describe(self):
         return f"the first call is {operand_text(self.tool)}"
 
-    def requirement(self, w):
-        return f"The trace's first call must be {w(self.tool)}. Violation: `out_of_order` at call 0."
+    def requirement(self, say):
+        return f"The trace's first call must be {say.words(self.tool)}. Violation: `out_of_order` at call 0."
 
     def ordering(self):
         return None

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from seqjudge.calibrate import Calibration, Settings, Stability, calibrate, stability, writable
-from seqjudge.config import RunConfig
+from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import TraceResult
 from seqjudge.errors import InputError
 from seqjudge.golden import GoldenDataset
@@ -64,18 +64,12 @@ def _scored(result: TraceResult) -> bool:
     return status == "scored"
 
 
-def judge_rule_ids(dataset: GoldenDataset, judge_mode: str) -> list[str]:
-    """The rules the judge is asked about (as ``run_traces`` asks)."""
-    rules = dataset.ruleset.rules
-    return [r.rule_id for r in rules if judge_mode != "contextual" or r.type == "judge"]
-
-
 def expected_prompts(dataset: GoldenDataset, cfg: RunConfig) -> dict[str, tuple[str, str]]:
     """trace id -> (template hash, prompt hash) of the prompt a judged run would send now."""
     from seqjudge.judge.prompt import render
     from seqjudge.redact import redact_trace
 
-    rule_ids = judge_rule_ids(dataset, cfg.judge_mode)
+    rule_ids = judge_rule_ids(dataset.ruleset, cfg.judge_mode)
     out: dict[str, tuple[str, str]] = {}
     if not rule_ids:
         return out

@@ -79,7 +79,8 @@ def reconcile(
         final: Outcome = r.outcome
         agree: bool | None = None
         if r.type == "judge":
-            if said is not None:
+            # A judge rule the engine found not exercised (no call of its applies_to) stays so.
+            if said is not None and r.outcome == "deferred":
                 final = said
         elif said is not None and r.outcome in ("passed", "failed", "not_exercised", "not_applicable"):
             # Binary cross-check: did the engine fail the rule, did the judge?

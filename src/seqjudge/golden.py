@@ -493,12 +493,22 @@ def load_dataset(directory: str | Path) -> GoldenDataset:
     return dataset
 
 
+def guidelines(dataset: GoldenDataset) -> dict[str, str]:
+    """rule id -> the labelling guideline of each `judge` rule: the text the judge's prompt gives it, so that
+    labellers and the judge apply one definition."""
+    from seqjudge.judge.prompt import guideline
+
+    rs = dataset.ruleset
+    return {r.rule_id: guideline(r, rs.aliases) for r in rs.rules if r.type == "judge"}
+
+
 def cross_check(dataset: GoldenDataset) -> list[Contradiction]:
     """Every label of a deterministic rule that the engine decides the other way.
 
     Binary, as the judge-engine cross-check is: a rule is failed or it is not. A ``fail`` label against an
     engine outcome other than ``failed`` (passed, not exercised, not applicable) contradicts it, and so does
-    a ``pass`` label against ``failed``. ``judge`` rules have no engine outcome and are not compared.
+    a ``pass`` label against ``failed``. ``judge`` rules are the judge's to decide; the engine only knows
+    when one with ``applies_to`` is not exercised, so a ``fail`` label there contradicts it.
     """
     from seqjudge.rules.engine import Engine
 
@@ -511,7 +521,7 @@ def cross_check(dataset: GoldenDataset) -> list[Contradiction]:
         report = engine.check(trace)
         for result in report.rules:
             said = label.rules.get(result.rule_id)
-            if said is None or result.type == "judge" or result.outcome == "deferred":
+            if said is None or result.outcome == "deferred" or (result.type == "judge" and said != "fail"):
                 continue
             if (said == "fail") != (result.outcome == "failed"):
                 found.append(

@@ -37,10 +37,11 @@ def validate_cmd(
 
     Exit 0 when the dataset is usable, 2 when it has errors.
     """
-    from seqjudge.golden import cross_check, errors, read_dataset
+    from seqjudge.golden import RULES_FILE, cross_check, errors, guidelines, read_dataset
 
     dataset, problems = read_dataset(directory)
     contradictions = cross_check(dataset) if dataset is not None else []
+    rule_guidelines = guidelines(dataset) if dataset is not None else {}
     bad = errors(problems)
     if fmt == Fmt.json:
         json.dump(
@@ -51,6 +52,7 @@ def validate_cmd(
                 "labels": dict(Counter(lb.verdict for lb in dataset.labels.values())) if dataset else None,
                 "problems": [p.as_dict() for p in problems],
                 "contradictions": [c.as_dict() for c in contradictions],
+                "guidelines": rule_guidelines,
             },
             sys.stdout,
             indent=2,
@@ -66,6 +68,11 @@ def validate_cmd(
             f"({verdicts['pass']} pass, {verdicts['fail']} fail), {len(dataset.ruleset.rules)} rules"
             + (f"; {', '.join(extras)}" if extras else "")
             + "\n"
+        )
+    for rule_id, text in rule_guidelines.items():
+        out(
+            f"labelling guideline of `{rule_id}` (from {RULES_FILE}, word for word what the judge is told):\n"
+            + "".join(f"  {line}\n" for line in text.splitlines())
         )
     for p in problems:
         out(f"{p.level}: {p.render()}\n")

@@ -84,13 +84,25 @@ def prompt(
     trace_format: TraceFormatOpt = None,
     messages_key: MessagesKeyOpt = None,
     error_pattern: ErrorPatternOpt = None,
+    judge_mode: Annotated[
+        str,
+        typer.Option("--judge-mode", help="full (every rule) or contextual (only judge rules), as in run."),
+    ] = "full",
 ) -> int:
     """Print the judge prompt for one trace exactly as the model sees it: the system prompt, then the user
     content."""
+    from seqjudge.config import judge_rule_ids
     from seqjudge.judge.prompt import catalog_names, load_examples, render
     from seqjudge.judge.validate import check_inputs
 
     ruleset, cat = load_inputs(rules, catalog)
+    rule_ids = judge_rule_ids(ruleset, judge_mode)
+    if not rule_ids:
+        raise InputError(
+            "the rule file has no `judge` rule, so a contextual run asks the judge nothing",
+            source=str(rules),
+            hint="use --judge-mode full, or add a rule with type: judge",
+        )
     chosen = None
     count = 0
     for t in _traces(trace, format=trace_format, messages_key=messages_key, error_pattern=error_pattern):
@@ -111,9 +123,15 @@ def prompt(
             "choose one with --trace-id",
             file=sys.stderr,
         )
-    chosen = check_inputs(chosen, ruleset, catalog_names=catalog_names(cat) if cat is not None else None)
+    names = catalog_names(cat) if cat is not None else None
+    chosen = check_inputs(chosen, ruleset, catalog_names=names, rule_ids=rule_ids)
     rendered = render(
-        chosen, ruleset, catalog=cat, examples=load_examples(examples), risk_level=risk_level.value
+        chosen,
+        ruleset,
+        catalog=cat,
+        examples=load_examples(examples),
+        risk_level=risk_level.value,
+        rule_ids=rule_ids,
     )
     sys.stdout.write(rendered.text())
     return 0

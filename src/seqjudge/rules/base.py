@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import typing
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -33,6 +33,7 @@ __all__ = [
     "RuleBase",
     "SameMixin",
     "SelectorFactory",
+    "Wording",
     "Severity",
     "check_operand",
     "operand_text",
@@ -83,6 +84,16 @@ Operand = str | ArgsSelector | list[str | ArgsSelector]
 # What a rule type's pieces are given: the judge prompt's wording of an operand, and the engine's compiler
 # of an operand into a (shared) selector. An evaluator is the rule applied to one view of a trace.
 OperandWords = Callable[[Operand], str]
+
+
+class Wording(NamedTuple):
+    """How the judge prompt words an operand: ``words`` as written (an alias named as one), ``tools`` as the
+    tools it stands for (aliases spelled out)."""
+
+    words: OperandWords
+    tools: OperandWords
+
+
 SelectorFactory = Callable[[Operand], "Selector"]
 Evaluator = Callable[["View"], "Finding"]
 
@@ -131,8 +142,8 @@ class RuleBase(BaseModel):
     - ``rank`` - where the type is listed in messages ("valid types: ...");
     - ``operand_fields`` (fields holding one operand) and, if any, ``operand_list_fields`` (fields holding
       a list of operands): what a tool-name check (catalog, judge validation, lint) must look at;
-    - ``default_id()``, ``describe()`` (the meaning in words, for reports), ``requirement(words)`` (the
-      engine's exact semantics as a paragraph of the judge prompt, operands worded by ``words``) and
+    - ``default_id()``, ``describe()`` (the meaning in words, for reports), ``requirement(say)`` (the
+      engine's exact semantics as a paragraph of the judge prompt, operands worded by ``say``) and
       ``compile(select)`` (the engine's evaluator, operands compiled by ``select``; None for a rule only
       the judge can decide).
     """
@@ -181,7 +192,7 @@ class RuleBase(BaseModel):
         """The rule's meaning in words, for reports and the judge, when the file gives no description."""
         raise NotImplementedError
 
-    def requirement(self, words: OperandWords) -> str:  # pragma: no cover - every rule type defines its own
+    def requirement(self, say: Wording) -> str:  # pragma: no cover - every rule type defines its own
         """What the rule demands, in the engine's exact semantics (see the README), as one paragraph."""
         raise NotImplementedError
 

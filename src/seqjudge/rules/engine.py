@@ -29,7 +29,7 @@ _ATTEMPT_COUNTS = {"forbidden_call", "too_many_calls", "out_of_order", "missing_
 
 _OUTCOMES = ("passed", "failed", "not_exercised", "not_applicable", "deferred")
 _NOT_APPLICABLE = "The trace's context does not match the rule's `when`."
-_DEFERRED = "Written in words: only the LLM judge can decide it."
+_DEFERRED = ev.DEFERRED
 
 
 def _cycle_flaw(tools_text: str) -> ev.Flaw:

@@ -14,6 +14,9 @@ from typing import Any
 
 from seqjudge.rules.index import View
 
+# What the engine says of a rule only the judge decides.
+DEFERRED = "Written in words: only the LLM judge can decide it."
+
 
 @dataclass(slots=True)
 class Flaw:

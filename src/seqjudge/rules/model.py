@@ -24,7 +24,7 @@ from seqjudge.rules.types.after import AfterRule
 from seqjudge.rules.types.before import BeforeRule
 from seqjudge.rules.types.blocklist import BlocklistRule
 from seqjudge.rules.types.eventually import EventuallyRule
-from seqjudge.rules.types.judge import JudgeRule
+from seqjudge.rules.types.judge import JudgeCriteria, JudgeExample, JudgeRule
 from seqjudge.rules.types.max_calls import MaxCallsRule
 from seqjudge.rules.types.never_after import NeverAfterRule
 from seqjudge.rules.types.require import RequireRule
@@ -39,6 +39,8 @@ __all__ = [
     "BeforeRule",
     "BlocklistRule",
     "EventuallyRule",
+    "JudgeCriteria",
+    "JudgeExample",
     "JudgeRule",
     "MaxCallsRule",
     "NeverAfterRule",

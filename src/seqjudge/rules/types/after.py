@@ -10,11 +10,11 @@ from pydantic import Field, field_validator
 from seqjudge.rules.base import (
     Evaluator,
     Operand,
-    OperandWords,
     Ordering,
     RuleBase,
     SameMixin,
     SelectorFactory,
+    Wording,
     check_operand,
     operand_text,
 )
@@ -45,7 +45,8 @@ class AfterRule(SameMixin, RuleBase):
         t = operand_text
         return f"{t(self.then)} must succeed within {self.within} step(s) after each {t(self.trigger)}"
 
-    def requirement(self, w: OperandWords) -> str:
+    def requirement(self, say: Wording) -> str:
+        w = say.words
         return (
             f"Every call to {w(self.trigger)} (any status) must be followed by a successful call to "
             f"{w(self.then)} in a later step, at most {self.within} step(s) after it. Not checked if "

@@ -10,11 +10,11 @@ from pydantic import field_validator, model_validator
 from seqjudge.rules.base import (
     Evaluator,
     Operand,
-    OperandWords,
     Ordering,
     RuleBase,
     SameMixin,
     SelectorFactory,
+    Wording,
     check_operand,
     operand_text,
 )
@@ -53,7 +53,8 @@ class BeforeRule(SameMixin, RuleBase):
     def describe(self) -> str:
         return f"{operand_text(self.first)} must succeed before {operand_text(self.then)} is called"
 
-    def requirement(self, w: OperandWords) -> str:
+    def requirement(self, say: Wording) -> str:
+        w = say.words
         return (
             f"Look at the first call (any status) to {w(self.then)}: a successful call to "
             f"{w(self.first)} must come in an earlier step. Not checked if {w(self.then)} is never "

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from seqjudge.rules.base import Evaluator, OperandWords, Ordering, RuleBase, SelectorFactory
+from seqjudge.rules.base import Evaluator, Ordering, RuleBase, SelectorFactory, Wording
 from seqjudge.rules.evaluate import Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
 
@@ -28,7 +28,7 @@ class BlocklistRule(RuleBase):
     def describe(self) -> str:
         return f"no tool whose name contains {self.pattern!r} may be called"
 
-    def requirement(self, w: OperandWords) -> str:
+    def requirement(self, say: Wording) -> str:
         return (
             f"No call, successful or failed, may have a tool name containing the text `{self.pattern}` "
             "(a plain, case-sensitive substring; `*` is a literal character). Violation: "

@@ -10,10 +10,10 @@ from pydantic import Field, field_validator
 from seqjudge.rules.base import (
     Evaluator,
     Operand,
-    OperandWords,
     Ordering,
     RuleBase,
     SelectorFactory,
+    Wording,
     check_operand,
     operand_text,
 )
@@ -42,7 +42,8 @@ class EventuallyRule(RuleBase):
     def describe(self) -> str:
         return f"{operand_text(self.tool)} must succeed within the first {self.within} step(s)"
 
-    def requirement(self, w: OperandWords) -> str:
+    def requirement(self, say: Wording) -> str:
+        w = say.words
         return (
             f"A successful call to {w(self.tool)} must happen within the first {self.within} step(s) "
             f"of the trace (steps 0 to {self.within - 1}). Violation: `deadline_missed` if it succeeds "

@@ -10,11 +10,11 @@ from pydantic import Field, field_validator
 from seqjudge.rules.base import (
     Evaluator,
     Operand,
-    OperandWords,
     Ordering,
     RuleBase,
     SameMixin,
     SelectorFactory,
+    Wording,
     check_operand,
     operand_text,
 )
@@ -42,7 +42,8 @@ class MaxCallsRule(SameMixin, RuleBase):
     def describe(self) -> str:
         return f"{operand_text(self.tool)} may be called at most {self.max} time(s)"
 
-    def requirement(self, w: OperandWords) -> str:
+    def requirement(self, say: Wording) -> str:
+        w = say.words
         if self.max == 0:
             return (
                 f"{w(self.tool)} must never be called, not even once (failed attempts count). "

@@ -11,11 +11,11 @@ from pydantic import field_validator
 from seqjudge.rules.base import (
     Evaluator,
     Operand,
-    OperandWords,
     Ordering,
     RuleBase,
     SameMixin,
     SelectorFactory,
+    Wording,
     check_operand,
     operand_text,
 )
@@ -44,7 +44,8 @@ class NeverAfterRule(SameMixin, RuleBase):
     def describe(self) -> str:
         return f"{operand_text(self.forbidden)} must never be called after {operand_text(self.trigger)}"
 
-    def requirement(self, w: OperandWords) -> str:
+    def requirement(self, say: Wording) -> str:
+        w = say.words
         return (
             f"Once {w(self.trigger)} has been called (its first call, any status), no call to "
             f"{w(self.forbidden)} (any status) may come in a later step. Not checked if "

@@ -10,10 +10,10 @@ from pydantic import field_validator
 from seqjudge.rules.base import (
     Evaluator,
     Operand,
-    OperandWords,
     Ordering,
     RuleBase,
     SelectorFactory,
+    Wording,
     check_operand,
     operand_text,
 )
@@ -41,7 +41,8 @@ class RequireRule(RuleBase):
     def describe(self) -> str:
         return f"{operand_text(self.tool)} must be called successfully"
 
-    def requirement(self, w: OperandWords) -> str:
+    def requirement(self, say: Wording) -> str:
+        w = say.words
         return (
             f"At least one successful call to {w(self.tool)} must appear in the trace. "
             "Violation: `missing_call` (offending index null)."

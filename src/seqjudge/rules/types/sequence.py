@@ -11,11 +11,11 @@ from pydantic import Field, field_validator
 from seqjudge.rules.base import (
     Evaluator,
     Operand,
-    OperandWords,
     Ordering,
     RuleBase,
     SameMixin,
     SelectorFactory,
+    Wording,
     check_operand,
     operand_text,
 )
@@ -50,12 +50,13 @@ class SequenceRule(SameMixin, RuleBase):
         order = " consecutively" if self.strict else " in order"
         return " -> ".join(operand_text(x) for x in self.tools) + order
 
-    def requirement(self, w: OperandWords) -> str:
+    def requirement(self, say: Wording) -> str:
+        w = say.words
         names = ", then ".join(w(t) for t in self.tools)
         if self.strict:
             return (
                 f"Strict sequence: {names}. Calls before the first successful {w(self.tools[0])} "
-                "are ignored; not checked if it never succeeds. After it, every following call must "
+                "are ignored. Not checked if it never succeeds. After it, every following call must "
                 "be the next tool of the sequence, each in a later step, with nothing else in between "
                 "(a failed attempt of the awaited tool waits for its retry). Violation: `out_of_order` "
                 "at the first call that is not the awaited tool, `incomplete_sequence` if the trace "

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
-from seqjudge.rules.base import Evaluator, OperandWords, Ordering, RuleBase, SelectorFactory
+from seqjudge.rules.base import Evaluator, Ordering, RuleBase, SelectorFactory, Wording
 from seqjudge.rules.evaluate import Finding, Flaw
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ class TrajectoryRule(RuleBase):
     def describe(self) -> str:
         return f"trajectory {' -> '.join(self.expected)} ({self.mode})"
 
-    def requirement(self, w: OperandWords) -> str:
+    def requirement(self, say: Wording) -> str:
         names = ", ".join(f"`{t}`" for t in self.expected)
         text = {
             "precedence": f"Each of {names} must have a successful call, and none may be out of order: "
