@@ -35,118 +35,50 @@ def test_each_rule_type_declares_real_operand_fields(name: str) -> None:
         assert field in cls.model_fields
 
 
+def _define(name: str, *, leave_out: tuple[str, ...] = (), **overrides: Any) -> type[RuleBase]:
+    """A rule class built as a module would write it (``type: Literal[name]`` and a ``tool`` field), with
+    the pieces in ``leave_out`` not written."""
+    pieces: dict[str, Any] = {
+        "rank": 50,
+        "operand_fields": ("tool",),
+        "default_id": lambda self: f"{name}:{self.tool}",
+        "describe": lambda self: operand_text(self.tool),
+        "requirement": lambda self, say: str(say.words(self.tool)),
+        "ordering": lambda self: None,
+        "compile": lambda self, select: None,
+        **overrides,
+    }
+    namespace = {k: v for k, v in pieces.items() if k not in leave_out}
+    namespace["__annotations__"] = {"type": Literal[name], "tool": str}
+    return type(f"Rule_{name}", (RuleBase,), namespace)
+
+
 def test_a_rule_class_without_its_judge_requirement_fails_when_defined() -> None:
-    with pytest.raises(TypeError, match=r"rule type 'half_done' .* does not define requirement"):
-
-        class HalfDone(RuleBase):
-            type: Literal["half_done"]
-            tool: str
-
-            rank = 50
-            operand_fields = ("tool",)
-
-            def default_id(self) -> str:
-                return f"half_done:{self.tool}"
-
-            def describe(self) -> str:
-                return self.tool
-
-            def compile(self, select: Any) -> None:
-                return None
-
+    with pytest.raises(TypeError, match=r"rule type 'half_done' .* does not define requirement$"):
+        _define("half_done", leave_out=("requirement",))
     assert "half_done" not in RULE_CLASSES
 
 
 def test_a_rule_class_without_operand_fields_or_evaluator_fails_when_defined() -> None:
-    with pytest.raises(TypeError, match=r"does not define compile, ordering, operand_fields"):
-
-        class NoFields(RuleBase):
-            type: Literal["no_fields"]
-            rank = 51
-
-            def default_id(self) -> str:
-                return "no_fields"
-
-            def describe(self) -> str:
-                return "x"
-
-            def requirement(self, words: Any) -> str:
-                return "x"
+    with pytest.raises(TypeError, match=r"does not define compile, ordering, operand_fields$"):
+        _define("no_fields", leave_out=("compile", "ordering", "operand_fields"))
 
 
 def test_operand_fields_must_name_fields_of_the_class() -> None:
     with pytest.raises(TypeError, match=r"operand field\(s\) it does not have: \['tools'\]"):
-
-        class Misnamed(RuleBase):
-            type: Literal["misnamed"]
-            tool: str
-            rank = 52
-            operand_fields = ("tools",)
-
-            def default_id(self) -> str:
-                return "misnamed"
-
-            def describe(self) -> str:
-                return "x"
-
-            def requirement(self, words: Any) -> str:
-                return "x"
-
-            def ordering(self) -> None:
-                return None
-
-            def compile(self, select: Any) -> None:
-                return None
+        _define("misnamed", operand_fields=("tools",))
 
 
 def test_a_complete_rule_type_defined_after_the_union_was_built_is_refused() -> None:
     # It could never be read from a rule file (the union is closed), so defining it is an error.
     with pytest.raises(TypeError, match=r"defined after the rule union was built"):
-
-        class Late(RuleBase):
-            type: Literal["late"]
-            tool: str
-            rank = 53
-            operand_fields = ("tool",)
-
-            def default_id(self) -> str:
-                return "late"
-
-            def describe(self) -> str:
-                return operand_text(self.tool)
-
-            def requirement(self, say: Any) -> str:
-                return str(say.words(self.tool))
-
-            def ordering(self) -> None:
-                return None
-
-            def compile(self, select: Any) -> None:
-                return None
+        _define("late")
+    assert "late" not in RULE_CLASSES
 
 
 def test_the_same_type_name_twice_is_refused() -> None:
     with pytest.raises(TypeError, match=r"rule type 'require' is defined twice"):
-
-        class Again(RuleBase):
-            type: Literal["require"]
-            rank = 54
-            operand_fields = ()
-
-            def default_id(self) -> str:
-                return "again"
-
-            def describe(self) -> str:
-                return "x"
-
-            def requirement(self, words: Any) -> str:
-                return "x"
-
-            def ordering(self) -> None:
-                return None
-
-            def compile(self, select: Any) -> None:
-                return None
+        _define("require")
 
 
 def test_lint_reads_the_order_a_rule_type_declares() -> None:
