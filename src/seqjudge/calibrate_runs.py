@@ -260,11 +260,11 @@ def dataset_config(dataset: GoldenDataset, **overrides: Any) -> RunConfig:
     """The run config of a calibration: the dataset's ``seqjudge.yaml`` when it has one, then ``overrides``
     (non-None), then ``SEQJUDGE_MODEL`` for a model still missing. The rules and traces are always the
     dataset's own files; the store is the config's only when the file names one."""
-    import os
 
     import yaml
 
     from seqjudge.config import DEFAULT_STORE, load_config
+    from seqjudge.inputs import model_or_env
 
     path = dataset.root / CONFIG_FILE
     files = {"rules": str(dataset.rules_path.resolve()), "traces": str(dataset.traces_path.resolve())}
@@ -278,8 +278,8 @@ def dataset_config(dataset: GoldenDataset, **overrides: Any) -> RunConfig:
         cfg = RunConfig(rules=files["rules"], traces=files["traces"])
     update = {k: v for k, v in overrides.items() if v is not None}
     cfg = cfg.model_copy(update=update)
-    if cfg.model is None and os.environ.get("SEQJUDGE_MODEL"):
-        cfg = cfg.model_copy(update={"model": os.environ["SEQJUDGE_MODEL"]})
+    if cfg.model is None:
+        cfg = cfg.model_copy(update={"model": model_or_env(None)})
     return cfg
 
 

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from seqjudge.rules.model import ArgsSelector, Operand, operand_text
+from seqjudge.rules.base import ArgsSelector, Operand, operand_text
 from seqjudge.rules.pattern import Pattern, compile_pattern, timed_out
 from seqjudge.trace import Call
 
