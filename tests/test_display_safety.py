@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from seqjudge.ci_outputs import markdown_run
 from seqjudge.cli import run
+from seqjudge.outputs.ci_outputs import markdown_run
 from seqjudge.safetext import md_code, md_text, terminal
 from test_store import make_result, make_trace
 
