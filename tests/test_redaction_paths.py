@@ -132,3 +132,13 @@ def test_store_html_report_and_exports_hold_no_secret(suite: Path, fake_llm: Fak
         assert run(["runs", "export", "latest", "--store", "s.db", "--format", fmt, "-o", f"x.{fmt}"]) == 0
         assert leaked((suite / f"x.{fmt}").read_bytes(), custom=True) == []
     capsys.readouterr()
+
+
+def test_a_secret_quoted_by_a_report_through_same_is_redacted(tmp_path: Path, monkeypatch, capsys) -> None:
+    rules = "rules:\n  - {id: d-first, type: before, first: A, then: B, same: [key]}\n"
+    calls = [{"tool_name": "B", "arguments": {"key": SECRETS["github"]}}]
+    write_suite(tmp_path, monkeypatch, [{"trace_id": "g", "calls": calls}], rules=rules)
+    for fmt in ("text", "json", "jsonl"):
+        assert run(["check", "rules.yaml", "t.jsonl", "--format", fmt]) == 1
+        out = capsys.readouterr().out
+        assert leaked(out) == [] and "[redacted]" in out, fmt

@@ -33,7 +33,7 @@ from typing import Any
 
 from seqjudge.ingest import native
 from seqjudge.ingest.base import Done, Options, Record, Source
-from seqjudge.redact import json_bytes_need_redaction, redact_value
+from seqjudge.redact import may_need_redaction, redact_text, redact_value
 from seqjudge.report import RiskLevel, report_line
 from seqjudge.rules.engine import Engine
 from seqjudge.trace import PlainTrace, Trace
@@ -60,6 +60,11 @@ class Checker:
         self.engine = engine
         self.threshold = threshold
         self.risk_level: RiskLevel = risk_level
+        # Rules whose messages quote trace values: `same:` rules quote the arguments they group by, a
+        # blocklist names the trace's tool. Every other message is made of the rule file's own words.
+        self.quoting = frozenset(
+            r.rule_id for r in engine.ruleset.rules if getattr(r, "same", None) or r.type == "blocklist"
+        )
 
     def data(self, trace: Trace | PlainTrace) -> dict[str, Any]:
         return self._redacted(
@@ -77,19 +82,20 @@ class Checker:
             [r["rule_id"] for r in data["rules"] if r["outcome"] == "deferred"],
         )
 
-    @staticmethod
-    def _redacted(data: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    def _redacted(self, data: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         """A report as it may be shown, redacted by ``seqjudge.redact``'s policy; and its JSON line.
 
-        Trace values reach a report only as the trace id, the `same:` group of a rule (which the messages
-        quote), its details and the calls a violation names (``actual_order``): those are screened, not
-        the whole line, whose rule texts come from the rule file (a whole-line screen cost 0.5 ms a trace)."""
-        probe: list[Any] = [data.get("trace_id")]
-        probe += [
-            (r.get("group"), r.get("details")) for r in data["rules"] if r.get("group") or r.get("details")
-        ]
-        probe += [v.get("actual_order") for v in data["violations"]]
-        if json_bytes_need_redaction(json.dumps(probe, ensure_ascii=False, default=str).encode("utf-8")):
+        Trace values reach a report only as the trace id and in what the quoting rules (``self.quoting``)
+        say: those texts are screened, not the whole line (a whole-line screen cost 0.5 ms a trace)."""
+        texts = [str(data.get("trace_id"))]
+        if self.quoting:
+            for item in (*data["rules"], *data["violations"]):
+                if item["rule_id"] in self.quoting:
+                    texts += [item.get("explanation") or "", item.get("actual_order") or ""]
+                    if item.get("details"):
+                        texts.append(json.dumps(item["details"], ensure_ascii=False, default=str))
+        joined = "\n".join(texts)  # one screen for all: a few plain finds, not one per text
+        if may_need_redaction(joined) and any(redact_text(t) != t for t in texts):
             data = redact_value(data, keys=False)
         return data, report_line(data)
 
