@@ -88,14 +88,7 @@ def nested_quantifier(pattern: str) -> bool:
             last_closed_had_quantifier = False
             continue
         if ch == "[":
-            j = i + 1
-            if j < n and pattern[j] == "^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 2 if pattern[j] == "\\" else 1
-            i = j + 1
+            i = _class_end(pattern, i)
             last_closed_had_quantifier = False
             continue
         if ch == "(":
