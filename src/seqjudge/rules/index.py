@@ -131,6 +131,7 @@ def _value_text(value: Any) -> str:
 
 
 _NO_POSITIONS: tuple[list[int], list[int]] = ([], [])
+_MISSING: Any = object()  # an argument a call lacks (None is a value: JSON's null)
 # Values of these types are equal exactly when their JSON texts are, so (type, value) keys them. A float
 # is not (0.0 == -0.0, and NaN is not equal to itself), nor a container (unhashable): their text keys them.
 _AS_IS = frozenset({int, bool, type(None)})
@@ -170,17 +171,18 @@ class Grouping:
         # (where setting up C-level passes costs more than the loop) and of a million alike.
         if len(keys) == 1:
             (k,) = keys
+            append, lookup = group_of.append, ids.get
             for a in index.args:
-                if k in a:
-                    value = a[k]
-                    key = value if type(value) is str else _group_key(value)
-                    g = ids.get(key)
-                    if g is None:
-                        g = ids[key] = len(first)
-                        first.append(a)
-                    group_of.append(g)
-                else:
-                    group_of.append(-1)
+                value = a.get(k, _MISSING)
+                if value is _MISSING:
+                    append(-1)
+                    continue
+                key = value if type(value) is str else _group_key(value)
+                g = lookup(key)
+                if g is None:
+                    g = ids[key] = len(first)
+                    first.append(a)
+                append(g)
         else:
             for a in index.args:
                 try:
