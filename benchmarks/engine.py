@@ -21,6 +21,7 @@ import random
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -109,15 +110,42 @@ def make_calls(n: int, rng: random.Random) -> list[dict]:
     return calls
 
 
+def _cpu() -> float:
+    t = os.times()  # children: worker processes, counted once they have been waited for
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def timed(fn) -> float:
+    return timed_both(fn)[0]
+
+
+def timed_both(fn) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (this process and its finished children): on a shared machine the CPU
+    time moves far less with the neighbours' load than the wall clock does."""
     gc.collect()
-    start = time.perf_counter()
+    cpu, start = _cpu(), time.perf_counter()
     fn()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cpu() - cpu
 
 
-def _medians(runs: dict[str, list[float]]) -> dict[str, float]:
-    return {name: statistics.median(times) for name, times in runs.items()}
+def _side_by_side(
+    parse_only: Callable[[], None],
+    measured: Callable[[Path], None],
+    rule_paths: dict[str, Path],
+    repeats: int,
+) -> dict[str, float]:
+    """Medians of parse-only and of ``measured`` with each rule file, all three timed in every run."""
+    runs: dict[str, list[tuple[float, float]]] = {"parse": [], "without": [], "with": []}
+    for r in range(repeats):
+        runs["parse"].append(timed_both(parse_only))
+        # Alternate which variant goes first: a neighbour's load then lands on both alike.
+        for variant in ("without", "with") if r % 2 == 0 else ("with", "without"):
+            runs[variant].append(timed_both(partial(measured, rule_paths[variant])))
+    medians: dict[str, float] = {}
+    for name, times in runs.items():
+        medians[name] = statistics.median(wall for wall, _ in times)
+        medians[f"{name} cpu"] = statistics.median(cpu for _, cpu in times)
+    return medians
 
 
 def _rule_files(tmp: Path, name: str, ruleset: dict) -> dict[str, Path]:
@@ -148,13 +176,7 @@ def bench_one_trace(tmp: Path, n: int, repeats: int) -> dict[str, float]:
         for trace in load_traces(path):
             engine.check(trace)
 
-    runs: dict[str, list[float]] = {"parse": [], "without": [], "with": []}
-    for r in range(repeats):
-        runs["parse"].append(timed(parse_only))
-        # Alternate which variant goes first: a neighbour's load then lands on both alike.
-        for variant in ("without", "with") if r % 2 == 0 else ("with", "without"):
-            runs[variant].append(timed(partial(end_to_end, rule_paths[variant])))
-    return _medians(runs)
+    return _side_by_side(parse_only, end_to_end, rule_paths, repeats)
 
 
 def bench_many(tmp: Path, n_traces: int, repeats: int, workers: int | None = None) -> dict[str, float]:
@@ -181,12 +203,7 @@ def bench_many(tmp: Path, n_traces: int, repeats: int, workers: int | None = Non
         )
         assert code in (0, 1), code
 
-    runs: dict[str, list[float]] = {"parse": [], "without": [], "with": []}
-    for r in range(repeats):
-        runs["parse"].append(timed(parse_only))
-        for variant in ("without", "with") if r % 2 == 0 else ("with", "without"):
-            runs[variant].append(timed(partial(through_cli, rule_paths[variant])))
-    return _medians(runs)
+    return _side_by_side(parse_only, through_cli, rule_paths, repeats)
 
 
 def bench_floor(tmp: Path, n_traces: int, repeats: int, workers: int) -> tuple[float, float, int]:
@@ -257,10 +274,17 @@ def bench_floor(tmp: Path, n_traces: int, repeats: int, workers: int) -> tuple[f
 
 def _print_pair(title: str, m: dict[str, float], rate) -> None:
     p, with_, without = m["parse"], m["with"], m["without"]
-    print(f"{title}: json.loads {p:.2f} s")
-    print(f"    with its `same:` rules    {with_:6.2f} s ({rate(with_)}); ratio {with_ / p:.2f}x")
-    print(f"    without its `same:` rules {without:6.2f} s ({rate(without)}); ratio {without / p:.2f}x")
-    print(f"    the `same:` rules add {with_ - without:+.2f} s ({with_ / without:.2f}x the set without them)")
+    pc, with_c, without_c = m["parse cpu"], m["with cpu"], m["without cpu"]
+    print(f"{title}: json.loads {p:.2f} s (CPU {pc:.2f} s)")
+    for name, wall, cpu in (("with", with_, with_c), ("without", without, without_c)):
+        print(
+            f"    {name + ' its `same:` rules':26s}{wall:6.2f} s ({rate(wall)}); ratio {wall / p:.2f}x; "
+            f"CPU {cpu:.2f} s, ratio {cpu / pc:.2f}x"
+        )
+    print(
+        f"    the `same:` rules add {with_ - without:+.2f} s ({with_ / without:.2f}x the set without them); "
+        f"CPU {with_c - without_c:+.2f} s"
+    )
 
 
 def main() -> None:
