@@ -1,6 +1,7 @@
 """Engine speed: end-to-end `check` against merely parsing the same file with json.loads.
 
     python benchmarks/engine.py [--repeats 3] [--calls 1000000] [--traces 100000] [--workers N] [--only-b]
+    python benchmarks/engine.py --in-process [--repeats 3] [--calls 1000000] [--traces 100000]
 
 (a) one trace of N calls against 50 rules of every type, loaded and checked in-process;
 (b) many traces of 20 calls against 20 rules, as JSONL through `seqjudge check` (in-process CLI);
@@ -9,6 +10,11 @@ Every call but the first carries an argument `key` with 1,000 values, and every 
 or `never_after` rule holds per value (`same: [key]`). (a) and (b) time each rule set with its `same:` rules
 and without them (the set minus every rule that has `same:`), side by side with the parse-only baseline.
 Medians of --repeats runs; the variants alternate within each run.
+
+--in-process times the engine alone, in CPU seconds (no loading, no worker processes): `Engine.check_data` on
+(a)'s trace, and `check_data` plus `report_line` a trace on (b)'s traces, each set also with its `same:`
+rules stripped of `same:` (what `same:` itself costs). Only public names are used, so the same command run
+against an older checkout (PYTHONPATH=old/src) measures the code before a change.
 """
 
 from __future__ import annotations
@@ -287,6 +293,52 @@ def _print_pair(title: str, m: dict[str, float], rate) -> None:
     )
 
 
+def bench_in_process(n_calls: int, n_traces: int, repeats: int) -> None:
+    from seqjudge.ingest.plain import plain_trace
+    from seqjudge.report import report_line
+    from seqjudge.rules.engine import Engine
+    from seqjudge.rules.model import RuleSet
+    from seqjudge.trace import Trace
+
+    def variants(ruleset: dict) -> dict[str, Engine]:
+        stripped = [{k: v for k, v in r.items() if k != "same"} for r in ruleset["rules"]]
+        sets = {"with": ruleset, "same: stripped": {"rules": stripped}, "without": without_same(ruleset)}
+        return {name: Engine(RuleSet.model_validate(rules)) for name, rules in sets.items()}
+
+    def cpu_medians(work: dict[str, Callable[[], None]]) -> dict[str, float]:
+        runs: dict[str, list[float]] = {name: [] for name in work}
+        for _ in range(repeats):
+            for name, fn in work.items():
+                gc.collect()
+                start = time.process_time()
+                fn()
+                runs[name].append(time.process_time() - start)
+        return {name: statistics.median(times) for name, times in runs.items()}
+
+    big = Trace.model_validate({"calls": make_calls(n_calls, random.Random(7)), "context": {"env": "prod"}})
+    engines = variants(rules_50())
+    a = cpu_medians({name: partial(e.check_data, big) for name, e in engines.items()})
+    print(f"(a) engine alone, 1 trace x {n_calls:,} calls, 50 rules, CPU seconds:")
+    for name, t in a.items():
+        print(f"    {name:16s} {t:6.2f} s ({t - a['without']:+.2f} s against without)")
+    rng = random.Random(11)
+    records = [
+        json.loads(json.dumps({"trace_id": f"t{k}", "calls": make_calls(20, rng)})) for k in range(n_traces)
+    ]
+    traces = [plain_trace(r, None) for r in records]
+
+    def many(engine: Engine) -> None:
+        for trace in traces:
+            report_line(engine.check_data(trace))
+
+    b = cpu_medians({name: partial(many, e) for name, e in variants(rules_20()).items()})
+    print(f"(b) engine and report alone, {n_traces:,} traces x 20 calls, 20 rules, CPU a trace:")
+    for name, t in b.items():
+        us, base = t / n_traces * 1e6, b["without"] / n_traces * 1e6
+        print(f"    {name:16s} {us:6.1f} us ({us - base:+.1f} us against without)")
+    print(f"medians of {repeats} runs; the variants alternate within each run")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
@@ -294,7 +346,11 @@ def main() -> None:
     ap.add_argument("--traces", type=int, default=100_000)
     ap.add_argument("--workers", type=int, default=None, help="(b): check --workers N (default: its own)")
     ap.add_argument("--only-b", action="store_true", help="skip (a) and (c)")
+    ap.add_argument("--in-process", action="store_true", help="the engine alone, in CPU seconds")
     args = ap.parse_args()
+    if args.in_process:
+        bench_in_process(args.calls, args.traces, args.repeats)
+        return
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         n_same_50 = len(rules_50()["rules"]) - len(without_same(rules_50())["rules"])
