@@ -16,11 +16,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from seqjudge.ingest.base import (
+    NO,
     Options,
     Record,
     Source,
     TraceBuilder,
     at,
+    combine_levels,
+    conversation_level,
     conversation_traces,
     decode_arguments,
     kind_of,
@@ -39,7 +42,6 @@ SIGNATURE = (
 )
 
 _CALL_BLOCKS = {"tool_use", "server_tool_use", "mcp_tool_use"}
-_ANTHROPIC_ONLY = _CALL_BLOCKS | {"tool_result", "mcp_tool_result", "thinking", "redacted_thinking"}
 
 
 def _is_message(item: Any) -> bool:
@@ -56,25 +58,15 @@ def _messages(record: Any, options: Options) -> tuple[str, list[Any]] | None:
     return None
 
 
-def sniff(first_record: Any, options: Options | None = None) -> bool:
-    """Only a conversation with an Anthropic-only block: a text-only one reads the same as OpenAI chat."""
+def sniff(record: Any, options: Options | None = None) -> int:
+    """YES for conversations with an Anthropic-only block, MAYBE for text-only ones (they read the same as
+    OpenAI chat), NO for anything else."""
     options = options or Options()
-    for _, record in split_records(first_record, _is_message):
-        found = _messages(record, options)
-        if found is None:
-            return False
-        for message in found[1]:
-            if not _is_message(message):
-                return False
-            content = message.get("content")
-            if isinstance(content, list) and any(
-                isinstance(b, dict)
-                and (b.get("type") in _ANTHROPIC_ONLY or str(b.get("type")).endswith("_tool_result"))
-                for b in content
-            ):
-                return True
-        return False
-    return False
+    levels = []
+    for _, conversation in split_records(record, _is_message):
+        found = _messages(conversation, options)
+        levels.append(NO if found is None else conversation_level(found[1], NAME))
+    return combine_levels(levels)
 
 
 def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]:

@@ -21,11 +21,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from seqjudge.ingest.base import (
+    NO,
     Options,
     Record,
     Source,
     TraceBuilder,
     at,
+    combine_levels,
+    conversation_level,
     conversation_traces,
     decode_arguments,
     kind_of,
@@ -74,15 +77,21 @@ def _items(record: Any, options: Options) -> tuple[str, list[Any]] | None:
     return None
 
 
-def sniff(first_record: Any, options: Options | None = None) -> bool:
+def sniff(record: Any, options: Options | None = None) -> int:
+    """YES for conversations with an OpenAI-only mark (tool_calls, tool messages, Responses items), MAYBE
+    for text-only ones (they read the same as Anthropic), NO for anything else."""
     options = options or Options()
-    for _, record in split_records(first_record, _is_message):
-        found = _items(record, options)
+    levels = []
+    for _, conversation in split_records(record, _is_message):
+        found = _items(conversation, options)
         if found is None:
-            return False
-        items = _walk_items(record, found)
-        return all(_is_message(item) for _, item in items[:1])
-    return False
+            levels.append(NO)
+        elif not found[0] and isinstance(conversation, dict):
+            items = [item for _, item in _walk_items(conversation, found)]
+            levels.append(conversation_level(items, NAME) if items else NO)
+        else:
+            levels.append(conversation_level(found[1], NAME))
+    return combine_levels(levels)
 
 
 def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]:
