@@ -225,14 +225,16 @@ def test_every_registered_format_has_a_fixture() -> None:
 
 def test_detection_names_formats_it_passed_over(capsys: pytest.CaptureFixture[str]) -> None:
     load("otel/export.json", verbose=True)
-    assert "(not native, anthropic, openai)" in capsys.readouterr().err
+    assert "(not native, anthropic, openai, openinference, openllmetry, vercel-ai)" in capsys.readouterr().err
 
 
 def test_trace_format_forces_a_format(capsys: pytest.CaptureFixture[str]) -> None:
-    # a text-only conversation reads the same either way; forcing says so in -v
-    traces = load("openai/chat.jsonl", format="anthropic", verbose=True)
+    # Anthropic reads the string contents but knows no 'tool_calls': the calls would be lost, so it fails
+    # closed, naming what it found - unless the user accepts traces without calls
+    with pytest.raises(InputError, match=r"no tool call, but the input holds tool activity \(.*'tool_calls' key"):
+        load("openai/chat.jsonl", format="anthropic", verbose=True)
     assert "format anthropic (forced with --trace-format)" in capsys.readouterr().err
-    # Anthropic reads the string contents but knows no 'tool_calls': no calls, every text kept
+    traces = load("openai/chat.jsonl", format="anthropic", allow_empty=True)
     assert [len(t.calls) for t in traces] == [0, 0, 0, 0]
     with pytest.raises(InputError, match="not a native trace"):
         load("openai/chat.jsonl", format="native")

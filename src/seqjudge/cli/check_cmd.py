@@ -13,7 +13,7 @@ from typing import IO, Annotated, Any
 import typer
 
 from seqjudge.cli.app import app
-from seqjudge.cli.trace_options import ErrorPattern, MessagesKey, TraceFormat, Verbose
+from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat, Verbose
 from seqjudge.errors import InputError
 from seqjudge.ingest.base import Done
 from seqjudge.report import DEFAULT_THRESHOLD, Report
@@ -129,6 +129,7 @@ def check(
     messages_key: MessagesKeyOpt = None,
     error_pattern: ErrorPatternOpt = None,
     verbose: VerboseOpt = False,
+    allow_empty: AllowEmpty = False,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -144,14 +145,21 @@ def check(
     Exit 0 when every trace passed, 1 when some trace failed or needs review, 2 on bad input.
     """
     from seqjudge.checkpool import Checker, LinePool
-    from seqjudge.ingest import load_checkable, load_traces
+    from seqjudge.ingest import IngestStats, load_checkable, load_traces
+    from seqjudge.ingest.stats import report as report_ingest
 
     ruleset = load_ruleset(rules, catalog)
     checker = Checker(Engine(ruleset), threshold, risk_level.value)
     totals = Totals()
     reports = []
+    stats = IngestStats()
     options: dict[str, Any] = dict(
-        format=trace_format, messages_key=messages_key, error_pattern=error_pattern, verbose=verbose
+        format=trace_format,
+        messages_key=messages_key,
+        error_pattern=error_pattern,
+        verbose=verbose,
+        allow_empty=allow_empty,
+        stats=stats,
     )
     stream: Generator[Trace | PlainTrace | Done, None, None]
     if fmt is Format.text:
@@ -195,4 +203,6 @@ def check(
                     "or `seqjudge run` with a model to decide them.\n"
                 )
             out.write(totals.line() + "\n")
+    if verbose:
+        report_ingest(stats)
     return 0 if totals.verdicts["pass"] == totals.n else 1

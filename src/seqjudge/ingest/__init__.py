@@ -178,7 +178,9 @@ def _load(
             seen[trace_id] = base + (line if line is not None else _DOCUMENT + count)
             made = count
             stats.traces += 1
-            if not isinstance(trace, Done):
+            if isinstance(trace, Done):
+                stats.uncounted += 1
+            else:
                 stats.calls += len(trace.calls) if isinstance(trace, Trace) else len(trace.names)
             yield trace
         if made == 0 and not options.allow_empty:

@@ -1,7 +1,8 @@
 """Anthropic Messages: ``assistant`` content blocks ``tool_use`` (``id``, ``name``, ``input``) answered by
 ``user`` blocks ``tool_result`` (``tool_use_id``, ``is_error``, ``content``).
 
-The tool_use blocks of one assistant message were issued together and share a step. Text blocks become
+The tool_use blocks of one assistant message were issued together and share a step - up to a result block
+in the same message (a server tool's), after which the next call starts a new step. Text blocks become
 messages (consecutive text blocks join into one); thinking, image and document blocks are not conversation
 text and are not kept. Server tools (``server_tool_use`` answered by a ``*_tool_result`` block in the same
 message) and MCP blocks (``mcp_tool_use`` / ``mcp_tool_result``) are calls like any other.
@@ -30,6 +31,7 @@ from seqjudge.ingest.base import (
     no_conversation,
     record_metadata,
     record_trace_id,
+    require_calls,
     split_records,
     text_of,
 )
@@ -82,7 +84,8 @@ def _trace(record: Record, conversation: Any, prefix: str, default_id: str, opti
     for i, message in enumerate(messages):
         _message(builder, f"{key}[{i}]", message)
     skip = (key,) if key else ()
-    return builder.build(record_trace_id(conversation, default_id), record_metadata(conversation, *skip))
+    trace = builder.build(record_trace_id(conversation, default_id), record_metadata(conversation, *skip))
+    return require_calls(trace, messages, record, prefix, options)
 
 
 def _message(b: TraceBuilder, path: str, message: Any) -> None:
@@ -97,6 +100,8 @@ def _message(b: TraceBuilder, path: str, message: Any) -> None:
     if isinstance(content, str) or content is None:
         if role != "system":
             b.add_message(role, content)
+        else:
+            b.options.stats.skip("system messages (instructions, not conversation)")
         return
     if not isinstance(content, list):
         raise b.record.error(
@@ -132,6 +137,9 @@ def _message(b: TraceBuilder, path: str, message: Any) -> None:
                 block.get("name"), arguments, block.get("id"), block_path, step=step, raw_arguments=raw
             )
         elif kind in ("tool_result", "mcp_tool_result") or kind.endswith("_tool_result"):
+            # A server tool's result sits in the same message as its call: the next call came after it, in
+            # a step of its own, not in parallel with the one already answered.
+            step = None
             result = block.get("content")
             failed = bool(block.get("is_error")) or _server_error(result)
             b.add_result(
@@ -141,6 +149,8 @@ def _message(b: TraceBuilder, path: str, message: Any) -> None:
                 is_error=failed,
                 error=text_of(result) if failed else None,
             )
+        else:
+            b.options.stats.skip(f"'{kind}' content blocks (not conversation text)")
     flush_text()
 
 

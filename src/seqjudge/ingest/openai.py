@@ -36,6 +36,7 @@ from seqjudge.ingest.base import (
     plain_content,
     record_metadata,
     record_trace_id,
+    require_calls,
     split_records,
 )
 from seqjudge.trace import Trace
@@ -120,7 +121,8 @@ def _trace(record: Record, conversation: Any, prefix: str, default_id: str, opti
     builder = TraceBuilder(record, prefix, options)
     _Walk(builder).run(_walk_items(conversation, found))
     skip = (found[0],) if found[0] else ("input", "output")
-    return builder.build(record_trace_id(conversation, default_id), record_metadata(conversation, *skip))
+    trace = builder.build(record_trace_id(conversation, default_id), record_metadata(conversation, *skip))
+    return require_calls(trace, found[1] or conversation, record, prefix, options)
 
 
 class _Walk:
@@ -142,6 +144,7 @@ class _Walk:
                 self._response_call(path, item)
                 continue
             if kind in _SKIPPED_ITEMS:
+                self.b.options.stats.skip(f"'{kind}' items (not calls or conversation)")
                 continue  # reasoning between calls does not end a parallel run
             self.run_step = None
             if kind in _RESULT_ITEMS or (isinstance(kind, str) and kind.endswith("_call_output")):
@@ -182,6 +185,7 @@ class _Walk:
             self._legacy_result(path, item)
             return
         if role in _INSTRUCTIONS:
+            self.b.options.stats.skip(f"{role} messages (instructions, not conversation)")
             return
         self.b.add_message(role, plain_content(item.get("content")))
         if role != "assistant":

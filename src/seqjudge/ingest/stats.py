@@ -19,6 +19,7 @@ class IngestStats:
     records: int = 0
     traces: int = 0
     calls: int = 0
+    uncounted: int = 0  # traces checked elsewhere (a worker process) whose calls were not counted here
     # reason -> count; a reason is a plural noun phrase, e.g. "system messages (instructions, not conversation)"
     skipped: Counter[str] = field(default_factory=Counter)
     formats: Counter[str] = field(default_factory=Counter)  # format name -> files read with it
@@ -38,7 +39,9 @@ class IngestStats:
         return (
             f"read {self.records} record(s) from {self.files} file(s)"
             + (f" ({formats})" if formats else "")
-            + f": {self.traces} trace(s), {self.calls} call(s); {self.skipped_text()}"
+            + f": {self.traces} trace(s), {self.calls} call(s)"
+            + (f" (not counting those of {self.uncounted} trace(s) checked by workers)" if self.uncounted else "")
+            + f"; {self.skipped_text()}"
         )
 
 
