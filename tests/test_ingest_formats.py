@@ -208,6 +208,10 @@ DETECTED = {
     "assay/documented.jsonl": "assay",
     "native/traces.jsonl": "native",
     "native/names.json": "native",
+    "tau2/results.json": "tau2",
+    "openinference/export.json": "openinference",
+    "openllmetry/batches.jsonl": "openllmetry",
+    "vercel-ai/export.json": "vercel-ai",
 }
 
 
@@ -225,7 +229,9 @@ def test_every_registered_format_has_a_fixture() -> None:
 
 def test_detection_names_formats_it_passed_over(capsys: pytest.CaptureFixture[str]) -> None:
     load("otel/export.json", verbose=True)
-    assert "(not native, anthropic, openai, openinference, openllmetry, vercel-ai)" in capsys.readouterr().err
+    before = list(FORMATS)[: list(FORMATS).index("otel")]
+    assert before[:2] == ["native", "tau2"]
+    assert f"(not {', '.join(before)})" in capsys.readouterr().err
 
 
 def test_trace_format_forces_a_format(capsys: pytest.CaptureFixture[str]) -> None:

@@ -44,6 +44,7 @@ from seqjudge.ingest import (
     openllmetry,
     otel,
     spans,
+    tau2,
     vercel_ai,
 )
 from seqjudge.ingest.base import Done, Format, NativeLines, Options, Record, Source
@@ -55,7 +56,7 @@ _CONVENTIONS: tuple[spans.Convention, ...] = (openinference, openllmetry, vercel
 _SPAN_FORMATS = [spans.SpanFormat(c, _CONVENTIONS) for c in _CONVENTIONS]
 FORMATS: dict[str, Format] = {
     m.NAME: m  # type: ignore[misc]
-    for m in (native, anthropic, openai, *_SPAN_FORMATS, assay)
+    for m in (native, tau2, anthropic, openai, *_SPAN_FORMATS, assay)
 }
 
 __all__ = ["FORMATS", "IngestStats", "load_checkable", "load_traces"]

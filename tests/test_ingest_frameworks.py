@@ -1,0 +1,106 @@
+"""Formats agents and tracers write, read from fixtures written from each format's public documentation:
+tau2-bench results, OpenInference, OpenLLMetry and Vercel AI SDK spans, logged OpenAI response objects,
+LangChain messages, LangSmith runs, Claude Code sessions and Codex CLI rollouts. Each covers the shapes that
+matter for ordering verdicts: parallel calls, failed calls, calls never answered, out-of-order arrival."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from seqjudge.cli import run
+from seqjudge.ingest import IngestStats, load_traces
+from seqjudge.trace import Trace
+
+FIXTURES = Path(__file__).parent / "fixtures" / "ingest"
+
+
+def load(name: str, **options: object) -> list[Trace]:
+    return list(load_traces(FIXTURES / name, **options))  # type: ignore[arg-type]
+
+
+def calls(trace: Trace) -> list[tuple[str, str, int]]:
+    return [(c.tool_name, c.status, s) for c, s in zip(trace.calls, trace.steps, strict=True)]
+
+
+# --- tau2-bench ---------------------------------------------------------------------------------------------
+
+
+def test_tau2_results_parallel_failed_unanswered_and_user_tools() -> None:
+    stats = IngestStats()
+    airline, telecom = load("tau2/results.json", stats=stats)
+    assert airline.trace_id == "9b1c-sim-1"
+    # two calls from one assistant message share a step, answered out of order by id
+    assert calls(airline) == [
+        ("get_user_details", "ok", 0),
+        ("get_reservation_details", "ok", 0),
+        ("cancel_reservation", "error", 1),
+        ("cancel_reservation", "ok", 2),
+    ]
+    assert airline.calls[1].output == '{"reservation_id": "ABC123", "status": "active"}'
+    assert airline.calls[2].error == "Error: Reservation ABC999 not found"
+    assert airline.metadata == {
+        "task_id": "airline_12",
+        "trial": 0,
+        "termination_reason": "user_stop",
+        "reward": 1.0,
+    }
+    # the run hit max_steps before the last call was answered; the simulated user's own tool is not the agent's
+    assert calls(telecom) == [("check_network_status", "error", 0)]
+    assert telecom.calls[0].error == "never answered: no tool result for call id call_e"
+    assert stats.skipped["tool calls and results of the simulated user (requestor 'user')"] == 2
+
+
+# --- OpenTelemetry conventions ---------------------------------------------------------------------------
+
+
+def test_openinference_tool_spans_out_of_order_parallel_and_failed() -> None:
+    stats = IngestStats()
+    (trace,) = load("openinference/export.json", stats=stats)
+    assert calls(trace) == [("get_weather", "ok", 0), ("get_forecast", "ok", 0), ("get_weather", "error", 1)]
+    assert trace.calls[1].arguments == {"city": "Paris", "days": 2} and trace.calls[1].id == "call_f1"
+    assert trace.calls[0].output == "sunny, 21 C"
+    assert trace.calls[2].error == "unknown city: Atlantis"
+    assert stats.skipped["agent spans that are not tool calls (model, agent, chain spans)"] == 2
+
+
+def test_openllmetry_tool_spans_across_batches_with_python_arguments() -> None:
+    (trace,) = load("openllmetry/batches.jsonl")
+    assert calls(trace) == [("search_docs", "ok", 0), ("create_ticket", "error", 1)]
+    assert trace.calls[0].arguments == {"query": "refund policy", "limit": 3}
+    assert trace.calls[1].arguments == {"priority": "high", "args": ["ACME-42"]}
+    assert trace.calls[1].error == "TicketServiceDown: 503"
+
+
+def test_vercel_ai_tool_calls_parallel_and_failed() -> None:
+    (trace,) = load("vercel-ai/export.json")
+    assert calls(trace) == [("getPrice", "ok", 0), ("checkStock", "error", 0)]
+    assert trace.calls[0].id == "call_p1" and trace.calls[0].arguments == {"sku": "MUG-BLUE"}
+    assert trace.calls[1].error == "Stock service timed out"
+
+
+@pytest.mark.parametrize("name", ["openinference", "openllmetry", "vercel-ai", "otel"])
+def test_every_span_format_can_be_forced_and_reads_every_convention(name: str) -> None:
+    for fixture in ("openinference/export.json", "openllmetry/batches.jsonl", "vercel-ai/export.json"):
+        assert [len(t.calls) for t in load(fixture, format=name)] == [len(t.calls) for t in load(fixture)]
+
+
+# --- convert, for every new format -----------------------------------------------------------------------
+
+NEW = sorted(
+    p.relative_to(FIXTURES).as_posix()
+    for d in ("tau2", "openinference", "openllmetry", "vercel-ai")
+    for p in (FIXTURES / d).iterdir()
+)
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_convert_reads_back_the_same(name: str, tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    fmt = name.split("/")[0]
+    assert run(["convert", str(FIXTURES / name), "--trace-format", fmt, "-o", str(out)]) == 0
+    back = list(load_traces(out))
+    assert [t.model_dump(mode="json") for t in back] == [t.model_dump(mode="json") for t in load(name)]
+    assert all(json.loads(line)["calls"] for line in out.read_text().splitlines())
