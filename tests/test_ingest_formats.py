@@ -212,6 +212,8 @@ DETECTED = {
     "openinference/export.json": "openinference",
     "openllmetry/batches.jsonl": "openllmetry",
     "vercel-ai/export.json": "vercel-ai",
+    "openai-log/chat_pairs.jsonl": "openai-log",
+    "openai-log/responses.json": "openai-log",
 }
 
 
@@ -237,7 +239,9 @@ def test_detection_names_formats_it_passed_over(capsys: pytest.CaptureFixture[st
 def test_trace_format_forces_a_format(capsys: pytest.CaptureFixture[str]) -> None:
     # Anthropic reads the string contents but knows no 'tool_calls': the calls would be lost, so it fails
     # closed, naming what it found - unless the user accepts traces without calls
-    with pytest.raises(InputError, match=r"no tool call, but the input holds tool activity \(.*'tool_calls' key"):
+    with pytest.raises(
+        InputError, match=r"no tool call, but the input holds tool activity \(.*'tool_calls' key"
+    ):
         load("openai/chat.jsonl", format="anthropic", verbose=True)
     assert "format anthropic (forced with --trace-format)" in capsys.readouterr().err
     traces = load("openai/chat.jsonl", format="anthropic", allow_empty=True)

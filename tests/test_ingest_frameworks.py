@@ -87,11 +87,34 @@ def test_every_span_format_can_be_forced_and_reads_every_convention(name: str) -
         assert [len(t.calls) for t in load(fixture, format=name)] == [len(t.calls) for t in load(fixture)]
 
 
+# --- logged OpenAI responses ----------------------------------------------------------------------------
+
+
+def test_chat_completion_pairs_join_into_conversations_across_interleaved_records() -> None:
+    booking, cancel = load("openai-log/chat_pairs.jsonl", error_pattern="^Error")
+    assert booking.trace_id == "chatcmpl-A1"
+    # parallel calls of the first response, answered (out of order) in the second request
+    assert calls(booking) == [("search_flights", "ok", 0), ("get_user", "ok", 0), ("book_flight", "error", 1)]
+    assert booking.calls[1].output == '{"email": "kim@example.com"}'
+    assert [(m.role, m.at) for m in booking.messages] == [("user", 0), ("assistant", 3)]
+    # the other conversation's call is never answered by a later request
+    assert calls(cancel) == [("cancel_order", "error", 0)]
+    assert cancel.calls[0].error == "never answered: no tool result for call id call_9"
+
+
+def test_responses_objects_chained_by_previous_response_id() -> None:
+    weather, lone = load("openai-log/responses.json")
+    assert weather.trace_id == "resp_1"
+    assert calls(weather) == [("get_weather", "ok", 0), ("get_weather", "ok", 0), ("send_summary", "ok", 1)]
+    assert [c.output for c in weather.calls] == ["22 C", "18 C", "sent"]
+    assert calls(lone) == [("delete_account", "error", 0)] and "never answered" in str(lone.calls[0].error)
+
+
 # --- convert, for every new format -----------------------------------------------------------------------
 
 NEW = sorted(
     p.relative_to(FIXTURES).as_posix()
-    for d in ("tau2", "openinference", "openllmetry", "vercel-ai")
+    for d in ("tau2", "openinference", "openllmetry", "vercel-ai", "openai-log")
     for p in (FIXTURES / d).iterdir()
 )
 

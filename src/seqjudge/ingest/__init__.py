@@ -40,6 +40,7 @@ from seqjudge.ingest import (
     files,
     native,
     openai,
+    openai_log,
     openinference,
     openllmetry,
     otel,
@@ -56,7 +57,7 @@ _CONVENTIONS: tuple[spans.Convention, ...] = (openinference, openllmetry, vercel
 _SPAN_FORMATS = [spans.SpanFormat(c, _CONVENTIONS) for c in _CONVENTIONS]
 FORMATS: dict[str, Format] = {
     m.NAME: m  # type: ignore[misc]
-    for m in (native, tau2, anthropic, openai, *_SPAN_FORMATS, assay)
+    for m in (native, tau2, openai_log, anthropic, openai, *_SPAN_FORMATS, assay)
 }
 
 __all__ = ["FORMATS", "IngestStats", "load_checkable", "load_traces"]

@@ -96,7 +96,7 @@ def sniff(record: Any, options: Options | None = None) -> int:
 
 
 def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]:
-    yield from conversation_traces(records, options, _is_message, _trace)
+    yield from conversation_traces(records, options, _is_message, conversation_trace)
 
 
 def _walk_items(record: Any, found: tuple[str, list[Any]]) -> list[tuple[str, Any]]:
@@ -114,7 +114,10 @@ def _walk_items(record: Any, found: tuple[str, list[Any]]) -> list[tuple[str, An
     return walked
 
 
-def _trace(record: Record, conversation: Any, prefix: str, default_id: str, options: Options) -> Trace:
+def conversation_trace(
+    record: Record, conversation: Any, prefix: str, default_id: str, options: Options
+) -> Trace:
+    """One conversation (a message/item list, or an object holding one) as a trace."""
     found = _items(conversation, options)
     if found is None:
         raise no_conversation(record, conversation, prefix, options)
