@@ -214,6 +214,10 @@ DETECTED = {
     "vercel-ai/export.json": "vercel-ai",
     "openai-log/chat_pairs.jsonl": "openai-log",
     "openai-log/responses.json": "openai-log",
+    "langchain/threads.json": "langchain",
+    "langchain/dumpd.jsonl": "langchain",
+    "langsmith/runs.jsonl": "langsmith",
+    "langsmith/tree.json": "langsmith",
 }
 
 

@@ -110,11 +110,62 @@ def test_responses_objects_chained_by_previous_response_id() -> None:
     assert calls(lone) == [("delete_account", "error", 0)] and "never answered" in str(lone.calls[0].error)
 
 
+# --- LangChain and LangSmith ------------------------------------------------------------------------------
+
+
+def test_langchain_messages_parallel_failed_unanswered_and_invalid_calls() -> None:
+    stats = IngestStats()
+    thread, text_only = load("langchain/threads.json", stats=stats)
+    assert calls(thread) == [
+        ("lookup_order", "ok", 0),
+        ("get_balance", "ok", 0),
+        ("issue_refund", "error", 1),
+        ("escalate", "error", 2),
+        ("notify", "error", 3),
+    ]
+    assert thread.calls[1].output == "20.00"  # answered by tool_call_id, out of order
+    assert thread.calls[2].error == "RefundError: order is older than 90 days"  # status: "error"
+    assert thread.calls[3].error == "never answered: no tool result for call id call_es"
+    assert str(thread.calls[4].error).startswith("invalid tool call, never run: Function notify arguments")
+    assert thread.metadata == {"thread_id": "thread-7"}
+    assert text_only.calls == [] and [m.role for m in text_only.messages] == ["user", "assistant"]
+    assert stats.skipped["system messages (not conversation)"] == 1
+
+
+def test_langchain_dumpd_form() -> None:
+    (trace,) = load("langchain/dumpd.jsonl")
+    assert calls(trace) == [("check_health", "ok", 0), ("restart", "ok", 1)]
+    assert trace.messages[-1].content == "Done, the web server is back."
+
+
+def test_langsmith_flat_runs_out_of_order_with_parallel_failed_and_unfinished_tools() -> None:
+    stats = IngestStats()
+    (trace,) = load("langsmith/runs.jsonl", stats=stats)
+    assert trace.trace_id == "0b1c9f3e-0000-4000-8000-000000000001"
+    assert calls(trace) == [
+        ("search_web", "ok", 0),
+        ("read_page", "ok", 0),
+        ("write_file", "error", 1),
+        ("send_email", "error", 2),
+    ]
+    assert trace.calls[0].arguments == {"query": "langsmith pricing"}
+    assert trace.calls[2].arguments == {"input": "report.md"}
+    assert trace.calls[2].error == "PermissionError: [Errno 13] Permission denied: 'report.md'"
+    assert str(trace.calls[3].error).startswith("never answered")
+    assert stats.skipped["'llm' runs (not tool calls)"] == 1
+
+
+def test_langsmith_nested_child_runs() -> None:
+    (trace,) = load("langsmith/tree.json")
+    assert calls(trace) == [("get_time", "ok", 0), ("set_alarm", "ok", 1)]
+    assert trace.calls[0].output == "09:00"
+
+
 # --- convert, for every new format -----------------------------------------------------------------------
 
 NEW = sorted(
     p.relative_to(FIXTURES).as_posix()
-    for d in ("tau2", "openinference", "openllmetry", "vercel-ai", "openai-log")
+    for d in ("tau2", "openinference", "openllmetry", "vercel-ai", "openai-log", "langchain", "langsmith")
     for p in (FIXTURES / d).iterdir()
 )
 

@@ -38,6 +38,8 @@ from seqjudge.ingest import (
     assay,
     detect,
     files,
+    langchain,
+    langsmith,
     native,
     openai,
     openai_log,
@@ -57,7 +59,7 @@ _CONVENTIONS: tuple[spans.Convention, ...] = (openinference, openllmetry, vercel
 _SPAN_FORMATS = [spans.SpanFormat(c, _CONVENTIONS) for c in _CONVENTIONS]
 FORMATS: dict[str, Format] = {
     m.NAME: m  # type: ignore[misc]
-    for m in (native, tau2, openai_log, anthropic, openai, *_SPAN_FORMATS, assay)
+    for m in (native, tau2, openai_log, langsmith, langchain, anthropic, openai, *_SPAN_FORMATS, assay)
 }
 
 __all__ = ["FORMATS", "IngestStats", "load_checkable", "load_traces"]
@@ -227,7 +229,9 @@ def _parse(
             fast = native.fast_document(first, options)
             if fast is not None:
                 why = "forced with --trace-format" if options.format else "auto-detected: the document "
-                detect.say(options, source, native.NAME, why + ("" if options.format else "validates as native"))
+                detect.say(
+                    options, source, native.NAME, why + ("" if options.format else "validates as native")
+                )
                 options.stats.formats[native.NAME] += 1
                 return native, iter(fast)  # type: ignore[return-value]
         parts = files.document_records(first)

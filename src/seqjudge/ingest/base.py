@@ -594,6 +594,13 @@ _ANTHROPIC_BLOCKS = {
     "redacted_thinking",
 }
 _OPENAI_ROLES = {"tool", "function", "developer"}
+_RESPONSES_ITEMS = {
+    "reasoning",
+    "item_reference",
+    "compaction",
+    "function_call_output",
+    "custom_tool_call_output",
+}
 
 
 def dialect(item: Any) -> str | None:
@@ -602,7 +609,7 @@ def dialect(item: Any) -> str | None:
     if not isinstance(item, dict):
         return None
     kind = item.get("type")
-    if isinstance(kind, str) and kind != "message":
+    if isinstance(kind, str) and (kind in _RESPONSES_ITEMS or kind.endswith(("_call", "_call_output"))):
         return "openai"  # a Responses item: function_call, reasoning, web_search_call, ...
     if item.get("role") in _OPENAI_ROLES or item.get("tool_calls") or item.get("function_call"):
         return "openai"

@@ -21,7 +21,6 @@ from seqjudge.ingest.base import Record, Source
 TRACE_SUFFIXES = (".json", ".jsonl")
 
 
-
 def sources(path: str | Path) -> list[tuple[Source, Path | None]]:
     if str(path) == "-":
         return [(Source(name="<stdin>", label="<stdin>"), None)]

@@ -78,7 +78,7 @@ def parse(records: Iterable[Record], source: Source, options: Options) -> Iterat
             raise record.error(
                 f"this is {kind_of(record.value())}, not a logged OpenAI response",
                 hint="Each record is a 'chat.completion' or 'response' object, or {\"request\": ..., "
-                "\"response\": ...}",
+                '"response": ...}',
             )
         for _, request, response in pairs:
             conversation = _extend(conversations, by_response, record, request, response)

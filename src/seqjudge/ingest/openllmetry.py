@@ -17,7 +17,9 @@ from typing import Any
 from seqjudge.ingest import spans
 
 NAME = "openllmetry"
-SIGNATURE = "OpenLLMetry/Traceloop spans: OpenTelemetry spans with 'traceloop.*' attributes (tool spans are calls)"
+SIGNATURE = (
+    "OpenLLMetry/Traceloop spans: OpenTelemetry spans with 'traceloop.*' attributes (tool spans are calls)"
+)
 
 
 def marks(keys: Iterable[str], span_name: Any) -> bool:

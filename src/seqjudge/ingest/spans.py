@@ -253,7 +253,9 @@ def _add_span(
         return
     entry.agent = True
     # Conventions share spans (OpenLLMetry copies traceloop.* onto GenAI spans): the first that reads a tool.
-    tool, convention = next(((t, c) for c in marked if (t := c.tool(span, attributes)) is not None), (None, None))
+    tool, convention = next(
+        ((t, c) for c in marked if (t := c.tool(span, attributes)) is not None), (None, None)
+    )
     if tool is None or convention is None:
         options.stats.skip(NOT_TOOL)
         if any("tool_call" in k or "toolCall" in k for k in attributes):
@@ -292,7 +294,12 @@ def _add_span(
         call["output"] = tool.result
     error = _span_error(span, attributes)
     pattern = options.error_pattern
-    if error is None and tool.result is not None and pattern is not None and pattern.search(text_of(tool.result)):
+    if (
+        error is None
+        and tool.result is not None
+        and pattern is not None
+        and pattern.search(text_of(tool.result))
+    ):
         error = text_of(tool.result)
     if error is not None:
         call["status"] = "error"
@@ -328,7 +335,12 @@ def _build(trace_id: str, entry: _Open, source: Source, options: Options) -> Tra
     head: dict[str, Any] = {"trace_id": trace_id}
     if entry.resource:
         head["metadata"] = {"resource": entry.resource}
-    text = json.dumps(head, ensure_ascii=False)[:-1] + ',"calls":[' + ",".join(c.text for c in entry.calls) + "]}"
+    text = (
+        json.dumps(head, ensure_ascii=False)[:-1]
+        + ',"calls":['
+        + ",".join(c.text for c in entry.calls)
+        + "]}"
+    )
     try:
         return Trace.model_validate_json(text)
     except ValidationError as exc:

@@ -35,12 +35,18 @@ class IngestStats:
         return "skipped " + "; ".join(f"{n} {reason}" for reason, n in counts.most_common())
 
     def line(self) -> str:
-        formats = ", ".join(f"{name}" + (f" x{n}" if n > 1 else "") for name, n in sorted(self.formats.items()))
+        formats = ", ".join(
+            f"{name}" + (f" x{n}" if n > 1 else "") for name, n in sorted(self.formats.items())
+        )
         return (
             f"read {self.records} record(s) from {self.files} file(s)"
             + (f" ({formats})" if formats else "")
             + f": {self.traces} trace(s), {self.calls} call(s)"
-            + (f" (not counting those of {self.uncounted} trace(s) checked by workers)" if self.uncounted else "")
+            + (
+                f" (not counting those of {self.uncounted} trace(s) checked by workers)"
+                if self.uncounted
+                else ""
+            )
             + f"; {self.skipped_text()}"
         )
 

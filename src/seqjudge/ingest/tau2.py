@@ -81,7 +81,9 @@ def _trace(record: Record, prefix: str, run: Any, options: Options) -> Trace:
         path = f"messages[{i}]"
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise record.error(
-                f"this message is {kind_of(message)}, with no role", at(prefix, path), hint="tau2 messages have a role"
+                f"this message is {kind_of(message)}, with no role",
+                at(prefix, path),
+                hint="tau2 messages have a role",
             )
         role = message["role"]
         if role == "tool":
@@ -98,7 +100,9 @@ def _trace(record: Record, prefix: str, run: Any, options: Options) -> Trace:
         b.add_message(role, plain_content(message.get("content")))
         calls = message.get("tool_calls") or []
         if not isinstance(calls, list):
-            raise record.error(f"tool_calls is {kind_of(calls)}, not a list", at(prefix, path) + ".tool_calls")
+            raise record.error(
+                f"tool_calls is {kind_of(calls)}, not a list", at(prefix, path) + ".tool_calls"
+            )
         step = None
         for j, call in enumerate(calls):
             call_path = f"{path}.tool_calls[{j}]"

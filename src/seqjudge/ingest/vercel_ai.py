@@ -30,4 +30,6 @@ def tool(span: dict[str, Any], attributes: dict[str, Any]) -> spans.ToolSpan | N
         return None
     arguments = attributes.get("ai.toolCall.args", attributes.get("ai.toolCall.input"))
     result = attributes.get("ai.toolCall.result", attributes.get("ai.toolCall.output"))
-    return spans.ToolSpan(attributes.get("ai.toolCall.name"), arguments, result, attributes.get("ai.toolCall.id"))
+    return spans.ToolSpan(
+        attributes.get("ai.toolCall.name"), arguments, result, attributes.get("ai.toolCall.id")
+    )
