@@ -218,6 +218,8 @@ DETECTED = {
     "langchain/dumpd.jsonl": "langchain",
     "langsmith/runs.jsonl": "langsmith",
     "langsmith/tree.json": "langsmith",
+    "claude-code/session.jsonl": "claude-code",
+    "codex/rollout-2025-09-10T08-15-00-0199a1b2.jsonl": "codex",
 }
 
 

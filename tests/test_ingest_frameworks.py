@@ -161,11 +161,64 @@ def test_langsmith_nested_child_runs() -> None:
     assert trace.calls[0].output == "09:00"
 
 
+# --- Claude Code and Codex CLI ---------------------------------------------------------------------------
+
+
+def test_claude_code_turn_split_over_lines_is_one_step() -> None:
+    stats = IngestStats()
+    (session,) = load("claude-code/session.jsonl", stats=stats)
+    assert session.trace_id == "3f1e6a2b-8c4d-4e5f-9a0b-1c2d3e4f5a6b"
+    # Read and Grep were two lines of one assistant turn (message msg_01A): one step, answered out of order
+    assert calls(session) == [
+        ("Read", "ok", 0),
+        ("Grep", "ok", 0),
+        ("Bash", "error", 1),
+        ("Edit", "error", 2),
+    ]
+    assert session.calls[0].arguments == {"file_path": "/home/dev/shop/tests/test_checkout.py"}
+    assert session.calls[1].output == "shop/cart.py:12: def checkout(cart):"
+    assert session.calls[2].error == "FAILED tests/test_checkout.py::test_checkout - AssertionError"
+    assert session.calls[3].error == "never answered: no tool result for call id toolu_01E1"
+    assert stats.skipped["sub-agent (sidechain) lines"] == 1
+    assert stats.skipped["'summary' lines (no conversation message)"] == 1
+
+
+def test_codex_rollout_shell_exit_codes_patches_and_an_unanswered_call() -> None:
+    stats = IngestStats()
+    (rollout,) = load("codex/rollout-2025-09-10T08-15-00-0199a1b2.jsonl", stats=stats)
+    assert rollout.trace_id == "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+    assert calls(rollout) == [
+        ("shell", "error", 0),
+        ("shell", "ok", 0),
+        ("apply_patch", "ok", 1),
+        ("shell", "ok", 2),
+        ("shell", "error", 3),
+    ]
+    assert rollout.calls[0].arguments == {
+        "command": ["bash", "-lc", "ruff check ."],
+        "workdir": "/home/dev/api",
+    }
+    assert rollout.calls[0].error == "exit code 1"
+    assert rollout.calls[4].error == "never answered: no tool result for call id call_tests"
+    assert rollout.metadata == {"cwd": "/home/dev/api", "cli_version": "0.36.0"}
+    assert stats.skipped["'event_msg' lines (not response items)"] == 1
+
+
 # --- convert, for every new format -----------------------------------------------------------------------
 
 NEW = sorted(
     p.relative_to(FIXTURES).as_posix()
-    for d in ("tau2", "openinference", "openllmetry", "vercel-ai", "openai-log", "langchain", "langsmith")
+    for d in (
+        "tau2",
+        "openinference",
+        "openllmetry",
+        "vercel-ai",
+        "openai-log",
+        "langchain",
+        "langsmith",
+        "claude-code",
+        "codex",
+    )
     for p in (FIXTURES / d).iterdir()
 )
 

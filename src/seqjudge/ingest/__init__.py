@@ -36,6 +36,8 @@ from seqjudge.errors import InputError
 from seqjudge.ingest import (
     anthropic,
     assay,
+    claude_code,
+    codex,
     detect,
     files,
     langchain,
@@ -59,7 +61,19 @@ _CONVENTIONS: tuple[spans.Convention, ...] = (openinference, openllmetry, vercel
 _SPAN_FORMATS = [spans.SpanFormat(c, _CONVENTIONS) for c in _CONVENTIONS]
 FORMATS: dict[str, Format] = {
     m.NAME: m  # type: ignore[misc]
-    for m in (native, tau2, openai_log, langsmith, langchain, anthropic, openai, *_SPAN_FORMATS, assay)
+    for m in (
+        native,
+        claude_code,
+        codex,
+        tau2,
+        openai_log,
+        langsmith,
+        langchain,
+        anthropic,
+        openai,
+        *_SPAN_FORMATS,
+        assay,
+    )
 }
 
 __all__ = ["FORMATS", "IngestStats", "load_checkable", "load_traces"]

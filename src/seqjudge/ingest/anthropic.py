@@ -82,13 +82,15 @@ def _trace(record: Record, conversation: Any, prefix: str, default_id: str, opti
     key, messages = found
     builder = TraceBuilder(record, prefix, options)
     for i, message in enumerate(messages):
-        _message(builder, f"{key}[{i}]", message)
+        message_into(builder, f"{key}[{i}]", message)
     skip = (key,) if key else ()
     trace = builder.build(record_trace_id(conversation, default_id), record_metadata(conversation, *skip))
     return require_calls(trace, messages, record, prefix, options)
 
 
-def _message(b: TraceBuilder, path: str, message: Any) -> None:
+def message_into(b: TraceBuilder, path: str, message: Any, step: int | None = None) -> int | None:
+    """Read one message into ``b``; ``step`` continues a step begun by an earlier part of the same model turn
+    (Claude Code writes each block of a turn on its own line). Returns the step its calls ended in."""
     if not _is_message(message):
         raise b.record.error(
             f"this message is {kind_of(message)}, with no role",
@@ -102,13 +104,12 @@ def _message(b: TraceBuilder, path: str, message: Any) -> None:
             b.add_message(role, content)
         else:
             b.options.stats.skip("system messages (instructions, not conversation)")
-        return
+        return None
     if not isinstance(content, list):
         raise b.record.error(
             f"content is {kind_of(content)}; it is text or a list of content blocks",
             at(b.prefix, path) + ".content",
         )
-    step: int | None = None
     texts: list[str] = []
 
     def flush_text() -> None:
@@ -152,6 +153,7 @@ def _message(b: TraceBuilder, path: str, message: Any) -> None:
         else:
             b.options.stats.skip(f"'{kind}' content blocks (not conversation text)")
     flush_text()
+    return step
 
 
 def _server_error(result: Any) -> bool:

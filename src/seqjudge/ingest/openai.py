@@ -122,13 +122,15 @@ def conversation_trace(
     if found is None:
         raise no_conversation(record, conversation, prefix, options)
     builder = TraceBuilder(record, prefix, options)
-    _Walk(builder).run(_walk_items(conversation, found))
+    ItemWalk(builder).run(_walk_items(conversation, found))
     skip = (found[0],) if found[0] else ("input", "output")
     trace = builder.build(record_trace_id(conversation, default_id), record_metadata(conversation, *skip))
     return require_calls(trace, found[1] or conversation, record, prefix, options)
 
 
-class _Walk:
+class ItemWalk:
+    """Reads chat messages and Responses items in order into a TraceBuilder (also for Codex rollouts)."""
+
     def __init__(self, builder: TraceBuilder) -> None:
         self.b = builder
         self.run_step: int | None = None  # step of the current run of Responses call items
