@@ -238,7 +238,7 @@ def test_every_registered_format_has_a_fixture() -> None:
 def test_detection_names_formats_it_passed_over(capsys: pytest.CaptureFixture[str]) -> None:
     load("otel/export.json", verbose=True)
     before = list(FORMATS)[: list(FORMATS).index("otel")]
-    assert before[:2] == ["native", "tau2"]
+    assert before[0] == "native" and "tau2" in before
     assert f"(not {', '.join(before)})" in capsys.readouterr().err
 
 

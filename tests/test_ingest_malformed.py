@@ -172,7 +172,7 @@ CASES = [
         "x.json",
         '{"events": [{"name": "search"}]}',
         "x.json",
-        ("matches no known trace format", "tried native, anthropic, openai, openinference", "keys events"),
+        ("matches no known trace format", "tried native, claude-code, codex, tau2", "keys events"),
     ),
     Case(
         "a bare list holding a number",

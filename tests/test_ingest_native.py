@@ -272,7 +272,7 @@ def test_traces_before_a_bad_line_are_yielded_first(tmp_path: Path) -> None:
 def test_unknown_format_and_bad_regex_are_input_errors() -> None:
     with pytest.raises(
         InputError,
-        match="unknown trace format 'csv'.*native, anthropic, openai, openinference, openllmetry, vercel-ai, otel, assay",
+        match="unknown trace format 'csv'.*native, claude-code, codex, tau2, openai-log, .*, otel, assay",
     ):
         load_traces(FIXTURES / "names.json", format="csv")
     with pytest.raises(InputError, match="not a valid regular expression"):
