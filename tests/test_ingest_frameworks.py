@@ -47,7 +47,7 @@ def test_tau2_results_parallel_failed_unanswered_and_user_tools() -> None:
         "termination_reason": "user_stop",
         "reward": 1.0,
     }
-    # the run hit max_steps before the last call was answered; the simulated user's own tool is not the agent's
+    # max_steps came before the last call was answered; the simulated user's own tool is not the agent's
     assert calls(telecom) == [("check_network_status", "error", 0)]
     assert telecom.calls[0].error == "never answered: no tool result for call id call_e"
     assert stats.skipped["tool calls and results of the simulated user (requestor 'user')"] == 2

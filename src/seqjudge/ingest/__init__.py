@@ -1,5 +1,6 @@
-"""Read traces wherever agents write them: native JSON/JSONL, OpenAI and Anthropic messages, OpenTelemetry
-GenAI spans and Assay JSONL.
+"""Read traces wherever agents write them: native JSON/JSONL; OpenAI and Anthropic messages and logged
+responses; LangChain messages and LangSmith runs; OpenTelemetry spans (GenAI, OpenInference, OpenLLMetry,
+Vercel AI SDK); Claude Code sessions, Codex CLI rollouts, tau2-bench results and Assay JSONL.
 
 ``load_traces(path)`` takes a file, a directory (its .json/.jsonl files, recursively, in sorted order) or
 ``-`` for stdin, picks each file's format from its records (``ingest.detect``; or uses ``format=``) and yields
@@ -8,12 +9,13 @@ where the input holds tool activity, is an ``InputError`` unless ``allow_empty=T
 and skipped is counted in ``stats`` (``ingest.stats``).
 
 The registry: each format is a module with ``NAME``, ``SIGNATURE`` (what it looks like, for messages),
-``sniff(record, options=None) -> NO | MAYBE | YES`` and ``parse(records, source, options) -> Iterator[Trace]``.
-Adding a format means writing that module and adding it to ``FORMATS`` below (a module may also set
-``DUPLICATE_HINT``, the advice given when one of its trace ids repeats). Detection tries them in order, most
-specific first; OpenAI comes after Anthropic because a text-only conversation reads the same in both. One
-shortcut: a whole JSON document is first offered to pydantic as native trace(s) straight from its bytes, so a
-large native file is parsed once, not once to detect and again to read.
+``sniff(record, options=None) -> NO | MAYBE | YES`` and ``parse(records, source, options)`` yielding traces.
+Adding a format means writing that module and adding it to ``_IMPORTERS`` below (a module may also set
+``DUPLICATE_HINT``, the advice given when one of its trace ids repeats); a span convention is a module with
+``NAME``, ``SIGNATURE``, ``marks`` and ``tool`` added to ``_CONVENTIONS``. Detection prefers the earlier of
+two formats that both say YES, so the most specific come first. One shortcut: a whole JSON document is first
+offered to pydantic as native trace(s) straight from its bytes, so a large native file is parsed once, not
+once to detect and again to read.
 
 ``load_checkable`` is the same for callers that only run the engine (``seqjudge check``): plain native JSONL
 records come as ``PlainTrace`` columns instead of models, and a hook may read native JSONL files itself (the
@@ -30,7 +32,7 @@ import sys
 from collections.abc import Generator, Iterable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from seqjudge.errors import InputError
 from seqjudge.ingest import (
@@ -57,24 +59,22 @@ from seqjudge.ingest.stats import IngestStats
 from seqjudge.trace import PlainTrace, Trace
 
 # Span conventions, most specific first; every span format reads them all (spans.SpanFormat).
-_CONVENTIONS: tuple[spans.Convention, ...] = (openinference, openllmetry, vercel_ai, otel)  # type: ignore[assignment]
+_CONVENTIONS: tuple[spans.Convention, ...] = (openinference, openllmetry, vercel_ai, otel)
 _SPAN_FORMATS = [spans.SpanFormat(c, _CONVENTIONS) for c in _CONVENTIONS]
-FORMATS: dict[str, Format] = {
-    m.NAME: m  # type: ignore[misc]
-    for m in (
-        native,
-        claude_code,
-        codex,
-        tau2,
-        openai_log,
-        langsmith,
-        langchain,
-        anthropic,
-        openai,
-        *_SPAN_FORMATS,
-        assay,
-    )
-}
+_IMPORTERS: list[Any] = [
+    native,
+    claude_code,
+    codex,
+    tau2,
+    openai_log,
+    langsmith,
+    langchain,
+    anthropic,
+    openai,
+    *_SPAN_FORMATS,
+    assay,
+]  # modules and SpanFormat objects alike
+FORMATS: dict[str, Format] = {m.NAME: m for m in _IMPORTERS}
 
 __all__ = ["FORMATS", "IngestStats", "load_checkable", "load_traces"]
 
@@ -206,8 +206,8 @@ def _load(
                 f"no trace came out of this file ({tracker.count} record(s) read as {fmt.NAME}; "
                 f"{stats.skipped_text(skipped)})",
                 source=source.name,
-                hint="Check the format (-v says which was chosen and why; --trace-format NAME picks another); "
-                "pass --allow-empty to accept an input without traces",
+                hint="Check the format (-v says which was chosen and why; --trace-format NAME picks "
+                "another); pass --allow-empty to accept an input without traces",
             )
     if stats.traces == 0 and not options.allow_empty:
         raise InputError(
@@ -251,6 +251,7 @@ def _parse(
         parts = files.document_records(first)
         options.stats.records += len(parts) - 1
         first, rest = parts[0], iter(parts[1:])
+    records: Iterator[Record]
     if options.format is not None:
         detect.say(options, source, options.format, "forced with --trace-format")
         name, records = options.format, itertools.chain([first], rest)

@@ -1,8 +1,8 @@
-"""Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``): one JSON object a line,
-``{"timestamp", "type", "payload"}``, where ``response_item`` payloads are OpenAI Responses API items.
+"""Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``): one JSON object a
+line, ``{"timestamp", "type", "payload"}``, where ``response_item`` payloads are OpenAI Responses API items.
 
-One trace per file (its id the ``session_meta`` payload's ``id``, else the file's name). The response items are
-read exactly as the ``openai`` format reads Responses items: ``function_call`` (the ``shell`` tool and the
+One trace per file (its id the ``session_meta`` payload's ``id``, else the file's name). The response items
+are read exactly as the ``openai`` format reads Responses items: ``function_call`` (the ``shell`` tool and the
 rest) and ``custom_tool_call`` (``apply_patch``) answered by ``*_output`` items with the same ``call_id``,
 consecutive calls one step, a call never answered failed. A shell call whose output reports a non-zero exit
 code (``{"metadata": {"exit_code": N}}``, or text beginning ``Exit code: N``) failed. ``event_msg`` lines (the

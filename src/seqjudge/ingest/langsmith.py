@@ -2,14 +2,14 @@
 objects with ``run_type``, ``inputs``, ``outputs``, ``error``, ``start_time`` / ``end_time``, nested under
 ``child_runs`` or flat with ``parent_run_id`` and ``trace_id``.
 
-One trace per ``trace_id`` (a nested run without one belongs to its root's trace). A ``tool`` run is a call: its tool is the run's ``name``; its
-arguments ``inputs`` (``{"input": "<JSON text>"}`` is decoded; text that is not JSON stays under ``input``); its
-result ``outputs.output`` (else ``outputs``); it failed when ``error`` is set. A tool run with no end time, no
-outputs and no error never finished and is failed "never answered" (its end is taken as its start, so the
-other calls still get steps from their overlaps). Calls carry the runs' start and end
-times, so they are ordered by start time (``dotted_order`` breaks ties) and overlapping runs share a step.
-Chain, llm, retriever and other runs are counted as skipped. Traces are built when the input ends (a child
-may come before its parent).
+One trace per ``trace_id`` (a nested run without one belongs to its root's trace). A ``tool`` run is a call:
+its tool is the run's ``name``; its arguments ``inputs`` (``{"input": "<JSON text>"}`` is decoded; text that
+is not JSON stays under ``input``); its result ``outputs.output`` (else ``outputs``); it failed when ``error``
+is set. A tool run with no end time, no outputs and no error never finished and is failed "never answered"
+(its end is taken as its start, so the other calls still get steps from their overlaps). Calls carry the runs'
+start and end times, so they are ordered by start time (``dotted_order`` breaks ties) and overlapping runs
+share a step. Chain, llm, retriever and other runs are counted as skipped. Traces are built when the input
+ends (a child may come before its parent).
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def _response(value: Any) -> dict[str, Any] | None:
 def _pairs(value: Any) -> list[tuple[str, dict[str, Any] | None, dict[str, Any]]] | None:
     """(path, request or None, response) for each logged exchange in a record; None when it holds none."""
     items = value if isinstance(value, list) else [value]
-    pairs = []
+    pairs: list[tuple[str, dict[str, Any] | None, dict[str, Any]]] = []
     for i, item in enumerate(items):
         path = f"[{i}]" if isinstance(value, list) else ""
         if _response(item) is not None:

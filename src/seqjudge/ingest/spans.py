@@ -1,12 +1,12 @@
 """Reading OpenTelemetry spans, whatever convention marks their tool calls: OTLP/JSON exports
-(``resourceSpans[].scopeSpans[].spans[]``), flat span objects (one a line, or a list), as the OTLP exporter, the
-Python ``ConsoleSpanExporter`` and most collectors write them.
+(``resourceSpans[].scopeSpans[].spans[]``), flat span objects (one a line, or a list), as the OTLP exporter,
+the Python ``ConsoleSpanExporter`` and most collectors write them.
 
-A *convention* (``otel`` for the GenAI semantic conventions, ``openinference``, ``openllmetry``, ``vercel_ai``)
-says which spans are agent activity and which of those are tool calls, with the tool's name, arguments,
-result and call id. Every span is offered to the conventions in order; the first that marks it reads it. Calls
-carry their span's start and end times (epoch seconds), so the native trace orders them by start time and
-overlapping calls share a step; a failed call is a span with status ERROR (OTLP code 2).
+A *convention* (``otel`` for the GenAI semantic conventions, ``openinference``, ``openllmetry``,
+``vercel_ai``) says which spans are agent activity and which of those are tool calls, with the tool's name,
+arguments, result and call id. Every span is offered to the conventions in order; the first that marks it
+reads it. Calls carry their span's start and end times (epoch seconds), so the native trace orders them by
+start time and overlapping calls share a step; a failed call is a span with status ERROR (OTLP code 2).
 
 One trace per ``traceId``. Results never depend on the order spans arrive in: a trace is built only when the
 input has ended (spans of one trace may come in any order, in any record), and its calls are sorted by

@@ -20,7 +20,7 @@ class IngestStats:
     traces: int = 0
     calls: int = 0
     uncounted: int = 0  # traces checked elsewhere (a worker process) whose calls were not counted here
-    # reason -> count; a reason is a plural noun phrase, e.g. "system messages (instructions, not conversation)"
+    # reason -> count; a reason is a plural noun phrase ("system messages (instructions, not conversation)")
     skipped: Counter[str] = field(default_factory=Counter)
     formats: Counter[str] = field(default_factory=Counter)  # format name -> files read with it
 

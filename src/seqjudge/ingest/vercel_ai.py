@@ -16,7 +16,7 @@ from typing import Any
 from seqjudge.ingest import spans
 
 NAME = "vercel-ai"
-SIGNATURE = "Vercel AI SDK spans: OpenTelemetry spans named 'ai.*' with 'ai.operationId' (ai.toolCall spans are calls)"
+SIGNATURE = "Vercel AI SDK spans: OpenTelemetry spans named 'ai.*' with 'ai.operationId' (ai.toolCall: calls)"
 _TOOL = "ai.toolCall"
 
 
