@@ -12,20 +12,11 @@ from typing import Any
 
 import pytest
 
+from ingest_support import lines, write
 from seqjudge.cli import run
 from seqjudge.errors import InputError
 from seqjudge.ingest import load_traces
 from seqjudge.trace import Trace
-
-
-def write(tmp_path: Path, name: str, text: str) -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def lines(*records: Any) -> str:
-    return "".join(json.dumps(r) + "\n" for r in records)
 
 
 def calls(trace: Trace) -> list[tuple[str, str, int]]:

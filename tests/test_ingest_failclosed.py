@@ -4,27 +4,16 @@ disagree names the first that differs; detection looks past the first record, wi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from ingest_support import lines, write
 from seqjudge.cli import run
 from seqjudge.errors import InputError
 from seqjudge.ingest import IngestStats, detect, load_traces
 
 RULES = "rules:\n  - id: r1\n    type: before\n    first: search\n    then: book\n"
-
-
-def write(tmp_path: Path, name: str, text: str) -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def lines(*records: Any) -> str:
-    return "".join(json.dumps(r) + "\n" for r in records)
 
 
 CHAT = [

@@ -28,10 +28,8 @@ from seqjudge.ingest.base import (
     conversation_traces,
     decode_arguments,
     kind_of,
-    no_conversation,
-    record_metadata,
-    record_trace_id,
-    require_calls,
+    message_list,
+    message_list_trace,
     split_records,
     text_of,
 )
@@ -50,23 +48,13 @@ def _is_message(item: Any) -> bool:
     return isinstance(item, dict) and "role" in item
 
 
-def _messages(record: Any, options: Options) -> tuple[str, list[Any]] | None:
-    if isinstance(record, list):
-        return "", record
-    if isinstance(record, dict) and not _is_message(record):
-        key = options.messages_key or "messages"
-        if isinstance(record.get(key), list):
-            return key, record[key]
-    return None
-
-
 def sniff(record: Any, options: Options | None = None) -> int:
     """YES for conversations with an Anthropic-only block, MAYBE for text-only ones (they read the same as
     OpenAI chat), NO for anything else."""
     options = options or Options()
     levels = []
     for _, conversation in split_records(record, _is_message):
-        found = _messages(conversation, options)
+        found = message_list(conversation, options, _is_message)
         levels.append(NO if found is None else conversation_level(found[1], NAME))
     return combine_levels(levels)
 
@@ -76,16 +64,7 @@ def parse(records: Iterable[Record], source: Source, options: Options) -> Iterat
 
 
 def _trace(record: Record, conversation: Any, prefix: str, default_id: str, options: Options) -> Trace:
-    found = _messages(conversation, options)
-    if found is None:
-        raise no_conversation(record, conversation, prefix, options)
-    key, messages = found
-    builder = TraceBuilder(record, prefix, options)
-    for i, message in enumerate(messages):
-        message_into(builder, f"{key}[{i}]", message)
-    skip = (key,) if key else ()
-    trace = builder.build(record_trace_id(conversation, default_id), record_metadata(conversation, *skip))
-    return require_calls(trace, messages, record, prefix, options)
+    return message_list_trace(record, conversation, prefix, default_id, options, _is_message, message_into)
 
 
 def message_into(b: TraceBuilder, path: str, message: Any, step: int | None = None) -> int | None:

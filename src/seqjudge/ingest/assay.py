@@ -24,7 +24,17 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from seqjudge.ingest.base import NO, YES, Options, Record, Source, TraceBuilder, decode_arguments, kind_of
+from seqjudge.ingest.base import (
+    NO,
+    YES,
+    Options,
+    Record,
+    Source,
+    TraceBuilder,
+    decode_arguments,
+    items_of,
+    kind_of,
+)
 from seqjudge.trace import Trace
 
 NAME = "assay"
@@ -59,10 +69,7 @@ class _Episode:
 def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]:
     episodes: dict[Any, _Episode] = {}
     for record in records:
-        value = record.value()
-        events = value if isinstance(value, list) else [value]
-        for i, event in enumerate(events):
-            path = f"[{i}]" if isinstance(value, list) else ""
+        for path, event in items_of(record.value()):
             kind = event.get("type") if isinstance(event, dict) else None
             if kind not in _EVENTS:
                 raise record.error(

@@ -480,6 +480,51 @@ def conversation_traces(
             yield trace(record, conversation, prefix, record.default_id(index), options)
 
 
+def items_of(value: Any) -> Iterator[tuple[str, Any]]:
+    """A record's items with their paths: each item of a list (``[i]``), else the record itself (``""``)."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield f"[{i}]", item
+    else:
+        yield "", value
+
+
+def message_list(
+    record: Any, options: Options, is_message: Callable[[Any], bool]
+) -> tuple[str, list[Any]] | None:
+    """The message list a conversation record holds, as (its key, or "" for a bare list; the list)."""
+    if isinstance(record, list):
+        return "", record
+    if isinstance(record, dict) and not is_message(record):
+        key = options.messages_key or "messages"
+        if isinstance(record.get(key), list):
+            return key, record[key]
+    return None
+
+
+def message_list_trace(
+    record: Record,
+    conversation: Any,
+    prefix: str,
+    default_id: str,
+    options: Options,
+    is_message: Callable[[Any], bool],
+    read: Callable[[TraceBuilder, str, Any], object],
+) -> Trace:
+    """One conversation of messages as a trace: ``read(builder, path, message)`` for each message in order;
+    the record's other keys become metadata; fails closed on tool activity that became no call."""
+    found = message_list(conversation, options, is_message)
+    if found is None:
+        raise no_conversation(record, conversation, prefix, options)
+    key, messages = found
+    builder = TraceBuilder(record, prefix, options)
+    for i, message in enumerate(messages):
+        read(builder, f"{key}[{i}]", message)
+    skip = (key,) if key else ()
+    trace = builder.build(record_trace_id(conversation, default_id), record_metadata(conversation, *skip))
+    return require_calls(trace, messages, record, prefix, options)
+
+
 def no_conversation(record: Record, conversation: Any, prefix: str, options: Options) -> InputError:
     """The error for a record whose conversation has no message list where one was expected."""
     key = options.messages_key or "messages"

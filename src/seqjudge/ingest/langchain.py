@@ -25,11 +25,9 @@ from seqjudge.ingest.base import (
     conversation_traces,
     decode_arguments,
     kind_of,
-    no_conversation,
+    message_list,
+    message_list_trace,
     plain_content,
-    record_metadata,
-    record_trace_id,
-    require_calls,
     split_records,
 )
 from seqjudge.trace import Trace
@@ -71,21 +69,11 @@ def _is_message(item: Any) -> bool:
     return _fields(item) is not None
 
 
-def _messages(record: Any, options: Options) -> tuple[str, list[Any]] | None:
-    if isinstance(record, list):
-        return "", record
-    if isinstance(record, dict) and not _is_message(record):
-        key = options.messages_key or "messages"
-        if isinstance(record.get(key), list):
-            return key, record[key]
-    return None
-
-
 def sniff(record: Any, options: Options | None = None) -> int:
     options = options or Options()
     found_any = False
     for _, conversation in split_records(record, _is_message):
-        found = _messages(conversation, options)
+        found = message_list(conversation, options, _is_message)
         if found is None or not all(_is_message(m) for m in found[1]):
             return NO
         found_any = found_any or bool(found[1])
@@ -97,16 +85,7 @@ def parse(records: Iterable[Record], source: Source, options: Options) -> Iterat
 
 
 def _trace(record: Record, conversation: Any, prefix: str, default_id: str, options: Options) -> Trace:
-    found = _messages(conversation, options)
-    if found is None:
-        raise no_conversation(record, conversation, prefix, options)
-    key, messages = found
-    b = TraceBuilder(record, prefix, options)
-    for i, message in enumerate(messages):
-        _message(b, f"{key}[{i}]", message)
-    trace = b.build(record_trace_id(conversation, default_id), record_metadata(conversation, key))
-    data = [fields[1] for fields in map(_fields, messages) if fields is not None]
-    return require_calls(trace, data, record, prefix, options)
+    return message_list_trace(record, conversation, prefix, default_id, options, _is_message, _message)
 
 
 def _message(b: TraceBuilder, path: str, item: Any) -> None:

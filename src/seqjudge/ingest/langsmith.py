@@ -21,7 +21,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from seqjudge.ingest.base import NO, YES, Options, Record, Source, decode_arguments, kind_of, validation_error
+from seqjudge.ingest.base import (
+    NO,
+    YES,
+    Options,
+    Record,
+    Source,
+    decode_arguments,
+    items_of,
+    kind_of,
+    validation_error,
+)
 from seqjudge.trace import Trace, parse_time
 
 NAME = "langsmith"
@@ -46,10 +56,7 @@ class _Trace:
 def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]:
     traces: dict[str, _Trace] = {}
     for record in records:
-        value = record.value()
-        items = value if isinstance(value, list) else [value]
-        for i, run in enumerate(items):
-            path = f"[{i}]" if isinstance(value, list) else ""
+        for path, run in items_of(record.value()):
             _walk(traces, record, path, run, None, options)
     for trace_id, entry in traces.items():
         yield _build(trace_id, entry)
