@@ -22,6 +22,7 @@ calls - unless its model spans asked for tool calls, which is an error (fail clo
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -306,7 +307,8 @@ def _add_span(
         call["error"] = error
     key = (start, end if end is not None else start, span_id)
     text = json.dumps(call, ensure_ascii=False, separators=(",", ":"))
-    entry.calls.append(_Call(key, text, record.line, path))
+    # Paths repeat from record to record (spans[3] of every batch): one string for them all.
+    entry.calls.append(_Call(key, text, record.line, sys.intern(path)))
 
 
 def _span_error(span: dict[str, Any], attributes: dict[str, Any]) -> str | None:
