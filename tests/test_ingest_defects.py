@@ -125,6 +125,20 @@ def test_spans_of_one_trace_split_over_export_batches_in_any_order(tmp_path: Pat
     assert [c.tool_name for c in trace.calls] == ["find_order", "refund"]
 
 
+def test_spans_held_past_the_memory_bound_give_the_same_traces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seqjudge.ingest import holding
+
+    path = write(
+        tmp_path, "spans.jsonl", lines(TOOLS[1], ROOT, TOOLS[0], *(t | {"traceId": "other"} for t in TOOLS))
+    )
+    in_memory = [t.model_dump(mode="json") for t in load_traces(path)]
+    monkeypatch.setattr(holding, "LIMIT", 10)  # every call goes to the temporary file
+    spilled = [t.model_dump(mode="json") for t in load_traces(path)]
+    assert spilled == in_memory and [len(t["calls"]) for t in spilled] == [2, 2]
+
+
 # --- 3. an export with no GenAI tool span is not "0 traces, exit 0" -------------------------------------
 
 

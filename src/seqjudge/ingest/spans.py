@@ -10,9 +10,9 @@ start time and overlapping calls share a step; a failed call is a span with stat
 
 One trace per ``traceId``. Results never depend on the order spans arrive in: a trace is built only when the
 input has ended (spans of one trace may come in any order, in any record), and its calls are sorted by
-(start, end, span id). The price is memory for every trace's calls until the end, held compactly: each call
-as its JSON text (about the size of its arguments and result), its sort key and where it was read - never the
-records themselves.
+(start, end, span id). Until then the calls are held as JSON text - in memory up to 16 MB, past that in a
+temporary file (``holding.Held``) - so memory stays bounded however large the export; records are never
+kept.
 
 A trace id whose spans no convention marks (a plain HTTP request in the same export) is not an agent run: it
 yields no trace and its spans are counted as skipped. An agent trace with no tool span yields a trace with no
@@ -22,7 +22,6 @@ calls - unless its model spans asked for tool calls, which is an error (fail clo
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -42,6 +41,7 @@ from seqjudge.ingest.base import (
     text_of,
     validation_error,
 )
+from seqjudge.ingest.holding import Held
 from seqjudge.trace import Trace, parse_time
 
 _ERROR_CODES = {2, "2", "STATUS_CODE_ERROR", "ERROR", "StatusCode.ERROR"}
@@ -146,19 +146,13 @@ def _keys(value: Any) -> Iterable[str]:
 # --- reading ----------------------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class _Call:
-    key: tuple[float, float, str]  # start, end, span id: the order calls are given in, whatever the input's
-    text: str  # the native call as JSON
-    line: int | None
-    path: str
-
-
 @dataclass
 class _Open:
-    """A trace whose spans are still arriving: only what becomes calls is kept."""
+    """A trace whose spans are still arriving. Its calls are held apart (``holding.Held``), each as the JSON
+    of [start, end, span id, line, path, call]: the order they are given in, whatever the input's, and where
+    each was read, for messages."""
 
-    calls: list[_Call] = field(default_factory=list)
+    calls: int = 0
     resource: dict[str, Any] = field(default_factory=dict)
     agent: bool = False
     activity: int = 0  # model spans that asked for tool calls
@@ -170,6 +164,21 @@ def read(
     records: Iterable[Record], source: Source, options: Options, conventions: Sequence[Convention]
 ) -> Iterator[Trace]:
     traces: dict[str, _Open] = {}
+    held = Held()
+    try:
+        yield from _read(records, source, options, conventions, traces, held)
+    finally:
+        held.close()
+
+
+def _read(
+    records: Iterable[Record],
+    source: Source,
+    options: Options,
+    conventions: Sequence[Convention],
+    traces: dict[str, _Open],
+    held: Held,
+) -> Iterator[Trace]:
     for record in records:
         for path, span, resource in _spans(record):
             trace_id = _first(span, "traceId", "trace_id") or _context(span, "trace_id")
@@ -182,10 +191,14 @@ def read(
             entry = traces.get(str(trace_id))
             if entry is None:
                 entry = traces[str(trace_id)] = _Open(first_line=record.line, first_path=path)
-            _add_span(entry, span, resource, record, path, options, conventions)
+            call = _add_span(entry, span, resource, record, path, options, conventions)
+            if call is not None:
+                entry.calls += 1
+                held.add(str(trace_id), call)
     for trace_id, entry in traces.items():
         if entry.agent:
-            yield _build(trace_id, entry, source, options)
+            calls = [json.loads(data) for data in held.take(trace_id)]
+            yield _build(trace_id, entry, calls, source, options)
 
 
 def _spans(record: Record) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -245,13 +258,14 @@ def _add_span(
     path: str,
     options: Options,
     conventions: Sequence[Convention],
-) -> None:
+) -> bytes | None:
+    """The tool call a span records, as held (see _Open); None for any other span."""
     attributes = attributes_of(span.get("attributes"))
     span_name = span.get("name")
     marked = [c for c in conventions if c.marks(attributes.keys(), span_name)]
     if not marked:
         options.stats.skip(NOT_AGENT)
-        return
+        return None
     entry.agent = True
     # Conventions share spans (OpenLLMetry copies traceloop.* onto GenAI spans): the first that reads a tool.
     tool, convention = next(
@@ -261,7 +275,7 @@ def _add_span(
         options.stats.skip(NOT_TOOL)
         if any("tool_call" in k or "toolCall" in k for k in attributes):
             entry.activity += 1
-        return
+        return None
     if not entry.resource and resource:
         entry.resource = resource
     if not isinstance(tool.name, str) or not tool.name:
@@ -305,10 +319,8 @@ def _add_span(
     if error is not None:
         call["status"] = "error"
         call["error"] = error
-    key = (start, end if end is not None else start, span_id)
-    text = json.dumps(call, ensure_ascii=False, separators=(",", ":"))
-    # Paths repeat from record to record (spans[3] of every batch): one string for them all.
-    entry.calls.append(_Call(key, text, record.line, sys.intern(path)))
+    held = [start, end if end is not None else start, span_id, record.line, path, call]
+    return json.dumps(held, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _span_error(span: dict[str, Any], attributes: dict[str, Any]) -> str | None:
@@ -326,32 +338,26 @@ def _span_error(span: dict[str, Any], attributes: dict[str, Any]) -> str | None:
     return str(status.get("message") or status.get("description") or attributes.get("error.type") or "ERROR")
 
 
-def _build(trace_id: str, entry: _Open, source: Source, options: Options) -> Trace:
-    entry.calls.sort(key=lambda c: c.key)
+def _build(trace_id: str, entry: _Open, calls: list[list[Any]], source: Source, options: Options) -> Trace:
+    calls.sort(key=lambda c: (c[0], c[1], c[2]))
     where = Record(source, entry.first_line, b"")
-    if not entry.calls and entry.activity:
+    if not calls and entry.activity:
         activity = f"{entry.activity} model span(s) with tool-call attributes"
         if not options.allow_empty:
             raise no_calls_error(where, entry.first_path, f"trace {trace_id}: {activity}", options)
         options.stats.skip("traces with tool activity but no readable call (--allow-empty)")
-    head: dict[str, Any] = {"trace_id": trace_id}
+    data: dict[str, Any] = {"trace_id": trace_id, "calls": [c[5] for c in calls]}
     if entry.resource:
-        head["metadata"] = {"resource": entry.resource}
-    text = (
-        json.dumps(head, ensure_ascii=False)[:-1]
-        + ',"calls":['
-        + ",".join(c.text for c in entry.calls)
-        + "]}"
-    )
+        data["metadata"] = {"resource": entry.resource}
     try:
-        return Trace.model_validate_json(text)
+        return Trace.model_validate(data)
     except ValidationError as exc:
         loc = tuple(exc.errors(include_url=False)[0].get("loc", ()))
         index = loc[1] if len(loc) >= 2 and isinstance(loc[1], int) else 0
-        call = entry.calls[min(index, len(entry.calls) - 1)] if entry.calls else None
-        if call is None:
+        if not calls:
             raise validation_error(exc, where, entry.first_path) from None
-        raise validation_error(exc, Record(source, call.line, b""), call.path, drop=2) from None
+        _, _, _, line, path, _ = calls[min(index, len(calls) - 1)]
+        raise validation_error(exc, Record(source, line, b""), path, drop=2) from None
 
 
 # --- OTLP/JSON values -------------------------------------------------------------------------------------
