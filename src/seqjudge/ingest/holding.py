@@ -3,11 +3,12 @@ record), in bounded memory.
 
 ``Held`` keeps byte strings grouped by key, in the order they were added. Up to ``limit`` bytes stay in
 memory; past that everything moves to an anonymous temporary file (deleted when closed, or when the process
-ends), and memory keeps only an offset per item - eight bytes, however large the item.
+ends), and memory keeps only an offset and a size per item - sixteen bytes, however large the item.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 from array import array
 from typing import IO
@@ -22,10 +23,11 @@ class Held:
         self.size = 0
         self.file: IO[bytes] | None = None
         self.offsets: dict[str, array[int]] = {}
+        self.sizes: dict[str, array[int]] = {}
         self.position = 0
 
     def add(self, key: str, data: bytes) -> None:
-        """Keep ``data`` (with no newline in it) under ``key``."""
+        """Keep ``data`` under ``key``."""
         if self.file is None:
             self.memory.setdefault(key, []).append(data)
             self.size += len(data)
@@ -39,12 +41,11 @@ class Held:
         if self.file is None:
             return self.memory.pop(key, [])
         self.file.flush()
-        items = []
-        for offset in self.offsets.pop(key, ()):
-            self.file.seek(offset)
-            items.append(self.file.readline()[:-1])
-        self.file.seek(0, 2)
-        return items
+        fd = self.file.fileno()
+        offsets = self.offsets.pop(key, array("q"))
+        sizes = self.sizes.pop(key, array("q"))
+        # pread reads exactly each item, without moving (or refilling) the write buffer's position
+        return [os.pread(fd, size, offset) for offset, size in zip(offsets, sizes, strict=True)]
 
     def close(self) -> None:
         if self.file is not None:
@@ -63,7 +64,8 @@ class Held:
         offsets = self.offsets.get(key)
         if offsets is None:
             offsets = self.offsets[key] = array("q")
+            self.sizes[key] = array("q")
         offsets.append(self.position)
+        self.sizes[key].append(len(data))
         self.file.write(data)
-        self.file.write(b"\n")
-        self.position += len(data) + 1
+        self.position += len(data)

@@ -149,8 +149,8 @@ def _keys(value: Any) -> Iterable[str]:
 @dataclass
 class _Open:
     """A trace whose spans are still arriving. Its calls are held apart (``holding.Held``), each as the JSON
-    of [start, end, span id, line, path, call]: the order they are given in, whatever the input's, and where
-    each was read, for messages."""
+    of [start, end, span id, line, path] - the order they are given in, whatever the input's, and where each
+    was read, for messages - a tab, and the native call's JSON (handed to pydantic-core as text, unparsed)."""
 
     calls: int = 0
     resource: dict[str, Any] = field(default_factory=dict)
@@ -197,8 +197,7 @@ def _read(
                 held.add(str(trace_id), call)
     for trace_id, entry in traces.items():
         if entry.agent:
-            calls = [json.loads(data) for data in held.take(trace_id)]
-            yield _build(trace_id, entry, calls, source, options)
+            yield _build(trace_id, entry, held.take(trace_id), source, options)
 
 
 def _spans(record: Record) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -319,8 +318,9 @@ def _add_span(
     if error is not None:
         call["status"] = "error"
         call["error"] = error
-    held = [start, end if end is not None else start, span_id, record.line, path, call]
-    return json.dumps(held, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    head = [start, end if end is not None else start, span_id, record.line, path]
+    # JSON text holds no raw tab (json escapes it), so the first tab ends the head.
+    return f"{json.dumps(head, ensure_ascii=False)}\t{json.dumps(call, ensure_ascii=False)}".encode()
 
 
 def _span_error(span: dict[str, Any], attributes: dict[str, Any]) -> str | None:
@@ -338,25 +338,32 @@ def _span_error(span: dict[str, Any], attributes: dict[str, Any]) -> str | None:
     return str(status.get("message") or status.get("description") or attributes.get("error.type") or "ERROR")
 
 
-def _build(trace_id: str, entry: _Open, calls: list[list[Any]], source: Source, options: Options) -> Trace:
-    calls.sort(key=lambda c: (c[0], c[1], c[2]))
+def _build(trace_id: str, entry: _Open, held: list[bytes], source: Source, options: Options) -> Trace:
+    calls = [(json.loads(head), call) for head, call in (data.split(b"\t", 1) for data in held)]
+    calls.sort(key=lambda c: (c[0][0], c[0][1], c[0][2]))  # start, end, span id
     where = Record(source, entry.first_line, b"")
     if not calls and entry.activity:
         activity = f"{entry.activity} model span(s) with tool-call attributes"
         if not options.allow_empty:
             raise no_calls_error(where, entry.first_path, f"trace {trace_id}: {activity}", options)
         options.stats.skip("traces with tool activity but no readable call (--allow-empty)")
-    data: dict[str, Any] = {"trace_id": trace_id, "calls": [c[5] for c in calls]}
+    head: dict[str, Any] = {"trace_id": trace_id}
     if entry.resource:
-        data["metadata"] = {"resource": entry.resource}
+        head["metadata"] = {"resource": entry.resource}
+    text = (
+        json.dumps(head, ensure_ascii=False).encode()[:-1]
+        + b',"calls":['
+        + b",".join(c for _, c in calls)
+        + b"]}"
+    )
     try:
-        return Trace.model_validate(data)
+        return Trace.model_validate_json(text)
     except ValidationError as exc:
         loc = tuple(exc.errors(include_url=False)[0].get("loc", ()))
         index = loc[1] if len(loc) >= 2 and isinstance(loc[1], int) else 0
         if not calls:
             raise validation_error(exc, where, entry.first_path) from None
-        _, _, _, line, path, _ = calls[min(index, len(calls) - 1)]
+        _, _, _, line, path = calls[min(index, len(calls) - 1)][0]
         raise validation_error(exc, Record(source, line, b""), path, drop=2) from None
 
 
