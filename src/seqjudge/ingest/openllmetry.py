@@ -23,6 +23,9 @@ SIGNATURE = (
 
 
 def marks(keys: Iterable[str], span_name: Any) -> bool:
+    # OpenLLMetry sets these on its own spans; the scan covers the rest (association properties, ...)
+    if "traceloop.span.kind" in keys or "traceloop.workflow.name" in keys:  # type: ignore[operator]
+        return True
     return any(k.startswith("traceloop.") for k in keys)
 
 

@@ -148,9 +148,9 @@ def _keys(value: Any) -> Iterable[str]:
 
 @dataclass
 class _Open:
-    """A trace whose spans are still arriving. Its calls are held apart (``holding.Held``), each as the JSON
-    of [start, end, span id, line, path] - the order they are given in, whatever the input's, and where each
-    was read, for messages - a tab, and the native call's JSON (handed to pydantic-core as text, unparsed)."""
+    """A trace whose spans are still arriving. Its calls are held apart (``holding.Held``), each as
+    [start, end, span id, line, path, call]: the order they are given in, whatever the input's, where each
+    was read (for messages), and the native call."""
 
     calls: int = 0
     resource: dict[str, Any] = field(default_factory=dict)
@@ -194,7 +194,7 @@ def _read(
             call = _add_span(entry, span, resource, record, path, options, conventions)
             if call is not None:
                 entry.calls += 1
-                held.add(str(trace_id), call)
+                held.add(str(trace_id), call, _size(call))
     for trace_id, entry in traces.items():
         if entry.agent:
             yield _build(trace_id, entry, held.take(trace_id), source, options)
@@ -257,19 +257,25 @@ def _add_span(
     path: str,
     options: Options,
     conventions: Sequence[Convention],
-) -> bytes | None:
+) -> list[Any] | None:
     """The tool call a span records, as held (see _Open); None for any other span."""
     attributes = attributes_of(span.get("attributes"))
     span_name = span.get("name")
-    marked = [c for c in conventions if c.marks(attributes.keys(), span_name)]
+    # Conventions share spans (OpenLLMetry copies traceloop.* onto GenAI spans): the first that reads a tool.
+    tool = convention = None
+    marked = False
+    keys = attributes.keys()
+    for candidate in conventions:
+        if candidate.marks(keys, span_name):
+            marked = True
+            tool = candidate.tool(span, attributes)
+            if tool is not None:
+                convention = candidate
+                break
     if not marked:
         options.stats.skip(NOT_AGENT)
         return None
     entry.agent = True
-    # Conventions share spans (OpenLLMetry copies traceloop.* onto GenAI spans): the first that reads a tool.
-    tool, convention = next(
-        ((t, c) for c in marked if (t := c.tool(span, attributes)) is not None), (None, None)
-    )
     if tool is None or convention is None:
         options.stats.skip(NOT_TOOL)
         if any("tool_call" in k or "toolCall" in k for k in attributes):
@@ -318,9 +324,13 @@ def _add_span(
     if error is not None:
         call["status"] = "error"
         call["error"] = error
-    head = [start, end if end is not None else start, span_id, record.line, path]
-    # JSON text holds no raw tab (json escapes it), so the first tab ends the head.
-    return f"{json.dumps(head, ensure_ascii=False)}\t{json.dumps(call, ensure_ascii=False)}".encode()
+    return [start, end if end is not None else start, span_id, record.line, path, call]
+
+
+def _size(held: list[Any]) -> int:
+    """A rough size of a held call, without serializing it: a fixed overhead plus its output text."""
+    output = held[5].get("output")
+    return 500 + (len(output) if isinstance(output, str) else 0)
 
 
 def _span_error(span: dict[str, Any], attributes: dict[str, Any]) -> str | None:
@@ -338,32 +348,25 @@ def _span_error(span: dict[str, Any], attributes: dict[str, Any]) -> str | None:
     return str(status.get("message") or status.get("description") or attributes.get("error.type") or "ERROR")
 
 
-def _build(trace_id: str, entry: _Open, held: list[bytes], source: Source, options: Options) -> Trace:
-    calls = [(json.loads(head), call) for head, call in (data.split(b"\t", 1) for data in held)]
-    calls.sort(key=lambda c: (c[0][0], c[0][1], c[0][2]))  # start, end, span id
+def _build(trace_id: str, entry: _Open, calls: list[list[Any]], source: Source, options: Options) -> Trace:
+    calls.sort(key=lambda c: (c[0], c[1], c[2]))  # start, end, span id
     where = Record(source, entry.first_line, b"")
     if not calls and entry.activity:
         activity = f"{entry.activity} model span(s) with tool-call attributes"
         if not options.allow_empty:
             raise no_calls_error(where, entry.first_path, f"trace {trace_id}: {activity}", options)
         options.stats.skip("traces with tool activity but no readable call (--allow-empty)")
-    head: dict[str, Any] = {"trace_id": trace_id}
+    data: dict[str, Any] = {"trace_id": trace_id, "calls": [c[5] for c in calls]}
     if entry.resource:
-        head["metadata"] = {"resource": entry.resource}
-    text = (
-        json.dumps(head, ensure_ascii=False).encode()[:-1]
-        + b',"calls":['
-        + b",".join(c for _, c in calls)
-        + b"]}"
-    )
+        data["metadata"] = {"resource": entry.resource}
     try:
-        return Trace.model_validate_json(text)
+        return Trace.model_validate(data)
     except ValidationError as exc:
         loc = tuple(exc.errors(include_url=False)[0].get("loc", ()))
         index = loc[1] if len(loc) >= 2 and isinstance(loc[1], int) else 0
         if not calls:
             raise validation_error(exc, where, entry.first_path) from None
-        _, _, _, line, path = calls[min(index, len(calls) - 1)][0]
+        _, _, _, line, path, _ = calls[min(index, len(calls) - 1)]
         raise validation_error(exc, Record(source, line, b""), path, drop=2) from None
 
 
