@@ -624,7 +624,7 @@ def test_conflicting_flags_are_bad_input(
 
 def test_write_replaces_the_thresholds_block_and_keeps_the_rest(tmp_path: Path) -> None:
     from seqjudge.calibrate_runs import CalibrationReport
-    from seqjudge.cli.run_cmd import build_config
+    from seqjudge.inputs import build_config
 
     root = tiny_dataset(tmp_path / "ds")
     config = root / "seqjudge.yaml"
@@ -654,7 +654,7 @@ def test_write_replaces_the_thresholds_block_and_keeps_the_rest(tmp_path: Path) 
 
 
 def test_plot_bytes_for_embedding() -> None:
-    from seqjudge.calibrate_plot import calibration_png
+    from seqjudge.outputs.calibrate_plot import calibration_png
 
     png = calibration_png(calibrate(SCORES, LABELS, Settings(resamples=100)), title="tiny")
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000

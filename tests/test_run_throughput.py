@@ -231,7 +231,7 @@ def test_a_429_with_retry_after_pauses_every_new_call(
 
 
 def test_limits_come_from_flags_or_the_config_else_the_providers_defaults(tmp_path: Path) -> None:
-    from seqjudge.cli.run_cmd import build_config
+    from seqjudge.inputs import build_config
     from seqjudge.runner import run_limits
 
     rules, traces, _ = write_suite(tmp_path / "suite", 1)

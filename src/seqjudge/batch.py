@@ -36,7 +36,7 @@ from seqjudge.batch_records import (
     rendered_prompt,
     unpack_request,
 )
-from seqjudge.config import RunConfig
+from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import agreement, reconcile
 from seqjudge.errors import InputError, JudgeOutputError, ProviderError
 from seqjudge.judge.judge import (
@@ -60,13 +60,6 @@ ReaskMode = Literal["online", "batch"]
 # succeed either. Any other error leaves that trace unscored, with the reason.
 FATAL_KINDS = {"auth", "config", "connection"}
 BATCH_PRICE_SCALE = 0.5  # the batch APIs' half price (online re-asks pay the full price)
-
-
-def judge_rule_ids(ruleset: RuleSet, mode: str) -> list[str]:
-    """The rules the judge is asked about (as the online runner chooses them)."""
-    if mode == "contextual":
-        return [r.rule_id for r in ruleset.rules if r.type == "judge"]
-    return [r.rule_id for r in ruleset.rules]
 
 
 def run_fingerprint(cfg: RunConfig) -> dict[str, Any]:

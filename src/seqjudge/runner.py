@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seqjudge.config import RunConfig
+from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
 from seqjudge.errors import ProviderError
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
@@ -130,12 +130,6 @@ class RunSummary:
             "judge_skipped": self.judge_skipped,
             "stopped": self.stopped,
         }
-
-
-def _judge_rule_ids(ruleset: RuleSet, mode: str) -> list[str]:
-    if mode == "contextual":
-        return [r.rule_id for r in ruleset.rules if r.type == "judge"]
-    return [r.rule_id for r in ruleset.rules]
 
 
 def run_limits(cfg: RunConfig, provider_name: str) -> tuple[int, int]:
@@ -256,7 +250,7 @@ async def run_traces(
             from seqjudge.judge.cache import ResponseCache
 
             cache = ResponseCache(cache_dir if cache_dir is not None else Path(cfg.store).parent / "cache")
-    rule_ids = _judge_rule_ids(ruleset, cfg.judge_mode)
+    rule_ids = judge_rule_ids(ruleset, cfg.judge_mode)
     fatal: list[ProviderError] = []
 
     async def decide(trace: Trace) -> None:
@@ -505,7 +499,7 @@ def estimate_run(
     est = RunEstimate(model=cfg.model, price=run_price(cfg, prices) if cfg.model else None)
     if not cfg.model:
         est.judge_skipped = judge_unavailable(cfg.model)
-    rule_ids = _judge_rule_ids(ruleset, cfg.judge_mode)
+    rule_ids = judge_rule_ids(ruleset, cfg.judge_mode)
     names = catalog_names(catalog) if catalog is not None else None
     max_tokens = cfg.model_options.max_tokens
     for trace in traces:

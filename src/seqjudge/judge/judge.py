@@ -359,7 +359,7 @@ class JudgeSession:
                 "a cut-off reply is not re-asked unchanged"
             )
         try:
-            return validate_reply(raw, self.rules, self.prompt.n_calls)
+            return validate_reply(raw, self.rules, self.prompt.n_calls, dict(self.prompt.rule_calls))
         except InvalidJudgeOutput as exc:
             record.error_stage = exc.stage
             record.error = str(exc)

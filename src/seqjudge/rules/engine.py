@@ -44,7 +44,7 @@ Evaluator = Callable[[View], ev.Finding]
 
 _OUTCOMES = ("passed", "failed", "not_exercised", "not_applicable", "deferred")
 _NOT_APPLICABLE = "The trace's context does not match the rule's `when`."
-_DEFERRED = "Written in words: only the LLM judge can decide it."
+_DEFERRED = ev.DEFERRED
 
 
 def _cycle_flaw(tools_text: str) -> ev.Flaw:
@@ -148,7 +148,7 @@ def _compile(rule: Any, aliases: dict[str, list[str]], shared: dict[Any, Selecto
         case TrajectoryRule():
             fn = partial(ev.trajectory, rule)
         case JudgeRule():
-            fn = None
+            fn = None if rule.applies_to is None else partial(ev.judged, rule, c(rule.applies_to))
         case _:  # pragma: no cover - the model's union is closed
             raise TypeError(f"unknown rule type {rule.type}")
     return _Compiled(rule, fn, getattr(rule, "same", None))

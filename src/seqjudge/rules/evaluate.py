@@ -18,6 +18,7 @@ from seqjudge.rules.model import (
     BeforeRule,
     BlocklistRule,
     EventuallyRule,
+    JudgeRule,
     MaxCallsRule,
     NeverAfterRule,
     RequireRule,
@@ -248,6 +249,18 @@ def eventually(rule: EventuallyRule, sel: Selector, v: View) -> Finding:
             )
         ],
     )
+
+
+DEFERRED = "Written in words: only the LLM judge can decide it."
+
+
+def judged(rule: JudgeRule, about: Selector, v: View) -> Finding:
+    """A `judge` rule with ``applies_to``: only the judge decides it, but whether it is exercised is a fact
+    of the trace, the same for the engine, the prompt ("not checked if ...") and the labels."""
+    calls, _ = v.positions(about)
+    if not calls:
+        return Finding("not_exercised", f"{about.text} is never called.")
+    return Finding("deferred", DEFERRED, list(calls))
 
 
 def never_after(rule: NeverAfterRule, trigger: Selector, forbidden: Selector, v: View) -> Finding:

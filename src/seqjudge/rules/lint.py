@@ -251,7 +251,7 @@ def find_cycles(ruleset: RuleSet, *, include_conditional: bool = False) -> list[
 
 def _operands(rule: object) -> list[Operand]:
     out: list[Operand] = []
-    for name in ("tool", "first", "then", "trigger", "forbidden"):
+    for name in ("tool", "first", "then", "trigger", "forbidden", "applies_to"):
         value = getattr(rule, name, None)
         if value is not None:
             out.append(value)

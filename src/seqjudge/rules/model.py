@@ -226,11 +226,50 @@ class TrajectoryRule(_RuleBase):
         return "trajectory:" + ">".join(self.expected)
 
 
+class JudgeCriteria(BaseModel):
+    """When a call (or the trace) passes a ``judge`` rule and when it fails, as short lists of conditions.
+
+    The same text is the judge's instruction and the labelling guideline of a golden dataset."""
+
+    # `pass` is a Python keyword: the field is `pass_`, written and dumped as `pass`.
+    model_config = ConfigDict(extra="forbid", frozen=True, serialize_by_alias=True)
+
+    pass_: list[str] = Field(alias="pass", min_length=1)
+    fail: list[str] = Field(min_length=1)
+
+    @field_validator("pass_", "fail")
+    @classmethod
+    def _non_empty(cls, value: list[str]) -> list[str]:
+        if any(not item.strip() for item in value):
+            raise ValueError("each condition must be a sentence, not blank")
+        return value
+
+
+class JudgeExample(BaseModel):
+    """A labelled case of a ``judge`` rule: what happened, and whether it passes or fails."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: Literal["pass", "fail"]
+    case: str = Field(min_length=1)
+
+
 class JudgeRule(_RuleBase):
-    """A rule written in words that only the LLM judge can decide; the engine reports it ``deferred``."""
+    """A rule written in words that only the LLM judge can decide; the engine reports it ``deferred``.
+
+    ``applies_to`` names the tools (or aliases) whose calls the rule is about: the judge decides each such
+    call, and the rule is not exercised on a trace without one."""
 
     type: Literal["judge"]
     description: str = Field(min_length=1)  # type: ignore[assignment]
+    applies_to: Operand | None = None
+    criteria: JudgeCriteria | None = None
+    examples: list[JudgeExample] = Field(default_factory=list)
+
+    @field_validator("applies_to")
+    @classmethod
+    def _applies(cls, value: Operand | None) -> Operand | None:
+        return None if value is None else _check_operand(value)
 
     def default_id(self) -> str:
         words = re.findall(r"[A-Za-z0-9]+", self.description.lower())[:6]

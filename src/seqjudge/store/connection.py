@@ -15,11 +15,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
 
+from seqjudge.config import DEFAULT_STORE
 from seqjudge.errors import InputError
 from seqjudge.redact import ENV_SECRET_NAMES, scrub_secrets, secret_env_values
 from seqjudge.store.codec import _dumps, _iso, _now
 
-DEFAULT_STORE_PATH = Path(".seqjudge") / "seqjudge.db"
+DEFAULT_STORE_PATH = Path(DEFAULT_STORE)  # one default, declared in config
 
 
 class Connection:
