@@ -16,7 +16,7 @@ import tempfile
 from array import array
 from typing import IO, Any
 
-LIMIT = 16 << 20
+LIMIT = 8 << 20
 
 
 class Held:

@@ -9,10 +9,10 @@ reads it. Calls carry their span's start and end times (epoch seconds), so the n
 start time and overlapping calls share a step; a failed call is a span with status ERROR (OTLP code 2).
 
 One trace per ``traceId``. Results never depend on the order spans arrive in: a trace is built only when the
-input has ended (spans of one trace may come in any order, in any record), and its calls are sorted by
-(start, end, span id). Until then the calls are held as JSON text - in memory up to 16 MB, past that in a
-temporary file (``holding.Held``) - so memory stays bounded however large the export; records are never
-kept.
+input has ended (spans of one trace may come in any order, in any record), and its calls are sorted by (start,
+end, span id). Until then the calls are held (``holding.Held``): in memory up to an estimated 8 MB, past that
+pickled to a temporary file, so memory grows only by a small per-trace entry however large the export; records
+are never kept.
 
 A trace id whose spans no convention marks (a plain HTTP request in the same export) is not an agent run: it
 yields no trace and its spans are counted as skipped. An agent trace with no tool span yields a trace with no
