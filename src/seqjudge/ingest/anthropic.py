@@ -42,6 +42,8 @@ SIGNATURE = (
 )
 
 _CALL_BLOCKS = {"tool_use", "server_tool_use", "mcp_tool_use"}
+# OpenAI-only marks: a record of an Anthropic file without these reads as Anthropic (see detect).
+FOREIGN_MARKS = (b'"tool_calls"', b'"tool_call_id"', b'"function_call', b'"tool"', b'"developer"', b'_text"')
 
 
 def _is_message(item: Any) -> bool:

@@ -89,7 +89,13 @@ def _agreeing(
     first: Record,
 ) -> Iterator[Record]:
     yield from held
+    # A format may name byte strings only a differing record can hold (another API's block types): a record
+    # without any of them fits, and is not walked a second time (the importer decodes it anyway).
+    marks: tuple[bytes, ...] | None = getattr(fmt, "FOREIGN_MARKS", None)
     for record in rest:
+        if marks is not None and not any(mark in record.raw for mark in marks):
+            yield record
+            continue
         value = record.value()
         if fmt.sniff(value, options) == NO:
             raise _disagree(record, value, [first], [name], formats, options)

@@ -53,6 +53,8 @@ _RESULT_ITEMS = {"function_call_output", "custom_tool_call_output"}
 _SKIPPED_ITEMS = {"reasoning", "item_reference", "compaction"}
 _RESPONSE_ITEMS = _CALL_ITEMS | _RESULT_ITEMS | _SKIPPED_ITEMS | {"message", "mcp_call"}
 _INSTRUCTIONS = {"system", "developer"}
+# Anthropic-only block types: a record of an OpenAI file without these reads as OpenAI (see detect).
+FOREIGN_MARKS = (b'"tool_use"', b'"tool_result"', b"_tool_use", b"_tool_result", b'"thinking"')
 
 
 def _is_message(item: Any) -> bool:
