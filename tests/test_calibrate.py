@@ -26,7 +26,7 @@ from seqjudge.calibrate_runs import calibrate_golden, write_thresholds
 from seqjudge.cli import run
 from seqjudge.config import load_config
 from seqjudge.golden import cross_check, load_dataset, validate
-from seqjudge.judge.providers import base as providers
+from seqjudge.judge.providers import ProviderProfile, registry
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "golden_traces"
@@ -462,7 +462,7 @@ def labelled_judge(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str,
         made.append(ByTraceProvider(dataset.traces, script, model=model, **options))
         return made[-1]
 
-    monkeypatch.setitem(providers._REGISTRY, "labelled", factory)
+    monkeypatch.setitem(registry._REGISTRY, "labelled", ProviderProfile(name="labelled", factory=factory))
     return {"suite": suite, "made": made, "db": tmp_path / "db.sqlite"}
 
 

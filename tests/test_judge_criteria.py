@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from seqjudge import load_rules, load_traces
-from seqjudge.catalog import load_catalog
 from seqjudge.cli import run
 from seqjudge.config import judge_rule_ids
 from seqjudge.crosscheck import reconcile
@@ -20,6 +19,7 @@ from seqjudge.judge.judge import Fingerprint, JudgeResult
 from seqjudge.judge.prompt import Evidence, guideline, render, render_trace_data
 from seqjudge.judge.schema import JudgeOutput
 from seqjudge.judge.validate import InvalidJudgeOutput, validate_reply
+from seqjudge.rules.catalog import load_catalog
 from seqjudge.rules.engine import check
 from seqjudge.rules.model import RuleSet
 from seqjudge.rules.select import expand_name

@@ -41,6 +41,7 @@ from seqjudge.crosscheck import agreement, reconcile
 from seqjudge.errors import InputError, JudgeOutputError, ProviderError
 from seqjudge.judge.judge import (
     DEFAULT_MAX_TOKENS_LIMIT,
+    JudgeFailure,
     JudgeResult,
     JudgeSession,
     SessionState,
@@ -188,13 +189,12 @@ async def submit_run(
 
 async def _finish_online(session: JudgeSession, trace: Trace, max_attempts: int) -> JudgeResult:
     """Run the online judge loop from the session's state; a non-fatal provider error ends unscored."""
-    try:
-        return await session.finish(trace, max_attempts)
-    except ProviderError as exc:
-        if exc.kind in FATAL_KINDS:
-            raise
-        unscored: JudgeResult = exc.unscored  # type: ignore[attr-defined]
-        return unscored
+    outcome = await session.settle(trace, max_attempts)
+    if isinstance(outcome, JudgeFailure):
+        if outcome.error.kind in FATAL_KINDS:
+            raise outcome.error
+        return outcome.unscored
+    return outcome
 
 
 def _cache(cfg: RunConfig, store: Store) -> Any:

@@ -63,7 +63,7 @@ class RunConfig(BaseModel):
     judge_mode: JudgeMode = "full"
     max_attempts: int = Field(default=3, ge=1)
     concurrency: int = Field(default=8, ge=1)
-    # Requests / tokens per minute; None = the provider's default (seqjudge.limits.DEFAULT_LIMITS), 0 = off.
+    # Requests / tokens per minute; None = the provider's default (its profile's), 0 = off.
     rpm: int | None = Field(default=None, ge=0)
     tpm: int | None = Field(default=None, ge=0)
     # Stop starting judge calls once this many USD are spent or reserved (None or 0 = no budget).

@@ -26,7 +26,7 @@ from seqjudge.errors import InputError
 from seqjudge.rules.model import RuleSet
 
 if TYPE_CHECKING:
-    from seqjudge.catalog import Catalog
+    from seqjudge.rules.catalog import Catalog
     from seqjudge.rules.lint import LintProblem
 
 __all__ = [
@@ -89,7 +89,7 @@ def catalog_path(ruleset: RuleSet, given: str | Path | None = None) -> Path | No
 
 
 def read_catalog(path: str | Path) -> Catalog:
-    from seqjudge.catalog import load_catalog
+    from seqjudge.rules.catalog import load_catalog
 
     return load_catalog(path)
 

@@ -28,6 +28,7 @@ from seqjudge.cli.trace_options import ErrorPattern, MessagesKey, TraceFormat, V
 from seqjudge.crosscheck import reconcile
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.inputs import load_suite, model_or_env
+from seqjudge.judge.providers.registry import key_variables
 from seqjudge.outputs.judged import JudgeOutput
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
@@ -183,7 +184,7 @@ def _explain(exc: ProviderError, model: str, base_url: str | None, *, done: int)
     """The provider's message, plus which model and endpoint, and what to do for each kind of trouble."""
     todo = {
         "config": "fix what the message above names; keys are read from the environment only "
-        "(OPENAI_API_KEY for openai, ANTHROPIC_API_KEY for anthropic)",
+        f"({key_variables()})",
         "auth": "check that the key in the environment is valid for this provider and model",
         "connection": "check --base-url (OpenAI-compatible servers usually need the /v1 suffix) and that the "
         "server is running",

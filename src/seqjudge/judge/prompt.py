@@ -30,6 +30,7 @@ from seqjudge.judge.trace_data import MAX_TRACE_CHARS as MAX_TRACE_CHARS
 from seqjudge.judge.trace_data import SHORT_OUTPUT_CHARS, Evidence, evidence_of
 from seqjudge.judge.trace_data import render_trace_data as render_trace_data
 from seqjudge.report import VIOLATION_TYPES, RiskLevel
+from seqjudge.rules.base import Wording
 from seqjudge.rules.model import ArgsSelector, Operand, RuleSet
 from seqjudge.rules.select import compile_operand, expand_name, operand_names
 from seqjudge.trace import Trace
@@ -133,106 +134,9 @@ def _spelled(op: Operand, aliases: dict[str, list[str]]) -> str:
 
 def requirement(rule: Any, aliases: dict[str, list[str]]) -> str:
     """What the rule demands, in the engine's exact semantics (see the README), as one paragraph."""
-
-    def w(op: Operand) -> str:
-        return operand_words(op, aliases)
-
-    match rule.type:
-        case "require":
-            return (
-                f"At least one successful call to {w(rule.tool)} must appear in the trace. "
-                "Violation: `missing_call` (offending index null)."
-            )
-        case "before":
-            return (
-                f"Look at the first call (any status) to {w(rule.then)}: a successful call to "
-                f"{w(rule.first)} must come in an earlier step. Not checked if {w(rule.then)} is never "
-                f"called. Violation at that first call: `out_of_order` if a successful {w(rule.first)} "
-                "exists only later or in the same step, otherwise `missing_prerequisite`."
-            )
-        case "blocklist":
-            return (
-                f"No call, successful or failed, may have a tool name containing the text `{rule.pattern}` "
-                "(a plain, case-sensitive substring; `*` is a literal character). Violation: "
-                "`forbidden_call` at the first such call."
-            )
-        case "max_calls":
-            if rule.max == 0:
-                return (
-                    f"{w(rule.tool)} must never be called, not even once (failed attempts count). "
-                    "Violation: `too_many_calls` at the first call."
-                )
-            return (
-                f"{w(rule.tool)} may be called at most {rule.max} time(s); every attempt counts, failed "
-                "ones too. Violation: `too_many_calls` at the first call over the limit."
-            )
-        case "eventually":
-            return (
-                f"A successful call to {w(rule.tool)} must happen within the first {rule.within} step(s) "
-                f"of the trace (steps 0 to {rule.within - 1}). Violation: `deadline_missed` if it succeeds "
-                "only later, `missing_call` (offending index null) if it never succeeds."
-            )
-        case "never_after":
-            return (
-                f"Once {w(rule.trigger)} has been called (its first call, any status), no call to "
-                f"{w(rule.forbidden)} (any status) may come in a later step. Not checked if "
-                f"{w(rule.trigger)} is never called. Violation: `forbidden_call` at the first such call."
-            )
-        case "after":
-            return (
-                f"Every call to {w(rule.trigger)} (any status) must be followed by a successful call to "
-                f"{w(rule.then)} in a later step, at most {rule.within} step(s) after it. Not checked if "
-                f"{w(rule.trigger)} is never called. Violation: `deadline_missed` at the first call to "
-                f"{w(rule.trigger)} left without one (also when the trace ends first)."
-            )
-        case "sequence":
-            names = ", then ".join(w(t) for t in rule.tools)
-            if rule.strict:
-                return (
-                    f"Strict sequence: {names}. Calls before the first successful {w(rule.tools[0])} "
-                    "are ignored. Not checked if it never succeeds. After it, every following call must "
-                    "be the next tool of the sequence, each in a later step, with nothing else in between "
-                    "(a failed attempt of the awaited tool waits for its retry). Violation: `out_of_order` "
-                    "at the first call that is not the awaited tool, `incomplete_sequence` if the trace "
-                    "ends before the last tool succeeded."
-                )
-            return (
-                f"Sequence: {names} must succeed in this order, each in a later step than the previous "
-                "one; other calls may come in between and repeats of tools already reached are ignored. "
-                "Not checked if none of them is called. Violation: `out_of_order` when a later tool of "
-                "the sequence is called (any status) before its predecessors succeeded, or succeeds in "
-                "the same step as its predecessor; `incomplete_sequence` (at the last completed call) if "
-                "the trace ends before the last tool succeeded."
-            )
-        case "trajectory":
-            names = ", ".join(f"`{t}`" for t in rule.expected)
-            text = {
-                "precedence": f"Each of {names} must have a successful call, and none may be out of order: "
-                "for a tool X listed before a tool Y, the first call to Y (any status) must come "
-                "in a later step than the first successful X. Extra calls and repeats are "
-                "allowed.",
-                "in_order": f"The successful calls must contain {names} in this order (other calls may come "
-                "in between).",
-                "any_order": f"The successful calls must include {names} (each as often as listed), in any "
-                "order.",
-                "exact": f"The tool names of the successful calls, in order, must be exactly {names}.",
-            }[rule.mode]
-            return text + " Violation: `missing_call` for tools that never succeed, `out_of_order` otherwise."
-        case "judge":
-            if rule.applies_to is None:
-                return (
-                    "Written in words: decide it from its description"
-                    + (" and criteria" if rule.criteria else "")
-                    + " and the whole trace. Violation: `criteria_not_met` at the call it concerns (null "
-                    "only when the failure concerns no call)."
-                )
-            by = "the criteria" if rule.criteria else "the description"
-            return (
-                f"Decide each call to {_spelled(rule.applies_to, aliases)} on its own, failed attempts "
-                f"included: the rule fails if any of them fails {by}. Not checked if the trace has no such "
-                "call. Violation: `criteria_not_met` at each call that fails, one violation per call."
-            )
-    return rule.description or rule.type  # pragma: no cover - the rule union is closed
+    say = Wording(lambda op: operand_words(op, aliases), lambda op: _spelled(op, aliases))
+    text: str = rule.requirement(say)
+    return text
 
 
 def scope_lines(rule: Any) -> list[str]:
@@ -266,13 +170,11 @@ PER_VALUE = (
 
 
 def rule_view(rule: Any, aliases: dict[str, list[str]]) -> dict[str, Any]:
-    from seqjudge.rules.engine import describe_rule  # one source for a rule's default description
-
     return {
         "id": rule.rule_id,
         "type": rule.type,
         "severity": rule.severity,
-        "description": (rule.description or describe_rule(rule)).strip(),
+        "description": (rule.description or rule.describe()).strip(),
         "requirement": requirement(rule, aliases),
         "scope": scope_lines(rule),
         "criteria": criteria_text(rule),
@@ -322,7 +224,7 @@ def rule_tools(rules: Sequence[Any], aliases: dict[str, list[str]]) -> set[str] 
 
 
 def catalog_view(catalog: Any) -> list[dict[str, Any]]:
-    """A catalog (``seqjudge.catalog.Catalog``, a dict of tools, or ``{"tools": [...]}``) sorted by name."""
+    """A catalog (``rules.catalog.Catalog``, a dict of tools, or ``{"tools": [...]}``) sorted by name."""
     if catalog is None:
         return []
     tools = getattr(catalog, "tools", None)
@@ -606,15 +508,8 @@ def _first_sentence(text: str) -> str:
 
 def _named_aliases(rule: Any, aliases: dict[str, list[str]]) -> list[str]:
     """The aliases a rule's text names (and the aliases they name in turn)."""
-    from seqjudge.judge.validate import OPERAND_FIELDS
-
-    stack: list[str] = []
-    for field in OPERAND_FIELDS.get(rule.type, ()):
-        value = getattr(rule, field)
-        if value is None or field == "applies_to":  # applies_to is shown with its tools spelled out
-            continue
-        for op in value if field in ("tools", "expected") else [value]:
-            stack.extend(operand_names(op))
+    spelled = getattr(rule, "applies_to", None)  # shown with its tools spelled out: it names no alias
+    stack = [name for op in rule.operands() if op is not spelled for name in operand_names(op)]
     out: list[str] = []
     while stack:
         name = stack.pop()

@@ -38,30 +38,13 @@ class InvalidJudgeOutput(JudgeOutputError):
 
 # ------------------------------------------------------------------------------------------ the inputs
 
-OPERAND_FIELDS = {
-    "require": ("tool",),
-    "before": ("first", "then"),
-    "max_calls": ("tool",),
-    "eventually": ("tool",),
-    "never_after": ("trigger", "forbidden"),
-    "after": ("trigger", "then"),
-    "sequence": ("tools",),
-    "trajectory": ("expected",),
-    "judge": ("applies_to",),
-}
-
 
 def rule_tool_names(rule: Any, aliases: Mapping[str, list[str]]) -> list[str]:
     """Every tool name a rule's operands can match, aliases expanded (blocklist patterns are not names)."""
     names: list[str] = []
-    for field in OPERAND_FIELDS.get(rule.type, ()):
-        value = getattr(rule, field)
-        if value is None:  # a judge rule without applies_to
-            continue
-        ops = value if field in ("tools", "expected") else [value]
-        for op in ops:
-            for name in operand_names(op):
-                names.extend(expand_name(name, dict(aliases)))
+    for op in rule.operands():
+        for name in operand_names(op):
+            names.extend(expand_name(name, dict(aliases)))
     return names
 
 

@@ -20,39 +20,12 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from seqjudge.rules.document import Loc
-from seqjudge.rules.model import (
-    RULE_TYPES,
-    AfterRule,
-    ArgsSelector,
-    BeforeRule,
-    BlocklistRule,
-    EventuallyRule,
-    JudgeCriteria,
-    JudgeExample,
-    JudgeRule,
-    MaxCallsRule,
-    NeverAfterRule,
-    RequireRule,
-    SequenceRule,
-    TrajectoryRule,
-)
+from seqjudge.rules.model import RULE_CLASSES, RULE_TYPES, ArgsSelector, JudgeCriteria, JudgeExample
 from seqjudge.rules.problems import ProblemCollector, describe, suggest
 
 __all__ = ["RULE_CLASSES", "Spec", "validate_rule"]
 
 
-RULE_CLASSES: dict[str, type[BaseModel]] = {
-    "require": RequireRule,
-    "before": BeforeRule,
-    "blocklist": BlocklistRule,
-    "max_calls": MaxCallsRule,
-    "eventually": EventuallyRule,
-    "never_after": NeverAfterRule,
-    "after": AfterRule,
-    "sequence": SequenceRule,
-    "trajectory": TrajectoryRule,
-    "judge": JudgeRule,
-}
 SAME_TYPES = tuple(t for t in RULE_TYPES if "same" in RULE_CLASSES[t].model_fields)
 SELECTOR_KEYS = tuple(ArgsSelector.model_fields)
 

@@ -25,6 +25,7 @@ from markupsafe import Markup
 from seqjudge.outputs.html import svg, view
 from seqjudge.outputs.html.deltas import VERDICTS, Deltas, compute_deltas
 from seqjudge.store import RunInfo, StoredResult
+from seqjudge.version import __version__
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 TEMPLATE = "report.html.j2"
@@ -167,8 +168,6 @@ def render_report(
     generated_at: datetime | None = None,
 ) -> str:
     """The report of one run (optionally against a baseline run) as one self-contained HTML page."""
-    from seqjudge import __version__
-
     results = [s.result for s in stored]
     deltas = None
     if baseline is not None:
