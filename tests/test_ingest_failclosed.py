@@ -108,3 +108,26 @@ def test_detection_holds_ambiguous_records_only_up_to_its_bound(
         InputError, match="line 4: this record differs from the records before it: it looks like"
     ):
         list(load_traces(path))
+
+
+@pytest.mark.parametrize(
+    ("command", "accepted"),
+    [
+        (["prompt", "{rules}", "{traces}", "--judge-mode", "full"], 0),
+        # The scripted provider holds no reply: exit 3 shows the trace got past ingest to the model.
+        (["judge", "{rules}", "{traces}", "--model", "scripted:pass"], 3),
+        (["run", "{rules}", "{traces}", "--store", "{store}"], 0),
+    ],
+    ids=["prompt", "judge", "run"],
+)
+def test_every_command_that_reads_traces_fails_closed_and_takes_allow_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], accepted: int
+) -> None:
+    rules = write(tmp_path, "rules.yaml", RULES)
+    path = write(tmp_path, "chat.jsonl", lines({"messages": CHAT}))
+    argv = [a.format(rules=rules, traces=path, store=tmp_path / "s.db") for a in command]
+    argv += ["--trace-format", "anthropic"]  # read as Anthropic, the OpenAI tool calls become no call
+    assert run(argv) == 2
+    assert "no tool call, but the input holds tool activity" in capsys.readouterr().err
+    assert run([*argv, "--allow-empty"]) == accepted  # the trace without calls goes on to the command
+    assert "no tool call, but the input holds tool activity" not in capsys.readouterr().err
