@@ -1,11 +1,20 @@
 """Engine speed: end-to-end `check` against merely parsing the same file with json.loads.
 
     python benchmarks/engine.py [--repeats 3] [--calls 1000000] [--traces 100000] [--workers N] [--only-b]
+    python benchmarks/engine.py --in-process [--repeats 3] [--calls 1000000] [--traces 100000]
 
 (a) one trace of N calls against 50 rules of every type, loaded and checked in-process;
 (b) many traces of 20 calls against 20 rules, as JSONL through `seqjudge check` (in-process CLI);
 (c) linearity: the same as (a) at N/10 calls, and the time ratio.
-Medians of --repeats runs, each measured side by side with its parse-only baseline.
+Every call but the first carries an argument `key` with 1,000 values, and every fifth `before`, `max_calls`
+or `never_after` rule holds per value (`same: [key]`). (a) and (b) time each rule set with its `same:` rules
+and without them (the set minus every rule that has `same:`), side by side with the parse-only baseline.
+Medians of --repeats runs; the variants alternate within each run.
+
+--in-process times the engine alone, in CPU seconds (no loading, no worker processes): `Engine.check_data` on
+(a)'s trace, and `check_data` plus `report_line` a trace on (b)'s traces, each set also with its `same:`
+rules stripped of `same:` (what `same:` itself costs). Only public names are used, so the same command run
+against an older checkout (PYTHONPATH=old/src) measures the code before a change.
 """
 
 from __future__ import annotations
@@ -18,11 +27,34 @@ import random
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import yaml
 
 TOOLS = [f"tool_{i:02d}" for i in range(16)] + ["auth", "get_order", "cancel_order", "admin_reset"]
+
+
+SAME_KEY = "key"
+KEY_VALUES = 1000
+# The rule types whose every fifth rule (that has no `same:` yet) holds per value of `key`.
+_PER_KEY_TYPES = ("before", "max_calls", "never_after")
+
+
+def _per_key(rules: list[dict]) -> list[dict]:
+    k = 0
+    for rule in rules:
+        if rule["type"] in _PER_KEY_TYPES and "same" not in rule:
+            k += 1
+            if k % 5 == 0:
+                rule["same"] = [SAME_KEY]
+    return rules
+
+
+def without_same(ruleset: dict) -> dict:
+    """The rule set minus every rule that holds per value: what its `same:` rules are measured against."""
+    return {"rules": [r for r in ruleset["rules"] if "same" not in r]}
 
 
 def rules_50() -> dict:
@@ -58,7 +90,7 @@ def rules_50() -> dict:
         {"type": "max_calls", "tool": "admin_reset", "max": 0},
     ]
     assert len(rules) == 50, len(rules)
-    return {"rules": rules}
+    return {"rules": _per_key(rules)}
 
 
 def rules_20() -> dict:
@@ -70,54 +102,91 @@ def make_calls(n: int, rng: random.Random) -> list[dict]:
     common = TOOLS[:16]
     for i in range(1, n):
         r = rng.random()
+        args: dict
         if r < 0.04:
             name, args = "get_order", {"order_id": f"#{rng.randrange(1000)}"}
         elif r < 0.05:
             name, args = "cancel_order", {"order_id": f"#{rng.randrange(1000)}"}
         else:
             name, args = common[rng.randrange(16)], {"q": i % 97}
+        args[SAME_KEY] = f"k{rng.randrange(KEY_VALUES)}"
         calls.append(
             {"tool_name": name, "arguments": args, "status": "ok" if rng.random() > 0.02 else "error"}
         )
     return calls
 
 
+def _cpu() -> float:
+    t = os.times()  # children: worker processes, counted once they have been waited for
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def timed(fn) -> float:
+    return timed_both(fn)[0]
+
+
+def timed_both(fn) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (this process and its finished children): on a shared machine the CPU
+    time moves far less with the neighbours' load than the wall clock does."""
     gc.collect()
-    start = time.perf_counter()
+    cpu, start = _cpu(), time.perf_counter()
     fn()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cpu() - cpu
 
 
-def bench_one_trace(tmp: Path, n: int, repeats: int) -> tuple[float, float]:
+def _side_by_side(
+    parse_only: Callable[[], None],
+    measured: Callable[[Path], None],
+    rule_paths: dict[str, Path],
+    repeats: int,
+) -> dict[str, float]:
+    """Medians of parse-only and of ``measured`` with each rule file, all three timed in every run."""
+    runs: dict[str, list[tuple[float, float]]] = {"parse": [], "without": [], "with": []}
+    for r in range(repeats):
+        runs["parse"].append(timed_both(parse_only))
+        # Alternate which variant goes first: a neighbour's load then lands on both alike.
+        for variant in ("without", "with") if r % 2 == 0 else ("with", "without"):
+            runs[variant].append(timed_both(partial(measured, rule_paths[variant])))
+    medians: dict[str, float] = {}
+    for name, times in runs.items():
+        medians[name] = statistics.median(wall for wall, _ in times)
+        medians[f"{name} cpu"] = statistics.median(cpu for _, cpu in times)
+    return medians
+
+
+def _rule_files(tmp: Path, name: str, ruleset: dict) -> dict[str, Path]:
+    """The rule set with its `same:` rules and without them, as files `check` loads."""
+    paths = {}
+    for variant, rules in (("with", ruleset), ("without", without_same(ruleset))):
+        paths[variant] = tmp / f"{name}_{variant}.yaml"
+        paths[variant].write_text(yaml.safe_dump(rules))
+    return paths
+
+
+def bench_one_trace(tmp: Path, n: int, repeats: int) -> dict[str, float]:
+    """Medians of parse-only, and of loading and checking the trace with and without the `same:` rules."""
     from seqjudge import check, load_rules, load_traces
     from seqjudge.rules.engine import Engine
 
     rng = random.Random(7)
     path = tmp / f"one_{n}.json"
     path.write_text(json.dumps({"trace_id": "big", "calls": make_calls(n, rng), "context": {"env": "prod"}}))
-    rules_path = tmp / "rules50.yaml"
-    rules_path.write_text(yaml.safe_dump(rules_50()))
-    ruleset = load_rules(rules_path)
+    rule_paths = _rule_files(tmp, "rules50", rules_50())
     assert check  # the public API is what users call; Engine is the same code compiled once
 
     def parse_only() -> None:
         json.loads(path.read_bytes())
 
-    def end_to_end() -> None:
+    def end_to_end(rules_path: Path) -> None:
         engine = Engine(load_rules(rules_path))
         for trace in load_traces(path):
             engine.check(trace)
 
-    parse, full = [], []
-    for _ in range(repeats):
-        parse.append(timed(parse_only))
-        full.append(timed(end_to_end))
-    del ruleset
-    return statistics.median(parse), statistics.median(full)
+    return _side_by_side(parse_only, end_to_end, rule_paths, repeats)
 
 
-def bench_many(tmp: Path, n_traces: int, repeats: int, workers: int | None = None) -> tuple[float, float]:
+def bench_many(tmp: Path, n_traces: int, repeats: int, workers: int | None = None) -> dict[str, float]:
+    """Medians of parse-only, and of `check --format jsonl` with and without the `same:` rules."""
     from seqjudge.cli import run
 
     rng = random.Random(11)
@@ -125,15 +194,14 @@ def bench_many(tmp: Path, n_traces: int, repeats: int, workers: int | None = Non
     with path.open("w") as out:
         for k in range(n_traces):
             out.write(json.dumps({"trace_id": f"t{k}", "calls": make_calls(20, rng)}) + "\n")
-    rules_path = tmp / "rules20.yaml"
-    rules_path.write_text(yaml.safe_dump(rules_20()))
+    rule_paths = _rule_files(tmp, "rules20", rules_20())
 
     def parse_only() -> None:
         with path.open("rb") as f:
             for line in f:
                 json.loads(line)
 
-    def through_cli() -> None:
+    def through_cli(rules_path: Path) -> None:
         extra = [] if workers is None else ["--workers", str(workers)]
         code = run(
             ["check", str(rules_path), str(path), "--format", "jsonl", "--output", str(tmp / "out.jsonl")]
@@ -141,11 +209,7 @@ def bench_many(tmp: Path, n_traces: int, repeats: int, workers: int | None = Non
         )
         assert code in (0, 1), code
 
-    parse, full = [], []
-    for _ in range(repeats):
-        parse.append(timed(parse_only))
-        full.append(timed(through_cli))
-    return statistics.median(parse), statistics.median(full)
+    return _side_by_side(parse_only, through_cli, rule_paths, repeats)
 
 
 def bench_floor(tmp: Path, n_traces: int, repeats: int, workers: int) -> tuple[float, float, int]:
@@ -162,7 +226,7 @@ def bench_floor(tmp: Path, n_traces: int, repeats: int, workers: int) -> tuple[f
     from seqjudge.rules.engine import Engine
 
     path = tmp / f"many_{n_traces}.jsonl"
-    engine = Engine(load_rules(tmp / "rules20.yaml"))
+    engine = Engine(load_rules(tmp / "rules20_with.yaml"))
     with path.open("rb") as f:
         first = plain_trace(json.loads(f.readline()), None)
     assert first is not None
@@ -214,6 +278,67 @@ def bench_floor(tmp: Path, n_traces: int, repeats: int, workers: int) -> tuple[f
     return statistics.median(parse), statistics.median(full), size
 
 
+def _print_pair(title: str, m: dict[str, float], rate) -> None:
+    p, with_, without = m["parse"], m["with"], m["without"]
+    pc, with_c, without_c = m["parse cpu"], m["with cpu"], m["without cpu"]
+    print(f"{title}: json.loads {p:.2f} s (CPU {pc:.2f} s)")
+    for name, wall, cpu in (("with", with_, with_c), ("without", without, without_c)):
+        print(
+            f"    {name + ' its `same:` rules':26s}{wall:6.2f} s ({rate(wall)}); ratio {wall / p:.2f}x; "
+            f"CPU {cpu:.2f} s, ratio {cpu / pc:.2f}x"
+        )
+    print(
+        f"    the `same:` rules add {with_ - without:+.2f} s ({with_ / without:.2f}x the set without them); "
+        f"CPU {with_c - without_c:+.2f} s"
+    )
+
+
+def bench_in_process(n_calls: int, n_traces: int, repeats: int) -> None:
+    from seqjudge.ingest.plain import plain_trace
+    from seqjudge.report import report_line
+    from seqjudge.rules.engine import Engine
+    from seqjudge.rules.model import RuleSet
+    from seqjudge.trace import Trace
+
+    def variants(ruleset: dict) -> dict[str, Engine]:
+        stripped = [{k: v for k, v in r.items() if k != "same"} for r in ruleset["rules"]]
+        sets = {"with": ruleset, "same: stripped": {"rules": stripped}, "without": without_same(ruleset)}
+        return {name: Engine(RuleSet.model_validate(rules)) for name, rules in sets.items()}
+
+    def cpu_medians(work: dict[str, Callable[[], None]]) -> dict[str, float]:
+        runs: dict[str, list[float]] = {name: [] for name in work}
+        for _ in range(repeats):
+            for name, fn in work.items():
+                gc.collect()
+                start = time.process_time()
+                fn()
+                runs[name].append(time.process_time() - start)
+        return {name: statistics.median(times) for name, times in runs.items()}
+
+    big = Trace.model_validate({"calls": make_calls(n_calls, random.Random(7)), "context": {"env": "prod"}})
+    engines = variants(rules_50())
+    a = cpu_medians({name: partial(e.check_data, big) for name, e in engines.items()})
+    print(f"(a) engine alone, 1 trace x {n_calls:,} calls, 50 rules, CPU seconds:")
+    for name, t in a.items():
+        print(f"    {name:16s} {t:6.2f} s ({t - a['without']:+.2f} s against without)")
+    rng = random.Random(11)
+    records = [
+        json.loads(json.dumps({"trace_id": f"t{k}", "calls": make_calls(20, rng)})) for k in range(n_traces)
+    ]
+    traces = [plain_trace(r, None) for r in records]
+
+    def many(engine: Engine) -> None:
+        for trace in traces:
+            report_line(engine.check_data(trace))
+
+    b = cpu_medians({name: partial(many, e) for name, e in variants(rules_20()).items()})
+    print(f"(b) engine and report alone, {n_traces:,} traces x 20 calls, 20 rules, CPU a trace:")
+    for name, t in b.items():
+        us, base = t / n_traces * 1e6, b["without"] / n_traces * 1e6
+        print(f"    {name:16s} {us:6.1f} us ({us - base:+.1f} us against without)")
+    print(f"medians of {repeats} runs; the variants alternate within each run")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
@@ -221,26 +346,35 @@ def main() -> None:
     ap.add_argument("--traces", type=int, default=100_000)
     ap.add_argument("--workers", type=int, default=None, help="(b): check --workers N (default: its own)")
     ap.add_argument("--only-b", action="store_true", help="skip (a) and (c)")
+    ap.add_argument("--in-process", action="store_true", help="the engine alone, in CPU seconds")
     args = ap.parse_args()
+    if args.in_process:
+        bench_in_process(args.calls, args.traces, args.repeats)
+        return
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        n_same_50 = len(rules_50()["rules"]) - len(without_same(rules_50())["rules"])
+        n_same_20 = len(rules_20()["rules"]) - len(without_same(rules_20())["rules"])
         if not args.only_b:
-            p_small, f_small = bench_one_trace(tmp, args.calls // 10, args.repeats)
-            p, f = bench_one_trace(tmp, args.calls, args.repeats)
-            print(
-                f"(a) 1 trace x {args.calls:,} calls, 50 rules: check {f:.2f} s "
-                f"({args.calls / f:,.0f} calls/s); json.loads {p:.2f} s; ratio {f / p:.2f}x"
+            small = bench_one_trace(tmp, args.calls // 10, args.repeats)
+            big = bench_one_trace(tmp, args.calls, args.repeats)
+            _print_pair(
+                f"(a) 1 trace x {args.calls:,} calls, 50 rules ({n_same_50} with `same:`)",
+                big,
+                lambda f: f"{args.calls / f:,.0f} calls/s",
             )
+            f_small, f = small["with"], big["with"]
             print(
-                f"(c) linearity: {args.calls // 10:,} calls {f_small:.2f} s -> {args.calls:,} calls "
+                f"(c) linearity, 50 rules: {args.calls // 10:,} calls {f_small:.2f} s -> "
+                f"{args.calls:,} calls "
                 f"{f:.2f} s: {f / f_small:.1f}x time for 10x calls"
             )
-        p, f = bench_many(tmp, args.traces, args.repeats, args.workers)
-        calls = args.traces * 20
-        print(
-            f"(b) {args.traces:,} traces x 20 calls, 20 rules, `seqjudge check` JSONL: {f:.2f} s "
-            f"({calls / f:,.0f} calls/s, {args.traces / f:,.0f} traces/s); json.loads {p:.2f} s; "
-            f"ratio {f / p:.2f}x"
+        many = bench_many(tmp, args.traces, args.repeats, args.workers)
+        _print_pair(
+            f"(b) {args.traces:,} traces x 20 calls, 20 rules ({n_same_20} with `same:`), "
+            "`seqjudge check` JSONL",
+            many,
+            lambda f: f"{args.traces * 20 / f:,.0f} calls/s, {args.traces / f:,.0f} traces/s",
         )
         from seqjudge.checkpool import worker_count
 
@@ -256,7 +390,10 @@ def main() -> None:
                 f"(b) floor, no rules: the same {max(workers, 1)} process(es) parse each line and write a "
                 f"{size:,}-byte report for it: {f:.2f} s; json.loads {p:.2f} s; ratio {f / p:.2f}x"
             )
-        print(f"medians of {args.repeats} runs, each side by side with its parse-only baseline")
+        print(
+            f"medians of {args.repeats} runs; in each run the variants and their parse-only baseline "
+            "ran side by side"
+        )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ duplicate-id index (about a hundred bytes a trace), which the benchmark reports 
     python benchmarks/ingest.py                 # 50,000 records per format
     python benchmarks/ingest.py --records 5000  # quicker
     python benchmarks/ingest.py --formats native,otel
+    python benchmarks/ingest.py --detect        # let the loader detect each format (whole-input detection)
 """
 
 from __future__ import annotations
@@ -209,7 +210,8 @@ def child(path: str, trace_format: str) -> None:
 
     started = time.perf_counter()
     traces = calls = 0
-    for trace in load_traces(path, format=trace_format, error_pattern="^Error"):
+    forced = None if trace_format == "auto" else trace_format
+    for trace in load_traces(path, format=forced, error_pattern="^Error"):
         traces += 1
         calls += len(trace.calls)
     seconds = time.perf_counter() - started
@@ -241,6 +243,7 @@ def main() -> None:
     )
     parser.add_argument("--records", type=int, default=50_000, help="records (JSONL lines) per format")
     parser.add_argument("--formats", default=",".join(GENERATORS), help="comma-separated formats to measure")
+    parser.add_argument("--detect", action="store_true", help="detect each format instead of naming it")
     parser.add_argument("--child", nargs=2, metavar=("PATH", "FORMAT"), help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
@@ -263,7 +266,7 @@ def main() -> None:
             for size in sizes:
                 path = Path(folder) / f"{name}-{size}.jsonl"
                 records = write(path, GENERATORS[name](size))
-                figures = measure(path, name)
+                figures = measure(path, "auto" if options.detect else name)
                 baseline = loads_seconds(path)
                 seconds = figures["seconds"]
                 megabytes = path.stat().st_size / 1e6

@@ -409,3 +409,66 @@ def test_same_is_the_rule_on_every_sub_trace(kind: str, data: st.DataObject) -> 
     )
     rs = build_ruleset([rule], data.draw(ALIASES, label="aliases"))
     check_both_ways(rs, [trace], 0.85, "medium")
+
+
+# ------------------------------------------------------------------------------- `same:` with many values
+
+SAME_KINDS = ["before", "max_calls", "never_after", "after", "sequence"]
+# Values whose JSON texts differ although Python may call them equal (0, 0.0, -0.0, False; 1, 1.0, True),
+# strings that read like them, null and containers: `same:` groups by the JSON text.
+KEY_VALUES = st.one_of(
+    st.integers(0, 40),
+    st.sampled_from(
+        ["0", "1", "k1", 0.0, -0.0, 1.0, 2.5, True, False, None, [1], [1, 2], {"a": 1}, {"a": [1]}]
+    ),
+)
+
+
+@st.composite
+def keyed_traces(draw: st.DrawFn) -> Trace:
+    """Up to 60 calls; most carry `key` (often tens of distinct values), some lack it or carry `order_id`."""
+    n = draw(st.integers(0, 60))
+    labelled = draw(st.booleans())
+    calls: list[dict[str, Any]] = []
+    ordinal = -1
+    for _ in range(n):
+        if not calls or not labelled or draw(st.integers(0, 2)) > 0:
+            ordinal += 1
+        arguments: dict[str, Any] = {}
+        if draw(st.integers(0, 4)) > 0:
+            arguments["key"] = draw(KEY_VALUES)
+        if draw(st.integers(0, 2)) == 0:
+            arguments["order_id"] = draw(st.sampled_from([1, 2, 3]))
+        call: dict[str, Any] = {
+            "tool_name": draw(st.sampled_from(TOOLS)),
+            "arguments": arguments,
+            "status": draw(st.sampled_from(["ok", "ok", "ok", "error"])),
+        }
+        if labelled:
+            call["step"] = ordinal
+        calls.append(call)
+    return Trace.model_validate({"trace_id": "t", "calls": calls})
+
+
+def keyed_rule(kind: str) -> st.SearchStrategy[dict[str, Any]]:
+    return st.builds(
+        lambda rule, same: {**rule, "same": same},
+        rules_of(kind),
+        st.sampled_from([["key"], ["key"], ["key", "order_id"]]),
+    )
+
+
+@SETTINGS
+@given(
+    rules=st.lists(st.sampled_from(SAME_KINDS).flatmap(keyed_rule), min_size=1, max_size=4),
+    aliases=ALIASES,
+    trace_list=st.lists(keyed_traces(), min_size=1, max_size=2),
+)
+def test_same_with_many_values_and_calls_lacking_them_matches_the_reference(
+    rules: list[dict[str, Any]], aliases: dict[str, list[str]], trace_list: list[Trace]
+) -> None:
+    """Several `same:` rules sharing their arguments (so one grouping and its per-operand splits serve them
+    all) on traces with many values, calls without the argument and values Python equates but JSON does not.
+    """
+    rs = build_ruleset(rules, aliases)
+    check_both_ways(rs, trace_list, 0.85, "medium")

@@ -208,6 +208,18 @@ DETECTED = {
     "assay/documented.jsonl": "assay",
     "native/traces.jsonl": "native",
     "native/names.json": "native",
+    "tau2/results.json": "tau2",
+    "openinference/export.json": "openinference",
+    "openllmetry/batches.jsonl": "openllmetry",
+    "vercel-ai/export.json": "vercel-ai",
+    "openai-log/chat_pairs.jsonl": "openai-log",
+    "openai-log/responses.json": "openai-log",
+    "langchain/threads.json": "langchain",
+    "langchain/dumpd.jsonl": "langchain",
+    "langsmith/runs.jsonl": "langsmith",
+    "langsmith/tree.json": "langsmith",
+    "claude-code/session.jsonl": "claude-code",
+    "codex/rollout-2025-09-10T08-15-00-0199a1b2.jsonl": "codex",
 }
 
 
@@ -225,14 +237,20 @@ def test_every_registered_format_has_a_fixture() -> None:
 
 def test_detection_names_formats_it_passed_over(capsys: pytest.CaptureFixture[str]) -> None:
     load("otel/export.json", verbose=True)
-    assert "(not native, anthropic, openai)" in capsys.readouterr().err
+    before = list(FORMATS)[: list(FORMATS).index("otel")]
+    assert before[0] == "native" and "tau2" in before
+    assert f"(not {', '.join(before)})" in capsys.readouterr().err
 
 
 def test_trace_format_forces_a_format(capsys: pytest.CaptureFixture[str]) -> None:
-    # a text-only conversation reads the same either way; forcing says so in -v
-    traces = load("openai/chat.jsonl", format="anthropic", verbose=True)
+    # Anthropic reads the string contents but knows no 'tool_calls': the calls would be lost, so it fails
+    # closed, naming what it found - unless the user accepts traces without calls
+    with pytest.raises(
+        InputError, match=r"no tool call, but the input holds tool activity \(.*'tool_calls' key"
+    ):
+        load("openai/chat.jsonl", format="anthropic", verbose=True)
     assert "format anthropic (forced with --trace-format)" in capsys.readouterr().err
-    # Anthropic reads the string contents but knows no 'tool_calls': no calls, every text kept
+    traces = load("openai/chat.jsonl", format="anthropic", allow_empty=True)
     assert [len(t.calls) for t in traces] == [0, 0, 0, 0]
     with pytest.raises(InputError, match="not a native trace"):
         load("openai/chat.jsonl", format="native")

@@ -172,7 +172,7 @@ CASES = [
         "x.json",
         '{"events": [{"name": "search"}]}',
         "x.json",
-        ("matches no known trace format", "tried native, anthropic, openai, otel, assay", "keys events"),
+        ("matches no known trace format", "tried native, claude-code, codex, tau2", "keys events"),
     ),
     Case(
         "a bare list holding a number",
@@ -214,7 +214,7 @@ CASES = [
         "t.jsonl",
         '{"calls": []}\n' + chat({"role": "user", "content": "x"}),
         "line 2",
-        ("not a native trace", "no 'calls'", "it looks like openai"),
+        ("not a native trace", "no 'calls'", "it looks like anthropic or openai"),
     ),
     Case(
         "an Assay event after its episode ended",
@@ -226,14 +226,13 @@ CASES = [
         ("duplicate trace id 'e1'", "line 2", "before its episode_end"),
     ),
     Case(
-        "an OTel span after its trace's root",
-        "s.jsonl",
-        json.dumps(TOOL_SPAN | {"spanId": "root"})
-        + "\n"
-        + json.dumps(TOOL_SPAN | {"spanId": "late", "parentSpanId": "root"})
+        "a record that differs from the records before it",
+        "mixed.jsonl",
+        chat({"role": "user", "content": "hi"})
+        + json.dumps({"type": "tool_call", "episode_id": "e", "tool_name": "x"})
         + "\n",
         "line 2",
-        ("duplicate trace id 'aaaa'", "line 1", "arrived after its root span"),
+        ("differs from the records before it", "it looks like assay", "from line 1 on reads as"),
     ),
     Case("not UTF-8", "t.jsonl", b'{"calls": [{"tool_name": "caf\xe9"}]}\n', "line 1", ("not valid UTF-8",)),
     Case(

@@ -101,9 +101,15 @@ def test_json_file_with_one_object_per_line_is_read_as_jsonl(tmp_path: Path) -> 
     assert [t.trace_id for t in load_traces(path)] == ["lines.json:1", "lines.json:2"]
 
 
-def test_empty_list_document_holds_no_traces_and_empty_file_too(tmp_path: Path) -> None:
-    assert list(load_traces(write(tmp_path, "empty.json", "[]"))) == []
-    assert list(load_traces(write(tmp_path, "blank.jsonl", "\n\n"))) == []
+def test_empty_list_document_and_empty_file_hold_no_traces_only_with_allow_empty(tmp_path: Path) -> None:
+    empty, blank = write(tmp_path, "empty.json", "[]"), write(tmp_path, "blank.jsonl", "\n\n")
+    assert list(load_traces(empty, allow_empty=True)) == []
+    assert list(load_traces(blank, allow_empty=True)) == []
+    # fail closed: an input that yields no trace is an error unless the user says it may be empty
+    with pytest.raises(InputError, match="no trace came out of this file .1 record.s. read as native"):
+        list(load_traces(empty))
+    with pytest.raises(InputError, match="the input holds no trace .every file is empty.*--allow-empty"):
+        list(load_traces(blank))
 
 
 def test_empty_calls_is_a_valid_trace(tmp_path: Path) -> None:
@@ -265,7 +271,8 @@ def test_traces_before_a_bad_line_are_yielded_first(tmp_path: Path) -> None:
 
 def test_unknown_format_and_bad_regex_are_input_errors() -> None:
     with pytest.raises(
-        InputError, match="unknown trace format 'csv'.*native, anthropic, openai, otel, assay"
+        InputError,
+        match="unknown trace format 'csv'.*native, claude-code, codex, tau2, openai-log, .*, otel, assay",
     ):
         load_traces(FIXTURES / "names.json", format="csv")
     with pytest.raises(InputError, match="not a valid regular expression"):
@@ -276,7 +283,7 @@ def test_verbose_says_which_format_and_why(capsys: pytest.CaptureFixture[str]) -
     list(load_traces(FIXTURES / "traces.jsonl", verbose=True))
     list(load_traces(FIXTURES / "single.json", verbose=True))
     err = capsys.readouterr().err
-    assert "traces.jsonl: format native (auto-detected from the first record" in err
+    assert "traces.jsonl: format native (auto-detected: it looks like a native trace" in err
     assert "single.json: format native (auto-detected: the document validates as native" in err
 
 

@@ -75,6 +75,8 @@ class RunConfig(BaseModel):
     trace_format: str | None = None
     messages_key: str | None = None
     error_pattern: str | None = None
+    # Accept an input that yields no trace, or traces without calls where it holds tool activity.
+    allow_empty: bool = False
     label: str | None = None
 
     def threshold_for(self, risk_level: RiskLevel | None = None) -> float:

@@ -41,10 +41,15 @@ class InputError(SeqjudgeError):
             place = f"{self.source}: "
         elif self.where:
             place = f"{self.where}: "
-        text = place + self.problem.rstrip(".") + "."
+        text = place + _sentence(self.problem)
         if self.hint:
-            text += " " + self.hint.rstrip(".") + "."
+            text += " " + _sentence(self.hint)
         return text
+
+
+def _sentence(text: str) -> str:
+    """End ``text`` with a full stop, unless it already ends with one or with an ellipsis ("a, ...")."""
+    return text if text.endswith(".") else text + "."
 
 
 class ProviderError(SeqjudgeError):

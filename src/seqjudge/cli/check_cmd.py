@@ -19,7 +19,7 @@ from seqjudge.cli.options import (
     TracesArg,
     format_option,
 )
-from seqjudge.cli.trace_options import ErrorPattern, MessagesKey, TraceFormat, Verbose
+from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat, Verbose
 from seqjudge.ingest.base import Done
 from seqjudge.inputs import load_suite
 from seqjudge.outputs.check import CheckOutput
@@ -51,6 +51,7 @@ def check(
     messages_key: MessagesKeyOpt = None,
     error_pattern: ErrorPatternOpt = None,
     verbose: VerboseOpt = False,
+    allow_empty: AllowEmpty = False,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -66,14 +67,21 @@ def check(
     Exit 0 when every trace passed, 1 when some trace failed or needs review, 2 on bad input.
     """
     from seqjudge.checkpool import Checker, LinePool
-    from seqjudge.ingest import load_checkable, load_traces
+    from seqjudge.ingest import IngestStats, load_checkable, load_traces
+    from seqjudge.ingest.stats import report as report_ingest
 
     ruleset = load_suite(rules, catalog).ruleset
     output_class: type[CheckOutput] = writer("check", fmt)
     checker = Checker(Engine(ruleset), threshold, risk_level.value)
     totals = Totals()
+    stats = IngestStats()
     options: dict[str, Any] = dict(
-        format=trace_format, messages_key=messages_key, error_pattern=error_pattern, verbose=verbose
+        format=trace_format,
+        messages_key=messages_key,
+        error_pattern=error_pattern,
+        verbose=verbose,
+        allow_empty=allow_empty,
+        stats=stats,
     )
     stream: Generator[Trace | PlainTrace | Done, None, None]
     if output_class.models:
@@ -101,4 +109,6 @@ def check(
             )
             shown.report(item, data)
         shown.finish(totals)
+    if verbose:
+        report_ingest(stats)
     return 0 if totals.verdicts["pass"] == totals.n else 1

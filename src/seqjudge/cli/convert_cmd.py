@@ -19,9 +19,17 @@ from typing import IO, Annotated
 import typer
 
 from seqjudge.cli.app import app
-from seqjudge.cli.trace_options import ErrorPattern, MessagesKey, TraceFormat, Verbose, load_options
+from seqjudge.cli.trace_options import (
+    AllowEmpty,
+    ErrorPattern,
+    MessagesKey,
+    TraceFormat,
+    Verbose,
+    load_options,
+)
 from seqjudge.errors import InputError
-from seqjudge.ingest import load_traces
+from seqjudge.ingest import IngestStats, load_traces
+from seqjudge.ingest.stats import report
 from seqjudge.trace import Trace, check_trace_data
 
 
@@ -40,15 +48,19 @@ def convert(
     messages_key: MessagesKey = None,
     error_pattern: ErrorPattern = None,
     verbose: Verbose = False,
+    allow_empty: AllowEmpty = False,
 ) -> int:
-    """Convert traces (OpenAI, Anthropic, OpenTelemetry, Assay or native) to native JSONL."""
-    traces = load_traces(input, **load_options(trace_format, messages_key, error_pattern, verbose))
+    """Convert traces (any format `--trace-format` names) to native JSONL; print what was read and skipped."""
+    stats = IngestStats()
+    options = load_options(trace_format, messages_key, error_pattern, verbose, allow_empty)
+    traces = load_traces(input, stats=stats, **options)
     if output == "-":
         count, calls = _write(traces, sys.stdout, input)
         sys.stdout.flush()
     else:
         count, calls = _write_file(traces, Path(output), input)
     print(f"converted {count} trace(s), {calls} call(s): {input} -> {output}", file=sys.stderr)
+    report(stats)
     return 0
 
 

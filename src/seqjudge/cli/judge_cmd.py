@@ -24,7 +24,14 @@ from seqjudge.cli.options import (
     TracesArg,
     format_option,
 )
-from seqjudge.cli.trace_options import ErrorPattern, MessagesKey, TraceFormat, Verbose
+from seqjudge.cli.trace_options import (
+    AllowEmpty,
+    ErrorPattern,
+    MessagesKey,
+    TraceFormat,
+    Verbose,
+    load_options,
+)
 from seqjudge.crosscheck import reconcile
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.inputs import load_suite, model_or_env
@@ -58,6 +65,7 @@ def prompt(
     trace_format: TraceFormat = None,
     messages_key: MessagesKey = None,
     error_pattern: ErrorPattern = None,
+    allow_empty: AllowEmpty = False,
     judge_mode: Annotated[
         str,
         typer.Option("--judge-mode", help="full (every rule) or contextual (only judge rules), as in run."),
@@ -80,7 +88,8 @@ def prompt(
         )
     chosen = None
     count = 0
-    for t in _traces(trace, format=trace_format, messages_key=messages_key, error_pattern=error_pattern):
+    options = load_options(trace_format, messages_key, error_pattern, False, allow_empty)
+    for t in _traces(trace, **options):
         count += 1
         if chosen is None and (trace_id is None or t.trace_id == trace_id):
             chosen = t
@@ -130,6 +139,7 @@ def judge(
     messages_key: MessagesKey = None,
     error_pattern: ErrorPattern = None,
     verbose: Verbose = False,
+    allow_empty: AllowEmpty = False,
 ) -> int:
     """Judge every trace with an LLM and show its report beside the engine's, rule by rule.
 
@@ -156,9 +166,7 @@ def judge(
         provider = get_provider(model, base_url=base_url)
     except ProviderError as exc:
         raise _explain(exc, model, base_url, done=0) from None
-    stream = _traces(
-        traces, format=trace_format, messages_key=messages_key, error_pattern=error_pattern, verbose=verbose
-    )
+    stream = _traces(traces, **load_options(trace_format, messages_key, error_pattern, verbose, allow_empty))
     run = _JudgeRun(
         ruleset,
         Engine(ruleset),

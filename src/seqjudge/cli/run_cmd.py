@@ -23,7 +23,7 @@ from seqjudge.cli.options import (
     NoCacheOpt,
     format_option,
 )
-from seqjudge.cli.trace_options import ErrorPattern, MessagesKey, TraceFormat
+from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat
 from seqjudge.config import DEFAULT_STORE, RunConfig
 from seqjudge.errors import InputError
 from seqjudge.inputs import build_config, suite_of
@@ -54,6 +54,7 @@ def run(
     trace_format: TraceFormat = None,
     messages_key: MessagesKey = None,
     error_pattern: ErrorPattern = None,
+    allow_empty: AllowEmpty = False,
     rpm: Annotated[
         int | None,
         typer.Option(
@@ -120,6 +121,7 @@ def run(
             "trace_format": trace_format,
             "messages_key": messages_key,
             "error_pattern": error_pattern,
+            "allow_empty": True if allow_empty else None,
             "rpm": rpm,
             "tpm": tpm,
             "max_cost": max_cost,
@@ -130,7 +132,11 @@ def run(
     suite = suite_of(cfg)
     ruleset, catalog_obj, examples_obj = suite.ruleset, suite.catalog, suite.examples
     traces = load_traces(
-        cfg.traces, format=cfg.trace_format, messages_key=cfg.messages_key, error_pattern=cfg.error_pattern
+        cfg.traces,
+        format=cfg.trace_format,
+        messages_key=cfg.messages_key,
+        error_pattern=cfg.error_pattern,
+        allow_empty=cfg.allow_empty,
     )
     if dry_run:
         skip: set[str] = set()
@@ -205,6 +211,7 @@ def count_traces(cfg: RunConfig) -> int | None:
                 format=cfg.trace_format,
                 messages_key=cfg.messages_key,
                 error_pattern=cfg.error_pattern,
+                allow_empty=cfg.allow_empty,
             )
         )
     except (SeqjudgeError, OSError):

@@ -50,8 +50,22 @@ Verbose = Annotated[
 ]
 
 
+AllowEmpty = Annotated[
+    bool,
+    typer.Option(
+        "--allow-empty",
+        help="Accept an input that yields no trace, and traces without calls where the input holds tool "
+        "activity (otherwise exit 2).",
+    ),
+]
+
+
 def load_options(
-    trace_format: str | None, messages_key: str | None, error_pattern: str | None, verbose: bool
+    trace_format: str | None,
+    messages_key: str | None,
+    error_pattern: str | None,
+    verbose: bool,
+    allow_empty: bool = False,
 ) -> dict[str, Any]:
     """The keyword arguments of ``load_traces`` for the shared options."""
     return {
@@ -59,4 +73,5 @@ def load_options(
         "messages_key": messages_key,
         "error_pattern": error_pattern,
         "verbose": verbose,
+        "allow_empty": allow_empty,
     }

@@ -1,7 +1,8 @@
 """Anthropic Messages: ``assistant`` content blocks ``tool_use`` (``id``, ``name``, ``input``) answered by
 ``user`` blocks ``tool_result`` (``tool_use_id``, ``is_error``, ``content``).
 
-The tool_use blocks of one assistant message were issued together and share a step. Text blocks become
+The tool_use blocks of one assistant message were issued together and share a step - up to a result block
+in the same message (a server tool's), after which the next call starts a new step. Text blocks become
 messages (consecutive text blocks join into one); thinking, image and document blocks are not conversation
 text and are not kept. Server tools (``server_tool_use`` answered by a ``*_tool_result`` block in the same
 message) and MCP blocks (``mcp_tool_use`` / ``mcp_tool_result``) are calls like any other.
@@ -16,17 +17,19 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from seqjudge.ingest.base import (
+    NO,
     Options,
     Record,
     Source,
     TraceBuilder,
     at,
+    combine_levels,
+    conversation_level,
     conversation_traces,
     decode_arguments,
     kind_of,
-    no_conversation,
-    record_metadata,
-    record_trace_id,
+    message_list,
+    message_list_trace,
     split_records,
     text_of,
 )
@@ -39,42 +42,23 @@ SIGNATURE = (
 )
 
 _CALL_BLOCKS = {"tool_use", "server_tool_use", "mcp_tool_use"}
-_ANTHROPIC_ONLY = _CALL_BLOCKS | {"tool_result", "mcp_tool_result", "thinking", "redacted_thinking"}
+# OpenAI-only marks: a record of an Anthropic file without these reads as Anthropic (see detect).
+FOREIGN_MARKS = (b'"tool_calls"', b'"tool_call_id"', b'"function_call', b'"tool"', b'"developer"', b'_text"')
 
 
 def _is_message(item: Any) -> bool:
     return isinstance(item, dict) and "role" in item
 
 
-def _messages(record: Any, options: Options) -> tuple[str, list[Any]] | None:
-    if isinstance(record, list):
-        return "", record
-    if isinstance(record, dict) and not _is_message(record):
-        key = options.messages_key or "messages"
-        if isinstance(record.get(key), list):
-            return key, record[key]
-    return None
-
-
-def sniff(first_record: Any, options: Options | None = None) -> bool:
-    """Only a conversation with an Anthropic-only block: a text-only one reads the same as OpenAI chat."""
+def sniff(record: Any, options: Options | None = None) -> int:
+    """YES for conversations with an Anthropic-only block, MAYBE for text-only ones (they read the same as
+    OpenAI chat), NO for anything else."""
     options = options or Options()
-    for _, record in split_records(first_record, _is_message):
-        found = _messages(record, options)
-        if found is None:
-            return False
-        for message in found[1]:
-            if not _is_message(message):
-                return False
-            content = message.get("content")
-            if isinstance(content, list) and any(
-                isinstance(b, dict)
-                and (b.get("type") in _ANTHROPIC_ONLY or str(b.get("type")).endswith("_tool_result"))
-                for b in content
-            ):
-                return True
-        return False
-    return False
+    levels = []
+    for _, conversation in split_records(record, _is_message):
+        found = message_list(conversation, options, _is_message)
+        levels.append(NO if found is None else conversation_level(found[1], NAME))
+    return combine_levels(levels)
 
 
 def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]:
@@ -82,18 +66,12 @@ def parse(records: Iterable[Record], source: Source, options: Options) -> Iterat
 
 
 def _trace(record: Record, conversation: Any, prefix: str, default_id: str, options: Options) -> Trace:
-    found = _messages(conversation, options)
-    if found is None:
-        raise no_conversation(record, conversation, prefix, options)
-    key, messages = found
-    builder = TraceBuilder(record, prefix, options)
-    for i, message in enumerate(messages):
-        _message(builder, f"{key}[{i}]", message)
-    skip = (key,) if key else ()
-    return builder.build(record_trace_id(conversation, default_id), record_metadata(conversation, *skip))
+    return message_list_trace(record, conversation, prefix, default_id, options, _is_message, message_into)
 
 
-def _message(b: TraceBuilder, path: str, message: Any) -> None:
+def message_into(b: TraceBuilder, path: str, message: Any, step: int | None = None) -> int | None:
+    """Read one message into ``b``; ``step`` continues a step begun by an earlier part of the same model turn
+    (Claude Code writes each block of a turn on its own line). Returns the step its calls ended in."""
     if not _is_message(message):
         raise b.record.error(
             f"this message is {kind_of(message)}, with no role",
@@ -105,13 +83,14 @@ def _message(b: TraceBuilder, path: str, message: Any) -> None:
     if isinstance(content, str) or content is None:
         if role != "system":
             b.add_message(role, content)
-        return
+        else:
+            b.options.stats.skip("system messages (instructions, not conversation)")
+        return None
     if not isinstance(content, list):
         raise b.record.error(
             f"content is {kind_of(content)}; it is text or a list of content blocks",
             at(b.prefix, path) + ".content",
         )
-    step: int | None = None
     texts: list[str] = []
 
     def flush_text() -> None:
@@ -140,6 +119,9 @@ def _message(b: TraceBuilder, path: str, message: Any) -> None:
                 block.get("name"), arguments, block.get("id"), block_path, step=step, raw_arguments=raw
             )
         elif kind in ("tool_result", "mcp_tool_result") or kind.endswith("_tool_result"):
+            # A server tool's result sits in the same message as its call: the next call came after it, in
+            # a step of its own, not in parallel with the one already answered.
+            step = None
             result = block.get("content")
             failed = bool(block.get("is_error")) or _server_error(result)
             b.add_result(
@@ -149,7 +131,10 @@ def _message(b: TraceBuilder, path: str, message: Any) -> None:
                 is_error=failed,
                 error=text_of(result) if failed else None,
             )
+        else:
+            b.options.stats.skip(f"'{kind}' content blocks (not conversation text)")
     flush_text()
+    return step
 
 
 def _server_error(result: Any) -> bool:

@@ -24,7 +24,17 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from seqjudge.ingest.base import Options, Record, Source, TraceBuilder, decode_arguments, kind_of
+from seqjudge.ingest.base import (
+    NO,
+    YES,
+    Options,
+    Record,
+    Source,
+    TraceBuilder,
+    decode_arguments,
+    items_of,
+    kind_of,
+)
 from seqjudge.trace import Trace
 
 NAME = "assay"
@@ -35,18 +45,23 @@ DUPLICATE_HINT = "Write every event of an episode before its episode_end, and gi
 _EVENTS = {"episode_start", "step", "tool_call", "tool_result", "episode_end"}
 
 
-def sniff(first_record: Any, options: Options | None = None) -> bool:
-    if isinstance(first_record, list):
-        first_record = first_record[0] if first_record else None
-    if not isinstance(first_record, dict) or first_record.get("type") not in _EVENTS:
-        return False
-    return "episode_id" in first_record or first_record.get("type") == "tool_call"
+def sniff(record: Any, options: Options | None = None) -> int:
+    events = record if isinstance(record, list) else [record]
+    if not events:
+        return NO
+    for event in events:
+        if not isinstance(event, dict) or event.get("type") not in _EVENTS:
+            return NO
+        if "episode_id" not in event and event.get("type") not in ("tool_call", "tool_result"):
+            return NO
+    return YES
 
 
 @dataclass
 class _Episode:
     builder: TraceBuilder
-    steps: dict[str, int] = field(default_factory=dict)
+    steps: dict[str, int] = field(default_factory=dict)  # step_id -> order of first appearance
+    indexes: dict[str, Any] = field(default_factory=dict)  # step_id -> the step event's idx
     metadata: dict[str, Any] = field(default_factory=dict)
     separate_results: bool = False
 
@@ -54,10 +69,7 @@ class _Episode:
 def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]:
     episodes: dict[Any, _Episode] = {}
     for record in records:
-        value = record.value()
-        events = value if isinstance(value, list) else [value]
-        for i, event in enumerate(events):
-            path = f"[{i}]" if isinstance(value, list) else ""
+        for path, event in items_of(record.value()):
             kind = event.get("type") if isinstance(event, dict) else None
             if kind not in _EVENTS:
                 raise record.error(
@@ -89,8 +101,17 @@ def _event(episode: _Episode, kind: str, event: dict[str, Any]) -> None:
             episode.metadata.update(event["meta"])
     elif kind == "step":
         b.add_message("assistant", event.get("content"), kind=event.get("kind"), name=event.get("name"))
+        step_id = event.get("step_id")
+        if step_id is not None:
+            episode.steps.setdefault(str(step_id), len(episode.steps))
+            if isinstance(event.get("idx"), int):
+                episode.indexes[str(step_id)] = event["idx"]
     elif kind == "episode_end":
-        b.add_message("assistant", event.get("final_output"))
+        final = event.get("final_output")
+        last = b.messages[-1] if b.messages else None
+        # Assay repeats the last step's text as final_output: the same words are one message, not two.
+        if not (last and last["role"] == "assistant" and last["content"] == final):
+            b.add_message("assistant", final)
         if event.get("outcome") is not None:
             episode.metadata.setdefault("outcome", event["outcome"])
     elif kind == "tool_result":
@@ -132,4 +153,43 @@ def _finish(episode: _Episode, key: Any, source: Source) -> Trace:
     b = episode.builder
     if not episode.separate_results:
         b.open.clear()  # inline results: a call without one was recorded without its result, not unanswered
+    _order(episode)
     return b.build(source.label if key is None else key, episode.metadata)
+
+
+def _order(episode: _Episode) -> None:
+    """Put calls in Assay's own order - by their step (its ``idx``, else where the step first appeared), then
+    ``call_index`` - rather than where their events were written (Assay's MCP importer writes unanswered calls
+    last). When the timestamps say otherwise the step order wins, and they are kept as ``recorded_at``
+    (a native ``timestamp`` would re-sort the calls)."""
+    b = episode.builder
+    calls = b.calls
+    if not calls or any(c.get("step") is None for c in calls):
+        return
+    names = {order: step_id for step_id, order in episode.steps.items()}
+    if len(names) != len(episode.steps):
+        return
+
+    def key(item: tuple[int, dict[str, Any]]) -> tuple[Any, ...]:
+        position, call = item
+        step_id = names[call["step"]]
+        index = episode.indexes.get(step_id)
+        step_key = (0, index, 0) if index is not None else (1, 0, call["step"])
+        call_index = call.get("call_index")
+        return (*step_key, call_index if isinstance(call_index, int) else position, position)
+
+    ordered = sorted(enumerate(calls), key=key)
+    if [p for p, _ in ordered] == list(range(len(calls))):
+        return
+    b.calls = [c for _, c in ordered]
+    b.origins = [b.origins[p] for p, _ in ordered]
+    moved = {old: new for new, (old, _) in enumerate(ordered)}
+    b.open = {call_id: moved[index] for call_id, index in b.open.items()}
+    # Renumber steps in their new order, and keep call positions of messages where they were.
+    renumber: dict[int, int] = {}
+    for call in b.calls:
+        call["step"] = renumber.setdefault(call["step"], len(renumber))
+    times = [c.get("timestamp") for c in b.calls]
+    if all(isinstance(t, int | float) for t in times) and times != sorted(times):  # type: ignore[type-var]
+        for call in b.calls:
+            call["recorded_at"] = call.pop("timestamp")

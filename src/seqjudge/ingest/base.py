@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -16,9 +17,14 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from seqjudge.errors import InputError
+from seqjudge.ingest.stats import IngestStats
 from seqjudge.trace import PlainTrace, Trace
 
 NEVER_ANSWERED = "never answered: no tool result for call id {id}"
+
+# What ``sniff`` answers about one record: it is not this format / it reads the same in this and other formats
+# (a text-only conversation) / it is this format. Detection settles on the first record that says YES.
+NO, MAYBE, YES = 0, 1, 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +46,12 @@ class Options:
     # Reads a native JSONL file's records in place of native.parse, yielding Done items in record order
     # (`seqjudge check`'s worker pool); None: native.parse.
     native_lines: NativeLines | None = None
+    # A trace with no call whose source holds tool activity is an error unless this is set (--allow-empty).
+    allow_empty: bool = False
+    stats: IngestStats = field(default_factory=IngestStats)
+    # Names the formats a record that fits no other part of its file looks like (set by the registry, which
+    # importers must not import: it imports them).
+    describe: Callable[[Any], str] = lambda value: ""
 
 
 _UNSET: Any = object()
@@ -144,7 +156,9 @@ class Format(Protocol):
     NAME: str
     SIGNATURE: str
 
-    def sniff(self, first_record: Any, options: Options | None = None) -> bool: ...
+    def sniff(self, record: Any, options: Options | None = None) -> int:
+        """NO, MAYBE or YES (see above) for one decoded record."""
+        ...
 
     def parse(
         self, records: Iterable[Record], source: Source, options: Options
@@ -466,6 +480,51 @@ def conversation_traces(
             yield trace(record, conversation, prefix, record.default_id(index), options)
 
 
+def items_of(value: Any) -> Iterator[tuple[str, Any]]:
+    """A record's items with their paths: each item of a list (``[i]``), else the record itself (``""``)."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield f"[{i}]", item
+    else:
+        yield "", value
+
+
+def message_list(
+    record: Any, options: Options, is_message: Callable[[Any], bool]
+) -> tuple[str, list[Any]] | None:
+    """The message list a conversation record holds, as (its key, or "" for a bare list; the list)."""
+    if isinstance(record, list):
+        return "", record
+    if isinstance(record, dict) and not is_message(record):
+        key = options.messages_key or "messages"
+        if isinstance(record.get(key), list):
+            return key, record[key]
+    return None
+
+
+def message_list_trace(
+    record: Record,
+    conversation: Any,
+    prefix: str,
+    default_id: str,
+    options: Options,
+    is_message: Callable[[Any], bool],
+    read: Callable[[TraceBuilder, str, Any], object],
+) -> Trace:
+    """One conversation of messages as a trace: ``read(builder, path, message)`` for each message in order;
+    the record's other keys become metadata; fails closed on tool activity that became no call."""
+    found = message_list(conversation, options, is_message)
+    if found is None:
+        raise no_conversation(record, conversation, prefix, options)
+    key, messages = found
+    builder = TraceBuilder(record, prefix, options)
+    for i, message in enumerate(messages):
+        read(builder, f"{key}[{i}]", message)
+    skip = (key,) if key else ()
+    trace = builder.build(record_trace_id(conversation, default_id), record_metadata(conversation, *skip))
+    return require_calls(trace, messages, record, prefix, options)
+
+
 def no_conversation(record: Record, conversation: Any, prefix: str, options: Options) -> InputError:
     """The error for a record whose conversation has no message list where one was expected."""
     key = options.messages_key or "messages"
@@ -492,3 +551,146 @@ def record_trace_id(record: Any, default: str) -> str:
         if isinstance(given, str | int) and not isinstance(given, bool) and given != "":
             return str(given)
     return default
+
+
+# --- failing closed: tool activity that became no call --------------------------------------------------
+
+# Keys and values that mean "a tool was called here" in the formats we know of (and in ones we do not).
+_ACTIVITY_KEYS = {"tool_calls", "tool_call_id", "tool_use_id", "function_call", "toolCallId", "tool_call"}
+_ACTIVITY_TYPES = {
+    "tool_use",
+    "tool_result",
+    "server_tool_use",
+    "mcp_tool_use",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "tool-call",
+    "tool-result",
+    "tool_call",
+    "tool-return",
+}
+_ACTIVITY_ROLES = {"tool", "function", "ipython"}
+_ACTIVITY_LIMIT = 100_000  # JSON nodes looked at; enough to find a marker, bounded on a huge record
+
+
+def tool_activity(value: Any) -> str | None:
+    """Describe the tool activity ``value`` holds ("2 'tool_use' blocks, 1 role 'tool' message"), or None.
+
+    Used only when a trace came out with no call, to tell an agent that called no tool from calls an importer
+    could not read.
+    """
+    found: Counter[str] = Counter()
+    stack = [value]
+    seen = 0
+    while stack and seen < _ACTIVITY_LIMIT:
+        item = stack.pop()
+        seen += 1
+        if isinstance(item, dict):
+            for key in _ACTIVITY_KEYS.intersection(item):
+                if item[key]:
+                    found[f"'{key}' key"] += 1
+            kind = item.get("type")
+            if isinstance(kind, str) and kind in _ACTIVITY_TYPES:
+                found[f"'{kind}' item"] += 1
+            if item.get("role") in _ACTIVITY_ROLES:
+                found[f"role '{item['role']}' message"] += 1
+            stack.extend(v for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend(v for v in item if isinstance(v, dict | list))
+    if not found:
+        return None
+    return ", ".join(f"{n} {what}{'s' if n > 1 else ''}" for what, n in found.most_common(4))
+
+
+def require_calls(trace: Trace, source: Any, record: Record, path: str, options: Options) -> Trace:
+    """Fail closed: a trace with no call whose ``source`` holds tool activity is an error (--allow-empty
+    lets it through, counted)."""
+    if trace.calls:
+        return trace
+    activity = tool_activity(source)
+    if activity is None:
+        return trace
+    if options.allow_empty:
+        options.stats.skip("traces with tool activity but no readable call (--allow-empty)")
+        return trace
+    raise no_calls_error(record, path, activity, options)
+
+
+def no_calls_error(record: Record, path: str | None, activity: str, options: Options) -> InputError:
+    forced = f"the format was forced to {options.format}" if options.format else "the format was detected"
+    return record.error(
+        f"this trace came out with no tool call, but the input holds tool activity ({activity}); {forced}",
+        path or None,
+        hint="Check the format (-v says which was chosen and why; --trace-format NAME picks another); pass "
+        "--allow-empty to accept traces without calls",
+    )
+
+
+# --- telling OpenAI from Anthropic conversations ------------------------------------------------------------
+
+_ANTHROPIC_BLOCKS = {
+    "tool_use",
+    "server_tool_use",
+    "mcp_tool_use",
+    "tool_result",
+    "mcp_tool_result",
+    "thinking",
+    "redacted_thinking",
+}
+_OPENAI_ROLES = {"tool", "function", "developer"}
+_RESPONSES_ITEMS = {
+    "reasoning",
+    "item_reference",
+    "compaction",
+    "function_call_output",
+    "custom_tool_call_output",
+}
+
+
+def dialect(item: Any) -> str | None:
+    """'anthropic' or 'openai' when a message (or Responses item) carries a mark only that API has, else
+    None (a text-only message reads the same in both)."""
+    if not isinstance(item, dict):
+        return None
+    kind = item.get("type")
+    if isinstance(kind, str) and (kind in _RESPONSES_ITEMS or kind.endswith(("_call", "_call_output"))):
+        return "openai"  # a Responses item: function_call, reasoning, web_search_call, ...
+    if item.get("role") in _OPENAI_ROLES or item.get("tool_calls") or item.get("function_call"):
+        return "openai"
+    content = item.get("content")
+    if isinstance(content, list):
+        for block in content:
+            block_type = block.get("type") if isinstance(block, dict) else None
+            if not isinstance(block_type, str):
+                continue
+            if block_type in _ANTHROPIC_BLOCKS or block_type.endswith("_tool_result"):
+                return "anthropic"
+            if block_type in ("input_text", "output_text", "image_url", "input_image", "refusal"):
+                return "openai"
+    return None
+
+
+def conversation_level(items: Iterable[Any], own: str) -> int:
+    """YES when the items carry ``own``'s marks, NO when another dialect's (or a non-object), else MAYBE."""
+    level = MAYBE
+    for item in items:
+        if not isinstance(item, dict):
+            return NO
+        mark = dialect(item)
+        if mark is None:
+            continue
+        if mark != own:
+            return NO
+        level = YES
+    return level
+
+
+def combine_levels(levels: Iterable[int]) -> int:
+    """One record's level from its conversations': NO if any is NO, YES if any is YES, else MAYBE."""
+    result = NO
+    for level in levels:
+        if level == NO:
+            return NO
+        result = max(result, level)
+    return result

@@ -17,6 +17,8 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from seqjudge.ingest.base import (
+    NO,
+    YES,
     Options,
     Record,
     Source,
@@ -42,15 +44,16 @@ def _is_call(item: Any) -> bool:
     return isinstance(item, dict) and "tool_name" in item and item.get("type") not in _FOREIGN_EVENTS
 
 
-def sniff(first_record: Any, options: Options | None = None) -> bool:
-    if isinstance(first_record, dict):
-        return "calls" in first_record
-    if isinstance(first_record, list):
-        if not first_record:
-            return True
-        head = first_record[0]
-        return isinstance(head, str) or _is_call(head) or (isinstance(head, dict) and "calls" in head)
-    return False
+def sniff(record: Any, options: Options | None = None) -> int:
+    if isinstance(record, dict):
+        return YES if "calls" in record else NO
+    if isinstance(record, list):
+        if not record:
+            return YES
+        head = record[0]
+        native = isinstance(head, str) or _is_call(head) or (isinstance(head, dict) and "calls" in head)
+        return YES if native else NO
+    return NO
 
 
 def fast_document(record: Record, options: Options) -> list[Trace] | None:
@@ -93,7 +96,7 @@ def parse(records: Iterable[Record], source: Source, options: Options) -> Iterat
         try:
             trace = Trace.model_validate_json(record.raw)
         except ValidationError:
-            trace = _from_value(record, record.value(), "", record.default_id())
+            trace = _from_value(record, record.value(), "", record.default_id(), options)
         else:
             if trace.trace_id is None:
                 trace.trace_id = record.default_id()
@@ -137,15 +140,16 @@ def _document(record: Record, options: Options) -> Iterator[Trace]:
                     f"[{index}]",
                     hint="A JSON list of traces holds trace objects only",
                 )
-            trace = _from_value(record, item, f"[{index}]", record.default_id(index))
+            trace = _from_value(record, item, f"[{index}]", record.default_id(index), options)
             yield apply_error_pattern(trace, options.error_pattern)
         return
     if value == []:
         return  # an empty list of traces
-    yield apply_error_pattern(_from_value(record, value, "", record.default_id()), options.error_pattern)
+    trace = _from_value(record, value, "", record.default_id(), options)
+    yield apply_error_pattern(trace, options.error_pattern)
 
 
-def _from_value(record: Record, value: Any, prefix: str, default_id: str) -> Trace:
+def _from_value(record: Record, value: Any, prefix: str, default_id: str, options: Options) -> Trace:
     """Validate decoded JSON as one trace (object) or one shorthand trace (list), naming a problem's path."""
     if isinstance(value, list):
         trace = _shorthand(record, value, prefix)
@@ -153,10 +157,10 @@ def _from_value(record: Record, value: Any, prefix: str, default_id: str) -> Tra
         if "calls" not in value:
             raise record.error(
                 f"this record is not a native trace: it is {kind_of(value)}, with no 'calls'"
-                + _looks_like(value),
+                + options.describe(value),
                 prefix or None,
                 hint="A trace is an object with a 'calls' list; a file holds traces of one format (the "
-                "format is chosen from its first record, or with --trace-format)",
+                "format is chosen from its records, or with --trace-format)",
             )
         try:
             trace = Trace.model_validate(value)
@@ -171,14 +175,6 @@ def _from_value(record: Record, value: Any, prefix: str, default_id: str) -> Tra
     if trace.trace_id is None:
         trace.trace_id = default_id
     return trace
-
-
-def _looks_like(value: Any) -> str:
-    """Name the other formats a stray record matches, to explain a file that mixes formats."""
-    from seqjudge.ingest import FORMATS  # the registry imports this module; ask it only when needed
-
-    matches = [name for name, fmt in FORMATS.items() if name != NAME and fmt.sniff(value)]
-    return f" (it looks like {' or '.join(matches)})" if matches else " (and matches no other format)"
 
 
 def _shorthand(record: Record, items: list[Any], prefix: str) -> Trace:

@@ -21,11 +21,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from seqjudge.ingest.base import (
+    NO,
     Options,
     Record,
     Source,
     TraceBuilder,
     at,
+    combine_levels,
+    conversation_level,
     conversation_traces,
     decode_arguments,
     kind_of,
@@ -33,6 +36,7 @@ from seqjudge.ingest.base import (
     plain_content,
     record_metadata,
     record_trace_id,
+    require_calls,
     split_records,
 )
 from seqjudge.trace import Trace
@@ -49,6 +53,8 @@ _RESULT_ITEMS = {"function_call_output", "custom_tool_call_output"}
 _SKIPPED_ITEMS = {"reasoning", "item_reference", "compaction"}
 _RESPONSE_ITEMS = _CALL_ITEMS | _RESULT_ITEMS | _SKIPPED_ITEMS | {"message", "mcp_call"}
 _INSTRUCTIONS = {"system", "developer"}
+# Anthropic-only block types: a record of an OpenAI file without these reads as OpenAI (see detect).
+FOREIGN_MARKS = (b'"tool_use"', b'"tool_result"', b"_tool_use", b"_tool_result", b'"thinking"')
 
 
 def _is_message(item: Any) -> bool:
@@ -74,19 +80,25 @@ def _items(record: Any, options: Options) -> tuple[str, list[Any]] | None:
     return None
 
 
-def sniff(first_record: Any, options: Options | None = None) -> bool:
+def sniff(record: Any, options: Options | None = None) -> int:
+    """YES for conversations with an OpenAI-only mark (tool_calls, tool messages, Responses items), MAYBE
+    for text-only ones (they read the same as Anthropic), NO for anything else."""
     options = options or Options()
-    for _, record in split_records(first_record, _is_message):
-        found = _items(record, options)
+    levels = []
+    for _, conversation in split_records(record, _is_message):
+        found = _items(conversation, options)
         if found is None:
-            return False
-        items = _walk_items(record, found)
-        return all(_is_message(item) for _, item in items[:1])
-    return False
+            levels.append(NO)
+        elif not found[0] and isinstance(conversation, dict):
+            items = [item for _, item in _walk_items(conversation, found)]
+            levels.append(conversation_level(items, NAME) if items else NO)
+        else:
+            levels.append(conversation_level(found[1], NAME))
+    return combine_levels(levels)
 
 
 def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]:
-    yield from conversation_traces(records, options, _is_message, _trace)
+    yield from conversation_traces(records, options, _is_message, conversation_trace)
 
 
 def _walk_items(record: Any, found: tuple[str, list[Any]]) -> list[tuple[str, Any]]:
@@ -104,17 +116,23 @@ def _walk_items(record: Any, found: tuple[str, list[Any]]) -> list[tuple[str, An
     return walked
 
 
-def _trace(record: Record, conversation: Any, prefix: str, default_id: str, options: Options) -> Trace:
+def conversation_trace(
+    record: Record, conversation: Any, prefix: str, default_id: str, options: Options
+) -> Trace:
+    """One conversation (a message/item list, or an object holding one) as a trace."""
     found = _items(conversation, options)
     if found is None:
         raise no_conversation(record, conversation, prefix, options)
     builder = TraceBuilder(record, prefix, options)
-    _Walk(builder).run(_walk_items(conversation, found))
+    ItemWalk(builder).run(_walk_items(conversation, found))
     skip = (found[0],) if found[0] else ("input", "output")
-    return builder.build(record_trace_id(conversation, default_id), record_metadata(conversation, *skip))
+    trace = builder.build(record_trace_id(conversation, default_id), record_metadata(conversation, *skip))
+    return require_calls(trace, found[1] or conversation, record, prefix, options)
 
 
-class _Walk:
+class ItemWalk:
+    """Reads chat messages and Responses items in order into a TraceBuilder (also for Codex rollouts)."""
+
     def __init__(self, builder: TraceBuilder) -> None:
         self.b = builder
         self.run_step: int | None = None  # step of the current run of Responses call items
@@ -133,6 +151,7 @@ class _Walk:
                 self._response_call(path, item)
                 continue
             if kind in _SKIPPED_ITEMS:
+                self.b.options.stats.skip(f"'{kind}' items (not calls or conversation)")
                 continue  # reasoning between calls does not end a parallel run
             self.run_step = None
             if kind in _RESULT_ITEMS or (isinstance(kind, str) and kind.endswith("_call_output")):
@@ -173,6 +192,7 @@ class _Walk:
             self._legacy_result(path, item)
             return
         if role in _INSTRUCTIONS:
+            self.b.options.stats.skip(f"{role} messages (instructions, not conversation)")
             return
         self.b.add_message(role, plain_content(item.get("content")))
         if role != "assistant":

@@ -7,6 +7,7 @@ what it should have failed).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from seqjudge.report import (
@@ -44,12 +45,33 @@ def _cycle_flaw(tools_text: str) -> ev.Flaw:
 
 
 class _Compiled:
-    __slots__ = ("rule", "evaluate", "same", "description", "rule_id", "type", "severity", "group", "when")
+    __slots__ = (
+        "rule",
+        "evaluate",
+        "same",
+        "operands",
+        "untouched",
+        "description",
+        "rule_id",
+        "type",
+        "severity",
+        "group",
+        "when",
+    )
 
-    def __init__(self, rule: Any, evaluate: Evaluator | None, same: list[str] | None) -> None:
+    def __init__(
+        self, rule: Any, evaluate: Evaluator | None, same: list[str] | None, operands: list[Selector]
+    ) -> None:
         self.rule = rule
         self.evaluate = evaluate
         self.same = same
+        self.operands = operands
+        # A `same:` group in which none of the rule's operands matches a call is, to an evaluator (which
+        # reads a view through its operands' positions), an empty trace: its finding, found once here, stands
+        # for every such group of every trace, and only the other groups are evaluated.
+        self.untouched: ev.Finding | None = (
+            evaluate(View(TraceIndex([], [], [], []))) if same and evaluate is not None else None
+        )
         self.rule_id: str = rule.rule_id
         self.type: str = rule.type
         self.severity: str = rule.severity
@@ -78,16 +100,20 @@ class _Compiled:
 
 
 def _compile(rule: Any, aliases: dict[str, list[str]], shared: dict[Any, Selector]) -> _Compiled:
+    operands: list[Selector] = []
+
     def c(op: Any) -> Selector:
         # Rules that name the same operand share one selector, and so the index's cached positions for it
         # (the cache is keyed by identity). The text is part of the key: it appears in messages.
         sel = compile_operand(op, aliases, rule.rule_id)
-        return shared.setdefault((sel.text, sel.names, sel.conditions), sel)
+        sel = shared.setdefault((sel.text, sel.names, sel.conditions), sel)
+        operands.append(sel)
+        return sel
 
     # Each rule type compiles its own evaluator (a partial, not a lambda: the call into the evaluator then
     # costs no Python frame of its own - twenty rules, a hundred thousand traces).
     fn: Evaluator | None = rule.compile(c)
-    return _Compiled(rule, fn, getattr(rule, "same", None))
+    return _Compiled(rule, fn, getattr(rule, "same", None), operands)
 
 
 def _lookup(context: dict[str, Any], path: str) -> Any:
@@ -242,36 +268,56 @@ class Engine:
 
     def _evaluate_same(self, comp: _Compiled, index: TraceIndex) -> ev.Finding:
         """A ``same:`` rule: evaluated on each group of calls that share the arguments' values."""
-        assert comp.same is not None and comp.evaluate is not None
-        groups = index.groups(comp.same)
-        if not groups:
-            if comp.rule.type == "max_calls":
+        assert comp.same is not None and comp.evaluate is not None and comp.untouched is not None
+        grouping = index.grouping(comp.same)
+        n_groups = len(grouping)
+        if not n_groups:
+            if comp.type == "max_calls":
                 return ev.Finding("passed", f"No call carries {', '.join(comp.same)}, so nothing to count.")
             return ev.Finding("not_exercised", f"No call carries {', '.join(comp.same)}.")
-        passed: list[ev.Finding] = []
-        failed: list[tuple[str, ev.Finding]] = []
-        for label, members in groups:
-            f = comp.evaluate(View(index, members, label))
+        untouched = comp.untouched
+        groups: Iterable[int]
+        if untouched.outcome == "failed":
+            # No rule type fails on an empty trace today; one that did would need each group's own flaws.
+            groups = range(n_groups)
+        else:
+            touched: set[int] = set()
+            for sel in comp.operands:
+                touched.update(grouping.split(sel))
+            groups = sorted(touched)
+        evaluate = comp.evaluate
+        n_passed = 0
+        held: set[int] = set()
+        failed: list[tuple[int, ev.Finding]] = []
+        n_evaluated = 0
+        for g in groups:
+            f = evaluate(View(index, grouping, g))
+            n_evaluated += 1
             if f.outcome == "failed":
-                failed.append((label, f))
+                failed.append((g, f))
             elif f.outcome == "passed":
-                passed.append(f)
+                n_passed += 1
+                held.update(f.call_indices)
+        if untouched.outcome == "passed" and n_evaluated < n_groups:
+            n_passed += n_groups - n_evaluated
+            held.update(untouched.call_indices)
         if failed:
             flaws: list[ev.Flaw] = []
             indices: set[int] = set()
-            for label, f in failed:
+            labels: list[str] = []
+            for g, f in failed:
+                label = grouping.label(g)
+                labels.append(label)
                 indices.update(f.call_indices)
                 for fl in f.flaws:
                     fl.explanation = f"For {label}: {fl.explanation}"
                     fl.actual = f"{fl.actual} (for {label})"
                     flaws.append(fl)
-            labels = "; ".join(label for label, _ in failed)
-            text = f"Failed for {labels}: " + " ".join(f.explanation for _, f in failed)
+            text = f"Failed for {'; '.join(labels)}: " + " ".join(f.explanation for _, f in failed)
             return ev.Finding("failed", text, sorted(indices), flaws)
-        if passed:
-            held = sorted({i for f in passed for i in f.call_indices})
+        if n_passed:
             return ev.Finding(
-                "passed", f"Held for each of {len(passed)} value(s) of {', '.join(comp.same)}.", held
+                "passed", f"Held for each of {n_passed} value(s) of {', '.join(comp.same)}.", sorted(held)
             )
         return ev.Finding("not_exercised", f"Not exercised for any value of {', '.join(comp.same)}.")
 

@@ -3,8 +3,9 @@
 The index holds the trace as columns (each call's name, success and arguments) and, per tool name, the
 sorted positions of its calls and of its successful calls. A selector's positions are derived from those
 lists (merged or filtered) and cached, so rules that share an operand share the work. A ``View`` is what one
-rule evaluation sees: the whole trace, or one ``same:`` sub-trace whose calls keep their global positions
-and steps.
+rule evaluation sees: the whole trace, or one ``same:`` group whose calls keep their global positions and
+steps. The groups of a ``same:`` argument list are found once per trace (a ``Grouping``), and a selector's
+positions are split by group once, so every rule with those arguments shares both.
 
 Columns rather than call objects: the evaluators read a call's name far more often than anything else, and a
 plain JSONL record (``seqjudge.trace.PlainTrace``) can hand its columns over without building a model.
@@ -33,7 +34,7 @@ class TraceIndex:
         "by_name",
         "ok_by_name",
         "_sel",
-        "_groups",
+        "_groupings",
     )
 
     def __init__(
@@ -62,7 +63,7 @@ class TraceIndex:
         self.by_name = by_name
         self.ok_by_name = ok_by_name
         self._sel: dict[Selector, tuple[list[int], list[int]]] = {}
-        self._groups: dict[tuple[str, ...], list[tuple[str, list[int]]]] = {}
+        self._groupings: dict[tuple[str, ...], Grouping] = {}
 
     @classmethod
     def of(cls, trace: Trace | PlainTrace) -> TraceIndex:
@@ -108,46 +109,13 @@ class TraceIndex:
         self._sel[sel] = result
         return result
 
-    def groups(self, keys: Sequence[str]) -> list[tuple[str, list[int]]]:
-        """One (value label, positions) per distinct tuple of the ``keys`` arguments."""
+    def grouping(self, keys: Sequence[str]) -> Grouping:
+        """The calls grouped by the values of the ``keys`` arguments (a ``same:`` list), built once."""
         key = tuple(keys)
-        hit = self._groups.get(key)
-        if hit is not None:
-            return hit
-        found: dict[str, list[int]] = {}
-        if len(key) == 1:
-            # The common case, one argument: group by the raw value and render each label once.
-            (k,) = key
-            by_value: dict[Any, list[int]] = {}
-            unhashable: list[tuple[int, Any]] = []
-            for i, args in enumerate(self.args):
-                if args and k in args:
-                    value = args[k]
-                    # (type, value) keeps 1, 1.0 and True apart, as their JSON texts are.
-                    try:
-                        by_value.setdefault((type(value), value), []).append(i)
-                    except TypeError:
-                        unhashable.append((i, value))
-            for (_, value), positions in by_value.items():
-                found[f"{k}={_value_text(value)}"] = positions
-            for i, value in unhashable:
-                found.setdefault(f"{k}={_value_text(value)}", []).append(i)
-            if unhashable:
-                for label in found:
-                    found[label].sort()
-        else:
-            for i, args in enumerate(self.args):
-                if not args:
-                    continue
-                try:
-                    values = [args[k] for k in key]
-                except KeyError:
-                    continue
-                label = ", ".join(f"{k}={_value_text(v)}" for k, v in zip(key, values, strict=True))
-                found.setdefault(label, []).append(i)
-        result = list(found.items())
-        self._groups[key] = result
-        return result
+        hit = self._groupings.get(key)
+        if hit is None:
+            hit = self._groupings[key] = Grouping(self, key)
+        return hit
 
     def matching(self, sel: Selector, i: int) -> bool:
         """Does the call at position ``i`` match ``sel``?"""
@@ -162,29 +130,146 @@ def _value_text(value: Any) -> str:
     return _CANONICAL.encode(value)
 
 
-class View:
-    """The calls one rule evaluation sees."""
+_NO_POSITIONS: tuple[list[int], list[int]] = ([], [])
+_MISSING: Any = object()  # an argument a call lacks (None is a value: JSON's null)
+# Values of these types are equal exactly when their JSON texts are, so (type, value) keys them. A float
+# is not (0.0 == -0.0, and NaN is not equal to itself), nor a container (unhashable): their text keys them.
+_AS_IS = frozenset({int, bool, type(None)})
 
-    __slots__ = ("index", "members", "label", "_cache")
 
-    def __init__(self, index: TraceIndex, members: list[int] | None = None, label: str | None = None) -> None:
+class _Text:
+    """Marks a grouping key that is a value's JSON text."""
+
+
+def _group_key(value: Any) -> Any:
+    """What a value is grouped by: equal keys exactly when the values' JSON texts are equal."""
+    kind = type(value)
+    if kind is str:
+        return value  # the common case; no other key is a str
+    # (type, value) keeps 1 and True apart, as their JSON texts are.
+    return (kind, value) if kind in _AS_IS else (_Text, _value_text(value))
+
+
+class Grouping:
+    """The calls of one trace grouped by the values of some arguments (one ``same:`` list).
+
+    A call lacking any of the arguments is in no group. Groups are numbered by first appearance, and values
+    count as equal when their JSON texts are. ``group_of[i]`` is call ``i``'s group (-1: none), so a
+    selector's positions split into groups in one pass over those positions (``split``), not one pass over
+    every group's calls per selector; the split is cached, so rules sharing an operand share it.
+    """
+
+    __slots__ = ("index", "keys", "group_of", "_first", "_split", "_members")
+
+    def __init__(self, index: TraceIndex, keys: tuple[str, ...]) -> None:
         self.index = index
-        self.members = members
-        self.label = label
-        # The whole trace's view shares the index's cache: a hit costs one call, not two.
-        self._cache: dict[Selector, tuple[list[int], list[int]]] = index._sel if members is None else {}
+        self.keys = keys
+        ids: dict[Any, int] = {}
+        first: list[dict[str, Any]] = []  # per group, the arguments of its first call (for its label)
+        group_of: list[int] = []
+        # One loop with the common case, one string argument, inlined: it serves a trace of twenty calls
+        # (where setting up C-level passes costs more than the loop) and of a million alike.
+        if len(keys) == 1:
+            (k,) = keys
+            append, lookup = group_of.append, ids.get
+            for a in index.args:
+                value = a.get(k, _MISSING)
+                if value is _MISSING:
+                    append(-1)
+                    continue
+                key = value if type(value) is str else _group_key(value)
+                g = lookup(key)
+                if g is None:
+                    g = ids[key] = len(first)
+                    first.append(a)
+                append(g)
+        else:
+            for a in index.args:
+                try:
+                    key = tuple([_group_key(a[k]) for k in keys])
+                except KeyError:
+                    group_of.append(-1)
+                    continue
+                g = ids.get(key)
+                if g is None:
+                    g = ids[key] = len(first)
+                    first.append(a)
+                group_of.append(g)
+        self.group_of = group_of
+        self._first = first
+        self._split: dict[Selector, dict[int, tuple[list[int], list[int]]]] = {}
+        self._members: list[list[int]] | None = None
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+    def label(self, g: int) -> str:
+        """Group ``g``'s values as messages name them: ``order_id="#1"``."""
+        a = self._first[g]
+        return ", ".join(f"{k}={_value_text(a[k])}" for k in self.keys)
+
+    def split(self, sel: Selector) -> dict[int, tuple[list[int], list[int]]]:
+        """Per group that has any, (its calls matching ``sel``, the successful ones), sorted."""
+        hit = self._split.get(sel)
+        if hit is not None:
+            return hit
+        every, ok = self.index.positions(sel)
+        group_of = self.group_of
+        out: dict[int, tuple[list[int], list[int]]] = {}
+        for i in every:
+            g = group_of[i]
+            if g >= 0:
+                pair = out.get(g)
+                if pair is None:
+                    out[g] = ([i], [])
+                else:
+                    pair[0].append(i)
+        for i in ok:
+            g = group_of[i]
+            if g >= 0:
+                out[g][1].append(i)
+        self._split[sel] = out
+        return out
+
+    def members(self, g: int) -> list[int]:
+        """Every call of group ``g``, in order (built for all groups at the first request)."""
+        if self._members is None:
+            members: list[list[int]] = [[] for _ in self._first]
+            for i, h in enumerate(self.group_of):
+                if h >= 0:
+                    members[h].append(i)
+            self._members = members
+        return self._members[g]
+
+
+class View:
+    """The calls one rule evaluation sees: the whole trace, or group ``group`` of a ``Grouping``.
+
+    Evaluators read a view only through ``positions`` (and, walking a group's calls, ``members`` and
+    ``every_position``), which the ``same:`` evaluation relies on: a group none of whose calls match any of
+    a rule's operands gets the rule's finding on an empty trace.
+    """
+
+    __slots__ = ("index", "grouping", "group", "_cache")
+
+    def __init__(self, index: TraceIndex, grouping: Grouping | None = None, group: int = -1) -> None:
+        self.index = index
+        self.grouping = grouping
+        self.group = group
+        # The whole trace's view reads the index's cache itself: a hit costs one call, not two.
+        self._cache: dict[Selector, tuple[list[int], list[int]]] = index._sel
+
+    @property
+    def members(self) -> list[int] | None:
+        """The group's calls, or None for the whole trace."""
+        return None if self.grouping is None else self.grouping.members(self.group)
 
     def positions(self, sel: Selector) -> tuple[list[int], list[int]]:
-        hit = self._cache.get(sel)
-        if hit is None:
-            if self.members is None:
-                return self.index.positions(sel)
-            index = self.index
-            names, ok, args = index.names, index.ok, index.args
-            every = [i for i in self.members if sel.hit(names[i], ok[i], args[i])]
-            hit = (every, [i for i in every if ok[i]])
-            self._cache[sel] = hit
-        return hit
+        grouping = self.grouping
+        if grouping is None:
+            hit = self._cache.get(sel)
+            return hit if hit is not None else self.index.positions(sel)
+        return grouping.split(sel).get(self.group, _NO_POSITIONS)
 
     def every_position(self) -> Sequence[int]:
-        return range(self.index.n) if self.members is None else self.members
+        return range(self.index.n) if self.grouping is None else self.grouping.members(self.group)

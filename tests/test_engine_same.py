@@ -1,0 +1,115 @@
+"""`same:` rules on the grouped index: values grouped by their JSON text, groups no operand touches, sharing.
+
+The brute-force comparison lives in test_engine_property.py; these pin what it does not compare (messages,
+the order of violations) and the parts of the fast path that only pay off at scale (one grouping per trace).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from seqjudge.rules import engine as engine_module
+from seqjudge.rules import evaluate as ev
+from seqjudge.rules import index as index_module
+from seqjudge.rules.engine import Engine
+from seqjudge.rules.model import RuleSet
+from seqjudge.trace import Trace
+
+
+def trace(*calls: tuple[str, dict[str, Any]]) -> Trace:
+    return Trace.model_validate({"calls": [{"tool_name": n, "arguments": a} for n, a in calls]})
+
+
+def engine(*rules: dict[str, Any]) -> Engine:
+    return Engine(RuleSet.model_validate({"rules": [{"id": f"r{k}", **r} for k, r in enumerate(rules)]}))
+
+
+def test_values_python_equates_but_json_does_not_are_different_values() -> None:
+    """0.0 and -0.0 (and 1, 1.0, True, "1") are different values; two equal objects are one value."""
+    values: list[Any] = [0.0, -0.0, 0, False, 1, 1.0, True, "1", None, [1]]
+    calls = [("x", {"v": v}) for v in values] + [
+        ("x", {"v": {"a": 1, "b": 2}}),
+        ("x", {"v": {"b": 2, "a": 1}}),
+    ]
+    report = engine({"type": "max_calls", "tool": "x", "max": 1, "same": ["v"]}).check(trace(*calls))
+    result = report.rules[0]
+    assert result.outcome == "failed"
+    assert [v.offending_call_index for v in report.violations] == [len(values) + 1]
+    assert result.explanation.startswith('Failed for v={"a":1,"b":2}: ')
+
+
+def test_groups_no_operand_touches_still_count_as_values() -> None:
+    calls = trace(
+        ("x", {"key": "a"}), ("y", {"key": "b"}), ("z", {"key": "c"}), ("x", {}), ("y", {"key": "b"})
+    )
+    report = engine(
+        {"type": "max_calls", "tool": "x", "max": 1, "same": ["key"]},
+        {"type": "before", "first": "x", "then": "y", "same": ["key"]},
+        {"type": "never_after", "trigger": "z", "forbidden": "x", "same": ["key"]},
+    ).check(calls)
+    max_calls, before, never_after = report.rules
+    # b and c have no call to x: within them x is called 0 times, which holds.
+    assert (max_calls.outcome, max_calls.explanation) == ("passed", "Held for each of 3 value(s) of key.")
+    # b has y but no x before it; a and c have no y (not exercised there).
+    assert before.outcome == "failed"
+    assert before.explanation.startswith('Failed for key="b": ')
+    assert [v.offending_call_index for v in report.violations] == [1]
+    # only c has z, and nothing follows it; a and b are not exercised
+    assert (never_after.outcome, never_after.explanation) == ("passed", "Held for each of 1 value(s) of key.")
+    assert never_after.call_indices == [2]
+
+
+def test_violations_come_in_the_order_the_values_first_appear() -> None:
+    calls = trace(("x", {"v": [1]}), ("x", {"v": "a"}), ("x", {"v": {"k": 1}}), ("x", {"v": 2}))
+    report = engine({"type": "max_calls", "tool": "x", "max": 0, "same": ["v"]}).check(calls)
+    assert [v.offending_call_index for v in report.violations] == [0, 1, 2, 3]
+    assert report.rules[0].explanation.startswith('Failed for v=[1]; v="a"; v={"k":1}; v=2: ')
+
+
+def test_one_grouping_per_trace_serves_every_rule_with_those_arguments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[tuple[str, ...]] = []
+    original = index_module.Grouping.__init__
+
+    def counting(self: Any, index: Any, keys: tuple[str, ...]) -> None:
+        built.append(keys)
+        original(self, index, keys)
+
+    monkeypatch.setattr(index_module.Grouping, "__init__", counting)
+    rules = engine(
+        {"type": "max_calls", "tool": "x", "max": 5, "same": ["key"]},
+        {"type": "before", "first": "x", "then": "y", "same": ["key"]},
+        {"type": "never_after", "trigger": "y", "forbidden": "x", "same": ["key"]},
+        {"type": "max_calls", "tool": "y", "max": 5, "same": ["key", "other"]},
+    )
+    calls = trace(("x", {"key": 1}), ("y", {"key": 1, "other": 2}), ("y", {"key": 2}))
+    rules.check(calls)
+    rules.check(calls)
+    assert built == [("key",), ("key", "other")] * 2
+
+
+def test_a_rule_failing_on_an_empty_trace_is_evaluated_on_every_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No rule type fails on an empty trace today; if one did, groups its operands miss must fail too."""
+    rules = engine({"type": "max_calls", "tool": "x", "max": 0, "same": ["key"]})
+    comp = rules.compiled[0]
+
+    def never_holds(view: Any) -> ev.Finding:
+        members = view.every_position()
+        flaw = ev.Flaw("missing_call", None, "e", "a", f"{len(members)} call(s).", "s")
+        return ev.Finding("failed", f"{len(members)} call(s).", list(members), [flaw])
+
+    monkeypatch.setattr(comp, "evaluate", never_holds)
+    monkeypatch.setattr(
+        comp, "untouched", never_holds(engine_module.View(engine_module.TraceIndex([], [], [], [])))
+    )
+    report = rules.check(trace(("x", {"key": "a"}), ("y", {"key": "b"}), ("y", {"key": "b"}), ("y", {})))
+    assert [v.explanation for v in report.violations] == [
+        'For key="a": 1 call(s).',
+        'For key="b": 2 call(s).',
+    ]
+    assert report.rules[0].call_indices == [0, 1, 2]
