@@ -18,22 +18,17 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from cli_suite import RULES as CLI_RULES
+from cli_suite import passing_reply
 from fakes.server import FakeLLMServer, FakeReply, openai_chat
+from test_connection_cause import REQUEST as PROBE_REQUEST
 
 os.environ["OPENAI_API_KEY"] = "sk-test-probe-0000"
 os.environ.pop("SEQJUDGE_MODEL", None)
 PY = sys.executable
 SJ = [PY, "-c", "import sys; from seqjudge.cli import main; sys.argv[0]='seqjudge'; main()"]
-RULES = "rules:\n  - {id: a-first, type: before, first: A, then: B}\n"
-VALID = {
-    "sequence_correctness_score": 1.0,
-    "total_rules_checked": 1,
-    "rules_passed": 1,
-    "rules_failed": 0,
-    "violations": [],
-    "missing_prerequisites": [],
-    "summary": "fine",
-}
+RULES = CLI_RULES
+VALID = passing_reply()
 
 
 def sh(args, cwd, timeout=120):
@@ -265,19 +260,12 @@ with FakeLLMServer() as srv:
 
 
 async def reset_probe():
-    from seqjudge.judge.providers.base import JudgeRequest, get_provider
+    from seqjudge.judge.providers.base import get_provider
 
     with FakeLLMServer() as srv:
         srv.enqueue(FakeReply(reset=True))
         p = get_provider("openai:m", base_url=srv.openai_base_url, max_retries=0)
-        req = JudgeRequest(
-            system="s",
-            static_prompt="a",
-            dynamic_prompt="b",
-            schema={"type": "object"},
-            schema_name="j",
-            max_tokens=256,
-        )
+        req = PROBE_REQUEST
         try:
             await p.complete(req)
         except Exception as exc:
