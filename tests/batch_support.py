@@ -16,7 +16,7 @@ from fakes.batches import Answer, BatchEmulator, Errored, Expired, body_text
 from fakes.server import FakeLLMServer
 from seqjudge.batch import collect_run, submit_run
 from seqjudge.config import RunConfig
-from seqjudge.judge.providers import get_provider
+from seqjudge.judge.providers import get_provider, provider_profile
 from seqjudge.rules.model import RuleSet
 from seqjudge.store import Store
 from seqjudge.trace import Trace
@@ -31,8 +31,13 @@ RULES_DATA: dict[str, Any] = {
 }
 RULES = RuleSet.model_validate(RULES_DATA)
 MODELS = {"openai": "openai:gpt-4o", "anthropic": "anthropic:claude-haiku-4-5"}
-KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 REF = re.compile(r'"case_ref":"(C-\d+)"')
+
+
+def _key_env(api: str) -> str:
+    profile = provider_profile(api)
+    assert profile is not None and profile.key_env is not None
+    return profile.key_env
 
 
 def make_trace(i: int) -> Trace:
@@ -153,7 +158,7 @@ def batch_env(
     polls_before_end: int = 0,
     **cfg_updates: Any,
 ) -> Iterator[Env]:
-    monkeypatch.setenv(KEY_ENV[api], "sk-test-batch-key-000")
+    monkeypatch.setenv(_key_env(api), "sk-test-batch-key-000")
     judge = Judge(dict(script or {}))
     emulator = BatchEmulator(judge, polls_before_end=polls_before_end, online=True)
     with FakeLLMServer(responder=emulator) as server, Store(tmp_path / "seqjudge.db") as store:

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from seqjudge import alerts
 from seqjudge.cli import run as cli
 from seqjudge.errors import InputError
+from seqjudge.outputs import alerts
 from seqjudge.store import Store
 from test_compare import make_run, results, stored_run
 

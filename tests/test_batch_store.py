@@ -18,7 +18,7 @@ def test_a_version_1_store_is_migrated_without_losing_a_row(
 ) -> None:
     path = tmp_path / "seqjudge.db"
     with monkeypatch.context() as m:
-        m.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS[:1])
+        m.setattr(Store, "migrations", store_module.MIGRATIONS[:1])
         with Store(path) as s:
             old = s.create_run(config={"rules": "r.yaml"}, fingerprint={"engine": "1"}, label="old")
             s.save_result(old, *pair("t1", "split"))

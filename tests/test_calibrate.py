@@ -26,7 +26,7 @@ from seqjudge.calibrate_runs import calibrate_golden, write_thresholds
 from seqjudge.cli import run
 from seqjudge.config import load_config
 from seqjudge.golden import cross_check, load_dataset, validate
-from seqjudge.judge.providers import base as providers
+from seqjudge.judge.providers import ProviderProfile, registry
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "golden_traces"
@@ -462,7 +462,7 @@ def labelled_judge(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str,
         made.append(ByTraceProvider(dataset.traces, script, model=model, **options))
         return made[-1]
 
-    monkeypatch.setitem(providers._REGISTRY, "labelled", factory)
+    monkeypatch.setitem(registry._REGISTRY, "labelled", ProviderProfile(name="labelled", factory=factory))
     return {"suite": suite, "made": made, "db": tmp_path / "db.sqlite"}
 
 
@@ -624,7 +624,7 @@ def test_conflicting_flags_are_bad_input(
 
 def test_write_replaces_the_thresholds_block_and_keeps_the_rest(tmp_path: Path) -> None:
     from seqjudge.calibrate_runs import CalibrationReport
-    from seqjudge.cli.run_cmd import build_config
+    from seqjudge.inputs import build_config
 
     root = tiny_dataset(tmp_path / "ds")
     config = root / "seqjudge.yaml"
@@ -654,7 +654,7 @@ def test_write_replaces_the_thresholds_block_and_keeps_the_rest(tmp_path: Path) 
 
 
 def test_plot_bytes_for_embedding() -> None:
-    from seqjudge.calibrate_plot import calibration_png
+    from seqjudge.outputs.calibrate_plot import calibration_png
 
     png = calibration_png(calibrate(SCORES, LABELS, Settings(resamples=100)), title="tiny")
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000

@@ -9,7 +9,7 @@ import pytest
 
 from seqjudge import Report, RuleSet, Trace, check
 from seqjudge.cli import run
-from seqjudge.textview import trace_lines
+from seqjudge.outputs.textview import trace_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "golden_traces"
@@ -254,7 +254,7 @@ def test_a_cycle_is_reported_on_traces_not_refused(
 
 def test_totals_list_tied_rules_in_the_order_they_were_first_violated() -> None:
     # A set's order varies between runs (string hashing); the JSON summary must not.
-    from seqjudge.textview import Totals
+    from seqjudge.outputs.textview import Totals
 
     totals = Totals()
     totals.count("fail", ["zeta", "alpha", "mid", "alpha"], [])

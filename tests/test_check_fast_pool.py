@@ -23,9 +23,9 @@ import seqjudge.checkpool as checkpool
 from seqjudge.cli import run
 from seqjudge.errors import InputError, SeqjudgeError
 from seqjudge.ingest import load_traces
+from seqjudge.outputs.textview import Totals
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.load import load_rules
-from seqjudge.textview import Totals
 
 try:  # as tests/test_engine_property.py imports tests/reference.py
     from test_check_fast import ANY_TRACE

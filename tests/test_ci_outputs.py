@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 
-from seqjudge.ci_outputs import (
+from seqjudge.cli import run as cli
+from seqjudge.compare import compare
+from seqjudge.crosscheck import reconcile
+from seqjudge.errors import InputError
+from seqjudge.outputs.ci_outputs import (
     MARKER_COMPARE,
     MARKER_RUN,
     annotation,
@@ -25,10 +29,6 @@ from seqjudge.ci_outputs import (
     markdown_run,
     write_junit,
 )
-from seqjudge.cli import run as cli
-from seqjudge.compare import compare
-from seqjudge.crosscheck import reconcile
-from seqjudge.errors import InputError
 from seqjudge.rules.engine import check
 from seqjudge.rules.load import parse_rules
 from seqjudge.store import Store

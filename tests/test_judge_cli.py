@@ -131,7 +131,7 @@ def test_prompt_options(files, capsys, tmp_path) -> None:
     captured = capsys.readouterr()
     assert code == 0
     assert '"tool_name":"DeleteCustomer","status":"ok","arguments":{"id":"C-2"}' in captured.out
-    assert "Score strictly" in captured.out and "3 tool(s), by name" in captured.out
+    assert "Score strictly" in captured.out and "# TOOLS" in captured.out
 
 
 def test_prompt_notes_which_trace_it_shows(files, capsys) -> None:
@@ -165,7 +165,7 @@ def test_judge_prints_both_reports_rule_by_rule(files, fake_llm, capsys) -> None
     assert "FAIL     bad: engine fail (score 0.00), judge fail" in out
     assert "verify_first  failed          failed      agree" in out
     assert "judge: verify_first out_of_order at call 1: Deleted before verifying." in out
-    assert "2 trace(s): 1 pass, 1 fail, 0 review, 0 unscored; judge and engine agree on 4 of 4" in out
+    assert "2 trace(s): 1 pass, 1 fail, 0 review (0 unscored); judge and engine agree on 4 of 4" in out
 
 
 def test_judge_json_then_a_cached_rerun_makes_no_call(files, fake_llm, capsys) -> None:
@@ -219,7 +219,8 @@ def test_unscored_traces_exit_1(files, fake_llm, capsys) -> None:
     fake_llm.enqueue(openai_chat("nope"), openai_chat("still no"))
     assert run(judge_args(files, fake_llm, "--max-attempts", "2", traces="good")) == 1
     out = capsys.readouterr().out
-    assert "UNSCORED good" in out and "no valid judgement after 2 attempt(s)" in out
+    assert "REVIEW   good: engine pass (score 1.00), judge UNSCORED" in out
+    assert "no valid judgement after 2 attempt(s)" in out and "0 review (0 unscored)" not in out
     assert "verify_first  passed          unscored" in out and len(fake_llm.requests) == 2
 
 
@@ -278,3 +279,71 @@ def test_a_judge_rule_takes_the_judges_outcome(files, fake_llm, capsys) -> None:
     out = capsys.readouterr().out
     assert "FAIL     good: engine pass" in out
     assert "confirm       deferred        failed" in out and "DISAGREE" not in out
+
+
+# ------------------------------------------------- one reconciliation: `judge` shows what `run` decides
+
+NOT_EXERCISED_RULES = RULES_YAML + "  - {id: lookup_first, type: before, first: LookupOrder, then: Refund}\n"
+ALL_PASSED: dict[str, Any] = {
+    **GOOD_OUT,
+    "total_rules_checked": 3,
+    "rules_passed": 3,
+    "summary": "Every rule passed.",
+}
+
+
+def _judge_and_run(
+    files: dict[str, Path], server: FakeLLMServer, capsys: Any, rules: Path, replies: list[Any]
+) -> tuple[dict[str, Any], Any]:
+    """The good trace as `judge --format json` shows it and as `run` stores it, each judged (no cache) from
+    the same replies."""
+    from seqjudge.store import Store
+
+    server.enqueue(*(openai_chat(r) for r in replies))
+    args = judge_args(files, server, "--format", "json", "--no-cache", "--max-attempts", "2", traces="good")
+    args[1] = str(rules)
+    run(args)
+    row = json.loads(capsys.readouterr().out)["results"][0]
+    server.enqueue(*(openai_chat(r) for r in replies))
+    store = files["dir"] / "runs.db"
+    code = run(
+        [
+            "run",
+            str(rules),
+            str(files["good"]),
+            "--model",
+            "openai:gpt-4o",
+            "--base-url",
+            server.openai_base_url,
+            "--no-cache",
+            "--max-attempts",
+            "2",
+            "--store",
+            str(store),
+        ]
+    )
+    capsys.readouterr()
+    assert code in (0, 1)
+    with Store(store, create=False) as db:
+        (stored,) = list(db.results(db.resolve_run("latest")))
+    return row, stored.result
+
+
+def test_not_exercised_and_judge_passed_is_agreement_in_judge_as_in_run(files, fake_llm, capsys) -> None:
+    # Before `judge` went through crosscheck.reconcile it left this pair uncompared (agree None) while `run`
+    # counted it as agreement.
+    rules = files["dir"] / "unexercised.yaml"
+    rules.write_text(NOT_EXERCISED_RULES, encoding="utf-8")
+    row, stored = _judge_and_run(files, fake_llm, capsys, rules, [ALL_PASSED])
+    shown = {r["rule_id"]: (r["engine"], r["judge"], r["agree"]) for r in row["rules"]}
+    assert shown["lookup_first"] == ("not_exercised", "passed", True)
+    assert {d.rule_id: (d.engine, d.judge, d.agree) for d in stored.rules} == shown
+    assert row["verdict"] == stored.verdict == "pass"
+
+
+def test_an_unscored_judge_sends_the_trace_to_review_in_judge_as_in_run(files, fake_llm, capsys) -> None:
+    # Before, `judge` called such a trace `unscored` while `run` sent it to review for that reason.
+    row, stored = _judge_and_run(files, fake_llm, capsys, files["rules"], ["nope", "still no"])
+    assert row["verdict"] == stored.verdict == "review"
+    assert row["review_reasons"] == stored.review_reasons == ["unscored"]
+    assert [(r["rule_id"], r["agree"]) for r in row["rules"]] == [(d.rule_id, d.agree) for d in stored.rules]

@@ -106,9 +106,7 @@ async def test_valid_reply_is_scored_in_one_call() -> None:
     assert (
         request.reask == [] and request.temperature == 0.0 and request.schema_name == "sequence_judge_report"
     )
-    assert (
-        request.dynamic_prompt.startswith("# AGENT TRACE") and "### Rule `confirm`" in request.static_prompt
-    )
+    assert request.dynamic_prompt.startswith("# AGENT TRACE") and "## Rule `confirm`" in request.static_prompt
 
 
 async def test_malformed_then_valid_reasks_with_the_bad_reply_and_the_error() -> None:
@@ -277,7 +275,7 @@ async def test_fingerprint_and_usage_totals() -> None:
     parts = (request.system, request.static_prompt, request.dynamic_prompt)
     assert fp.provider == "scripted" and fp.model == "scripted"
     assert fp.model_version == "model-2026-01-01" and fp.system_fingerprint == "fp_1"
-    assert fp.template_hash == hashlib.sha256(template).hexdigest() and fp.template_version == "1.0.0"
+    assert fp.template_hash == hashlib.sha256(template).hexdigest() and fp.template_version == "2.0.0"
     assert fp.prompt_hash == hashlib.sha256("\0".join(parts).encode()).hexdigest()
     assert fp.sampling_sent == {"temperature": 0.0, "seed": 1} and fp.sampling_controlled is True
     assert fp.attempts_used == 2

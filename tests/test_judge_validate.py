@@ -12,6 +12,7 @@ import pytest
 from seqjudge.errors import InputError, JudgeOutputError
 from seqjudge.judge.schema import JudgeOutput, json_schema
 from seqjudge.judge.validate import (
+    SCORE_TOLERANCE,
     InvalidJudgeOutput,
     check_inputs,
     check_schema,
@@ -200,18 +201,33 @@ def test_null_index_is_allowed_where_there_is_no_offending_call(vtype: str) -> N
     assert problems(output(violations=[violation(violation_type=vtype, offending_call_index=None)])) == []
 
 
-def test_score_tolerance_and_warning_only_scores() -> None:
-    rules = {"a": "warning", "b": "critical", "c": "critical"}
-    data = output(
+TWO_OF_THREE_RULES = {"a": "warning", "b": "critical", "c": "critical"}
+
+
+def two_of_three(score: float) -> dict[str, Any]:
+    """2 of 3 rules passed, the failed one a warning: the score is 2/3."""
+    return output(
         total_rules_checked=3,
         rules_passed=2,
         rules_failed=1,
         violations=[violation("a", severity="warning")],
-        sequence_correctness_score=0.6666667,
+        sequence_correctness_score=score,
     )
-    assert semantic_problems(JudgeOutput.model_validate(data), rules, N_CALLS) == []
-    data["sequence_correctness_score"] = 0.67
-    assert semantic_problems(JudgeOutput.model_validate(data), rules, N_CALLS)
+
+
+def test_score_tolerance_and_warning_only_scores() -> None:
+    ok = JudgeOutput.model_validate(two_of_three(0.6666667))
+    assert semantic_problems(ok, TWO_OF_THREE_RULES, N_CALLS) == []
+    off = JudgeOutput.model_validate(two_of_three(0.66))
+    assert semantic_problems(off, TWO_OF_THREE_RULES, N_CALLS)
+
+
+@pytest.mark.parametrize("written", [0.6667, 0.667, 0.67, 0.665])
+def test_a_rounded_score_is_accepted_and_the_exact_value_kept(written: float) -> None:
+    # However the model rounds 2/3 (within 0.005), the reply is accepted and the exact value kept.
+    out = validate_reply(json.dumps(two_of_three(written)), TWO_OF_THREE_RULES, N_CALLS)
+    assert out.sequence_correctness_score == 2 / 3
+    assert SCORE_TOLERANCE == 0.005
 
 
 def test_nothing_checked_means_one_and_an_empty_trace_has_no_indices() -> None:
@@ -258,7 +274,7 @@ def test_json_schema_is_openai_strict_compatible() -> None:
     index = schema["properties"]["violations"]["items"]["properties"]["offending_call_index"]
     assert index["anyOf"] == [{"type": "integer"}, {"type": "null"}]
     vtype = schema["properties"]["violations"]["items"]["properties"]["violation_type"]
-    assert vtype["enum"] == list(VIOLATION_TYPES) and len(VIOLATION_TYPES) == 8
+    assert vtype["enum"] == list(VIOLATION_TYPES) and len(VIOLATION_TYPES) == 9
     assert "$defs" not in json.dumps(schema) and "$ref" not in json.dumps(schema)
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from seqjudge.catalog import load_catalog
 from seqjudge.cli import run
+from seqjudge.rules.catalog import load_catalog
 from seqjudge.rules.lint import find_cycles, lint
 from seqjudge.rules.load import parse_rules
 

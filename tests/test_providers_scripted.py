@@ -9,7 +9,14 @@ import pytest
 from pydantic import ValidationError
 
 from seqjudge.errors import InputError, ProviderError
-from seqjudge.judge.providers import JudgeRequest, Provider, ProviderReply, Usage, base, get_provider
+from seqjudge.judge.providers import (
+    JudgeRequest,
+    Provider,
+    ProviderReply,
+    Usage,
+    get_provider,
+    registry,
+)
 from seqjudge.judge.providers.base import parse_json_object, parse_model_spec, redact, register_provider
 from seqjudge.judge.providers.scripted import ScriptedProvider, ScriptExhaustedError
 
@@ -170,7 +177,7 @@ def test_unknown_option_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_register_a_custom_provider(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))  # keep the global registry clean
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))  # keep the global registry clean
     register_provider("echo", lambda model, **options: ScriptedProvider(["{}"], model=model))
     provider = get_provider("echo:m1")
     assert isinstance(provider, ScriptedProvider) and provider.model == "m1"

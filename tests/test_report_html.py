@@ -23,10 +23,9 @@ import pytest
 from report_data import BASELINE, CANDIDATE, COST, EVIL_ID, IMG, INJECTION, build
 from seqjudge.cli import run
 from seqjudge.crosscheck import agreement
-from seqjudge.html import json_for_script
-from seqjudge.html.render import fixed
-from seqjudge.html.svg import Segment, hbars
-from seqjudge.html.view import score_bin
+from seqjudge.outputs.html.render import fixed, json_for_script
+from seqjudge.outputs.html.svg import Segment, hbars
+from seqjudge.outputs.html.view import score_bin
 from seqjudge.store import Store
 
 URL_ATTRS = {"src", "href", "srcset", "action", "formaction", "poster", "data", "xlink:href", "background"}

@@ -40,7 +40,7 @@ from seqjudge.config import ModelOptions, RunConfig
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.ingest import load_traces
 from seqjudge.judge.providers.base import ProviderReply, Usage
-from seqjudge.pricing import PRICES, Price, cost_of, load_prices, price_for
+from seqjudge.pricing import Price, cost_of, load_prices, price_for, shipped_prices
 from seqjudge.rules.load import load_rules
 from seqjudge.runner import RunSummary, run_traces
 from seqjudge.store import Store
@@ -231,7 +231,7 @@ def test_a_429_with_retry_after_pauses_every_new_call(
 
 
 def test_limits_come_from_flags_or_the_config_else_the_providers_defaults(tmp_path: Path) -> None:
-    from seqjudge.cli.run_cmd import build_config
+    from seqjudge.inputs import build_config
     from seqjudge.runner import run_limits
 
     rules, traces, _ = write_suite(tmp_path / "suite", 1)
@@ -260,7 +260,7 @@ def test_dry_run_renders_and_prices_every_prompt_and_calls_nothing(
     est = json.loads(capsys.readouterr().out)
     assert fake_llm.requests == [] and not store.exists()
     assert est["calls"] == 5 and est["input_tokens"] > 5 * est["static_tokens_per_call"] > 0
-    price = PRICES["openai:gpt-4o"]
+    price = shipped_prices()["openai:gpt-4o"]
     expected = (est["input_tokens"] * price.input + est["output_tokens"] * price.output) / 1e6
     assert est["cost_usd"] == pytest.approx(expected, abs=1e-6)
     assert est["cost_usd_with_prompt_cache"] < est["cost_usd"]
@@ -290,9 +290,10 @@ def test_cost_counts_each_kind_of_token_at_its_price() -> None:
 
 
 def test_prices_are_found_by_name_or_family_and_can_be_overridden(tmp_path: Path) -> None:
-    assert price_for("openai:gpt-4o-2024-08-06") == PRICES["openai:gpt-4o"]
-    assert price_for("openai:gpt-4o-mini-2024-07-18") == PRICES["openai:gpt-4o-mini"]
-    assert price_for("anthropic:claude-sonnet-4-5-20250929") == PRICES["anthropic:claude-sonnet-4-5"]
+    assert price_for("openai:gpt-4o-2024-08-06") == shipped_prices()["openai:gpt-4o"]
+    assert price_for("openai:gpt-4o-mini-2024-07-18") == shipped_prices()["openai:gpt-4o-mini"]
+    sonnet = shipped_prices()["anthropic:claude-sonnet-4-5"]
+    assert price_for("anthropic:claude-sonnet-4-5-20250929") == sonnet
     assert price_for("anthropic:gpt-4o") is None  # another provider's model of the same name
     assert price_for("openai:my-finetune") is None and price_for(None) is None
     # Nothing is guessed from a family: a newer or different model has no price until one is given.

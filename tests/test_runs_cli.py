@@ -154,3 +154,24 @@ def test_export_csv_latest_to_stdout(stored: dict[str, Any], capsys: pytest.Capt
 
 def test_export_rejects_an_unknown_format(stored: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["runs", "export", "latest", "--format", "xml", "--store", str(stored["path"])]) == 2
+
+
+def test_a_run_stored_with_the_environment_variable_is_listed_with_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before cli/options.py, `run` ignored SEQJUDGE_STORE and wrote ./.seqjudge/seqjudge.db, so `runs list`
+    # with the same variable found no run.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SEQJUDGE_MODEL", raising=False)
+    store = tmp_path / "elsewhere" / "runs.db"
+    monkeypatch.setenv("SEQJUDGE_STORE", str(store))
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - {id: r1, type: require, tool: A}\n", encoding="utf-8")
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text(json.dumps({"trace_id": "t1", "calls": [{"tool_name": "A"}]}) + "\n", encoding="utf-8")
+    assert run(["run", str(rules), str(traces), "--label", "from-env"]) == 0
+    capsys.readouterr()
+    assert not (tmp_path / ".seqjudge" / "seqjudge.db").exists()
+    assert run(["runs", "list", "--format", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["label"] for r in listed] == ["from-env"]

@@ -375,7 +375,7 @@ def test_resolve_run_latest_prefix_and_unknown(db: Store) -> None:
 
 def test_resolve_run_prefix_is_unique_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ids = iter(["r20260101-000000-aaaa", "r20260101-000000-abcd"])
-    monkeypatch.setattr(store_module, "new_run_id", lambda moment=None: next(ids))
+    monkeypatch.setattr(Store, "new_run_id", staticmethod(lambda moment=None: next(ids)))
     with Store(tmp_path / "x.db") as s:
         first = s.create_run(config={}, fingerprint={})
         second = s.create_run(config={}, fingerprint={})
@@ -416,7 +416,7 @@ def test_an_old_store_is_upgraded_by_a_new_migration(tmp_path: Path, monkeypatch
             "UPDATE review_items SET priority = 1",
         ),
     )
-    monkeypatch.setattr(store_module, "MIGRATIONS", [*store_module.MIGRATIONS, new])
+    monkeypatch.setattr(Store, "migrations", [*store_module.MIGRATIONS, new])
     with Store(path) as s:
         assert s.schema_version == latest + 1
         assert s.result(run, "t1").result.trace_id == "t1"  # old data intact
@@ -427,7 +427,7 @@ def test_an_old_store_is_upgraded_by_a_new_migration(tmp_path: Path, monkeypatch
     with Store(path) as s:  # applied once only
         assert s.schema_version == latest + 1
     # An older seqjudge refuses a store written by a newer one rather than misreading it.
-    monkeypatch.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS[:latest])
+    monkeypatch.setattr(Store, "migrations", store_module.MIGRATIONS[:latest])
     with pytest.raises(InputError, match=f"schema version {latest + 1}, newer than this seqjudge knows"):
         Store(path)
 

@@ -12,9 +12,19 @@ from typing import Any
 from seqjudge.report import Report
 from seqjudge.rules.model import RuleSet
 from seqjudge.trace import Call, Message, Trace
+from seqjudge.version import __version__
 
-__version__ = "0.1.0"
-__all__ = ["Call", "Message", "Report", "RuleSet", "Trace", "check", "load_rules", "load_traces"]
+__all__ = [
+    "Call",
+    "Message",
+    "Report",
+    "RuleSet",
+    "Trace",
+    "__version__",
+    "check",
+    "load_rules",
+    "load_traces",
+]
 
 
 def load_rules(path: str | Path) -> RuleSet:

@@ -36,11 +36,12 @@ from seqjudge.batch_records import (
     rendered_prompt,
     unpack_request,
 )
-from seqjudge.config import RunConfig
+from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import agreement, reconcile
 from seqjudge.errors import InputError, JudgeOutputError, ProviderError
 from seqjudge.judge.judge import (
     DEFAULT_MAX_TOKENS_LIMIT,
+    JudgeFailure,
     JudgeResult,
     JudgeSession,
     SessionState,
@@ -60,13 +61,6 @@ ReaskMode = Literal["online", "batch"]
 # succeed either. Any other error leaves that trace unscored, with the reason.
 FATAL_KINDS = {"auth", "config", "connection"}
 BATCH_PRICE_SCALE = 0.5  # the batch APIs' half price (online re-asks pay the full price)
-
-
-def judge_rule_ids(ruleset: RuleSet, mode: str) -> list[str]:
-    """The rules the judge is asked about (as the online runner chooses them)."""
-    if mode == "contextual":
-        return [r.rule_id for r in ruleset.rules if r.type == "judge"]
-    return [r.rule_id for r in ruleset.rules]
 
 
 def run_fingerprint(cfg: RunConfig) -> dict[str, Any]:
@@ -195,13 +189,12 @@ async def submit_run(
 
 async def _finish_online(session: JudgeSession, trace: Trace, max_attempts: int) -> JudgeResult:
     """Run the online judge loop from the session's state; a non-fatal provider error ends unscored."""
-    try:
-        return await session.finish(trace, max_attempts)
-    except ProviderError as exc:
-        if exc.kind in FATAL_KINDS:
-            raise
-        unscored: JudgeResult = exc.unscored  # type: ignore[attr-defined]
-        return unscored
+    outcome = await session.settle(trace, max_attempts)
+    if isinstance(outcome, JudgeFailure):
+        if outcome.error.kind in FATAL_KINDS:
+            raise outcome.error
+        return outcome.unscored
+    return outcome
 
 
 def _cache(cfg: RunConfig, store: Store) -> Any:

@@ -19,10 +19,14 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from seqjudge.errors import InputError, ProviderError
-from seqjudge.judge.providers.base import JudgeRequest, ProviderReply
+from seqjudge.judge.providers.base import JudgeRequest, Provider, ProviderReply, WireProvider
+from seqjudge.judge.providers.registry import all_profiles, load_object, provider_profile
+
+if TYPE_CHECKING:
+    from seqjudge.judge.providers.anthropic import AnthropicProvider
 
 Outcome = Literal["succeeded", "errored", "expired", "canceled"]
 T = TypeVar("T")
@@ -84,7 +88,7 @@ class BatchAPI:
     max_requests = 0
     max_bytes = 0
 
-    def __init__(self, provider: Any, wire: dict[str, Any] | None = None) -> None:
+    def __init__(self, provider: WireProvider, wire: dict[str, Any] | None = None) -> None:
         self.provider = provider
         self.wire = dict(wire or {})
 
@@ -93,12 +97,11 @@ class BatchAPI:
         return dict(self.provider.build_body(request))
 
     def request_hash(self, request: JudgeRequest) -> str:
-        return str(self.provider.hash_request(request, self.body(request)))
+        return self.provider.hash_request(request, self.body(request))
 
     def reply(self, result: dict[str, Any], request: JudgeRequest) -> ProviderReply:
         """A batch result, normalised exactly as the online adapter normalises an online answer."""
-        reply: ProviderReply = self.provider.reply_from_body(result, request=request, body=self.body(request))
-        return reply
+        return self.provider.reply_from_body(result, request=request, body=self.body(request))
 
     def line_size(self, line: BatchLine) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -258,11 +261,13 @@ class AnthropicBatches(BatchAPI):
     max_requests = ANTHROPIC_MAX_REQUESTS
     max_bytes = ANTHROPIC_MAX_BYTES
 
-    def __init__(self, provider: Any, wire: dict[str, Any] | None = None) -> None:
+    provider: AnthropicProvider
+
+    def __init__(self, provider: WireProvider, wire: dict[str, Any] | None = None) -> None:
         # The output mode is fixed at submission: a batch cannot fall back to tool use mid-way as an online
         # call does, so every body of the run (and its reading back) uses the mode it was sent with.
         super().__init__(provider, wire)
-        self.wire.setdefault("output_mode", provider.output_mode)
+        self.wire.setdefault("output_mode", self.provider.output_mode)
 
     def body(self, request: JudgeRequest) -> dict[str, Any]:
         return dict(self.provider.build_body(request, self.wire["output_mode"]))
@@ -321,15 +326,20 @@ class AnthropicBatches(BatchAPI):
         return [out[cid] for cid in custom_ids]
 
 
-def batch_api(provider: Any, wire: dict[str, Any] | None = None) -> BatchAPI:
-    """The batch transport for ``provider`` (``openai`` or ``anthropic``)."""
+def _with_batches() -> str:
+    return ", ".join(f"{p.name}:MODEL" for p in all_profiles() if p.batch) or "none is installed"
+
+
+def batch_api(provider: Provider, wire: dict[str, Any] | None = None) -> BatchAPI:
+    """The batch transport ``provider``'s profile names (openai and anthropic have one)."""
     name = getattr(provider, "name", "")
-    if name == "openai":
-        return OpenAIBatches(provider, wire)
-    if name == "anthropic":
-        return AnthropicBatches(provider, wire)
-    raise InputError(
-        f"the {name or type(provider).__name__} provider has no batch API",
-        where="--batch",
-        hint="batch runs need an openai:MODEL or anthropic:MODEL model; judge this suite online instead",
-    )
+    profile = provider_profile(name) if name else None
+    if profile is None or profile.batch is None or not isinstance(provider, WireProvider):
+        raise InputError(
+            f"the {name or type(provider).__name__} provider has no batch API",
+            where="--batch",
+            hint=f"batch runs need a model of a provider with a batch API ({_with_batches()}); judge this "
+            "suite online instead",
+        )
+    transport: type[BatchAPI] = load_object(profile.batch, what=f"the {name} batch transport")
+    return transport(provider, wire)

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from seqjudge.calibrate import Calibration, Settings, Stability, calibrate, stability, writable
-from seqjudge.config import RunConfig
+from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import TraceResult
 from seqjudge.errors import InputError
 from seqjudge.golden import GoldenDataset
@@ -64,18 +64,12 @@ def _scored(result: TraceResult) -> bool:
     return status == "scored"
 
 
-def judge_rule_ids(dataset: GoldenDataset, judge_mode: str) -> list[str]:
-    """The rules the judge is asked about (as ``run_traces`` asks)."""
-    rules = dataset.ruleset.rules
-    return [r.rule_id for r in rules if judge_mode != "contextual" or r.type == "judge"]
-
-
 def expected_prompts(dataset: GoldenDataset, cfg: RunConfig) -> dict[str, tuple[str, str]]:
     """trace id -> (template hash, prompt hash) of the prompt a judged run would send now."""
     from seqjudge.judge.prompt import render
     from seqjudge.redact import redact_trace
 
-    rule_ids = judge_rule_ids(dataset, cfg.judge_mode)
+    rule_ids = judge_rule_ids(dataset.ruleset, cfg.judge_mode)
     out: dict[str, tuple[str, str]] = {}
     if not rule_ids:
         return out
@@ -266,11 +260,11 @@ def dataset_config(dataset: GoldenDataset, **overrides: Any) -> RunConfig:
     """The run config of a calibration: the dataset's ``seqjudge.yaml`` when it has one, then ``overrides``
     (non-None), then ``SEQJUDGE_MODEL`` for a model still missing. The rules and traces are always the
     dataset's own files; the store is the config's only when the file names one."""
-    import os
 
     import yaml
 
     from seqjudge.config import DEFAULT_STORE, load_config
+    from seqjudge.inputs import model_or_env
 
     path = dataset.root / CONFIG_FILE
     files = {"rules": str(dataset.rules_path.resolve()), "traces": str(dataset.traces_path.resolve())}
@@ -284,8 +278,8 @@ def dataset_config(dataset: GoldenDataset, **overrides: Any) -> RunConfig:
         cfg = RunConfig(rules=files["rules"], traces=files["traces"])
     update = {k: v for k, v in overrides.items() if v is not None}
     cfg = cfg.model_copy(update=update)
-    if cfg.model is None and os.environ.get("SEQJUDGE_MODEL"):
-        cfg = cfg.model_copy(update={"model": os.environ["SEQJUDGE_MODEL"]})
+    if cfg.model is None:
+        cfg = cfg.model_copy(update={"model": model_or_env(None)})
     return cfg
 
 

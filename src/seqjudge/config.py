@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from seqjudge.errors import InputError
 from seqjudge.report import DEFAULT_THRESHOLD, RiskLevel
 
+JudgeMode = Literal["full", "contextual"]
+JUDGE_MODES: tuple[str, ...] = JudgeMode.__args__  # type: ignore[attr-defined]
 DEFAULT_STORE = ".seqjudge/seqjudge.db"
 DEFAULT_REDACT = ["password", "api_key", "token", "authorization", "secret"]
 
@@ -58,10 +60,10 @@ class RunConfig(BaseModel):
     threshold: float = Field(default=DEFAULT_THRESHOLD, ge=0.0, le=1.0)
     thresholds: Thresholds | None = None
     store: str = DEFAULT_STORE
-    judge_mode: Literal["full", "contextual"] = "full"
+    judge_mode: JudgeMode = "full"
     max_attempts: int = Field(default=3, ge=1)
     concurrency: int = Field(default=8, ge=1)
-    # Requests / tokens per minute; None = the provider's default (seqjudge.limits.DEFAULT_LIMITS), 0 = off.
+    # Requests / tokens per minute; None = the provider's default (its profile's), 0 = off.
     rpm: int | None = Field(default=None, ge=0)
     tpm: int | None = Field(default=None, ge=0)
     # Stop starting judge calls once this many USD are spent or reserved (None or 0 = no budget).
@@ -136,3 +138,11 @@ def load_config(path: str | Path) -> RunConfig:
             f"{loc}: {problem}", source=str(p), where=loc, hint=f"the keys are: {allowed}"
         ) from None
     return cfg.resolved(p.resolve().parent)
+
+
+def judge_rule_ids(ruleset: Any, mode: str) -> list[str]:
+    """The rules the judge is asked about: every rule (``full``: the exact rules are cross-checked), or only
+    the `judge` rules (``contextual``: the engine decides the exact rules, the judge what needs reading)."""
+    if mode not in JUDGE_MODES:
+        raise InputError(f"judge mode is {mode!r}", where="--judge-mode", hint="use full or contextual")
+    return [r.rule_id for r in ruleset.rules if mode == "full" or r.type == "judge"]

@@ -8,8 +8,8 @@ judge's; without a scored judge it stays `deferred` and the trace goes to review
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
-from typing import Any, Literal
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -19,6 +19,34 @@ ReviewReason = Literal[
     "below_threshold", "high_risk_imperfect", "judge_engine_disagreement", "unscored", "judge_rule_undecided"
 ]
 REVIEW_REASONS: tuple[str, ...] = ReviewReason.__args__  # type: ignore[attr-defined]
+
+
+class JudgedViolation(Protocol):
+    """A violation in the judge's report, as reconciliation reads it."""
+
+    @property
+    def rule_id(self) -> str: ...
+    @property
+    def explanation(self) -> str: ...
+    @property
+    def offending_call_index(self) -> int | None: ...
+
+
+class JudgedReport(Protocol):
+    @property
+    def violations(self) -> Sequence[JudgedViolation]: ...
+
+
+class Judged(Protocol):
+    """What reconciliation needs of a judge's result (``seqjudge.judge.judge.JudgeResult`` is one); a
+    Protocol so that this module needs no provider code."""
+
+    @property
+    def status(self) -> Literal["scored", "unscored"]: ...
+    @property
+    def report(self) -> JudgedReport | None: ...
+    @property
+    def rule_ids(self) -> Sequence[str]: ...
 
 
 class RuleDecision(BaseModel):
@@ -58,18 +86,19 @@ class TraceResult(BaseModel):
 
 def reconcile(
     engine: Report,
-    judge: Any = None,
+    judge: Judged | None = None,
     *,
     threshold: float = DEFAULT_THRESHOLD,
     risk_level: RiskLevel = "medium",
     judge_skipped: str | None = None,
 ) -> TraceResult:
     """Reconcile one trace. ``judge`` is a JudgeResult or None (not run: say why in ``judge_skipped``)."""
-    asked: set[str] = set(getattr(judge, "rule_ids", None) or ())
-    scored = judge is not None and judge.status == "scored" and judge.report is not None
-    judge_fail: dict[str, list[Any]] = defaultdict(list)
-    if scored:
-        for v in judge.report.violations:
+    asked: set[str] = set(judge.rule_ids) if judge is not None else set()
+    report = judge.report if judge is not None and judge.status == "scored" else None
+    scored = report is not None
+    judge_fail: dict[str, list[JudgedViolation]] = defaultdict(list)
+    if report is not None:
+        for v in report.violations:
             judge_fail[v.rule_id].append(v)
     decisions: list[RuleDecision] = []
     for r in engine.rules:
@@ -79,7 +108,8 @@ def reconcile(
         final: Outcome = r.outcome
         agree: bool | None = None
         if r.type == "judge":
-            if said is not None:
+            # A judge rule the engine found not exercised (no call of its applies_to) stays so.
+            if said is not None and r.outcome == "deferred":
                 final = said
         elif said is not None and r.outcome in ("passed", "failed", "not_exercised", "not_applicable"):
             # Binary cross-check: did the engine fail the rule, did the judge?

@@ -6,6 +6,8 @@ exit code and a one-paragraph message in one place (``seqjudge.cli``). Nothing h
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class SeqjudgeError(Exception):
     """Base class; ``exit_code`` is what the CLI exits with."""
@@ -64,6 +66,8 @@ class ProviderError(SeqjudgeError):
         self.kind = kind
         self.provider = provider
         self.status_code = status_code
+        # The judge's attempts recorded before this error ended a judge call (seqjudge.judge.judge.Attempt).
+        self.attempts: list[Any] = []
         super().__init__(message)
 
 

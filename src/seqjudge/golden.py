@@ -288,37 +288,29 @@ def read_dataset(directory: str | Path) -> tuple[GoldenDataset | None, list[Prob
             Problem(str(rules_path), None, "missing", "a golden dataset needs its rules in rules.yaml")
         )
     else:
-        from seqjudge.rules.load import load_rules
+        from seqjudge.inputs import read_rules
 
         try:
-            import warnings
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                ruleset = load_rules(rules_path)
+            ruleset = read_rules(rules_path, warn=None)
         except InputError as exc:
             problems.extend(_error_problems(exc, str(rules_path)))
 
     catalog = catalog_path = None
-    candidate = root / CATALOG_FILE
-    if ruleset is not None and ruleset.catalog:
-        candidate = Path(ruleset.catalog)
-    if candidate.is_file():
-        from seqjudge.catalog import load_catalog
+    from seqjudge import inputs
 
+    named = inputs.catalog_path(ruleset) if ruleset is not None else None
+    candidate = named or root / CATALOG_FILE
+    if candidate.is_file():
         catalog_path = candidate
         try:
-            catalog = load_catalog(candidate)
+            catalog = inputs.read_catalog(candidate)
         except InputError as exc:
             problems.extend(_error_problems(exc, str(candidate)))
         if catalog is not None and ruleset is not None:
-            from seqjudge.rules.lint import lint
-
-            for p in lint(ruleset, catalog):
-                if p.level == "error" and "cycle" not in p.message.lower():
-                    problems.append(
-                        Problem(str(rules_path), None, f"{p.rule_id or p.where}: {p.message}", p.hint)
-                    )
+            for p in inputs.unknown_tools(ruleset, catalog):
+                problems.append(
+                    Problem(str(rules_path), None, f"{p.rule_id or p.where}: {p.message}", p.hint)
+                )
     elif ruleset is not None and ruleset.catalog:
         problems.append(
             Problem(
@@ -332,11 +324,9 @@ def read_dataset(directory: str | Path) -> tuple[GoldenDataset | None, list[Prob
     examples = examples_path = None
     for name in EXAMPLES_FILES:
         if (root / name).is_file():
-            from seqjudge.judge.prompt import load_examples
-
             examples_path = root / name
             try:
-                examples = load_examples(examples_path)
+                examples = inputs.read_examples(examples_path)
             except InputError as exc:
                 problems.extend(_error_problems(exc, str(examples_path)))
             break
@@ -493,12 +483,22 @@ def load_dataset(directory: str | Path) -> GoldenDataset:
     return dataset
 
 
+def guidelines(dataset: GoldenDataset) -> dict[str, str]:
+    """rule id -> the labelling guideline of each `judge` rule: the text the judge's prompt gives it, so that
+    labellers and the judge apply one definition."""
+    from seqjudge.judge.prompt import guideline
+
+    rs = dataset.ruleset
+    return {r.rule_id: guideline(r, rs.aliases) for r in rs.rules if r.type == "judge"}
+
+
 def cross_check(dataset: GoldenDataset) -> list[Contradiction]:
     """Every label of a deterministic rule that the engine decides the other way.
 
     Binary, as the judge-engine cross-check is: a rule is failed or it is not. A ``fail`` label against an
     engine outcome other than ``failed`` (passed, not exercised, not applicable) contradicts it, and so does
-    a ``pass`` label against ``failed``. ``judge`` rules have no engine outcome and are not compared.
+    a ``pass`` label against ``failed``. ``judge`` rules are the judge's to decide; the engine only knows
+    when one with ``applies_to`` is not exercised, so a ``fail`` label there contradicts it.
     """
     from seqjudge.rules.engine import Engine
 
@@ -511,7 +511,7 @@ def cross_check(dataset: GoldenDataset) -> list[Contradiction]:
         report = engine.check(trace)
         for result in report.rules:
             said = label.rules.get(result.rule_id)
-            if said is None or result.type == "judge" or result.outcome == "deferred":
+            if said is None or result.outcome == "deferred" or (result.type == "judge" and said != "fail"):
                 continue
             if (said == "fail") != (result.outcome == "failed"):
                 found.append(

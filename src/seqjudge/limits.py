@@ -42,9 +42,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from seqjudge.errors import ProviderError
+from seqjudge.judge.providers.base import TransportObservable
+from seqjudge.judge.providers.registry import provider_profile
 
 __all__ = [
-    "DEFAULT_LIMITS",
     "Budget",
     "BudgetExhaustedError",
     "CallStats",
@@ -58,14 +59,6 @@ __all__ = [
     "estimate_tokens",
 ]
 
-# Requests and tokens per minute when --rpm/--tpm are not given: the published limits of a tier-2 account
-# for the flagship models (OpenAI gpt-4o: 5,000 RPM, 450,000 TPM; Anthropic Claude Sonnet: 1,000 RPM,
-# 450,000 input TPM), checked in 2025. Accounts differ: set yours with --rpm/--tpm or `rpm:`/`tpm:` in
-# seqjudge.yaml; 0 means unlimited. Providers without published limits (scripted, custom) are unlimited.
-DEFAULT_LIMITS: dict[str, tuple[int, int]] = {
-    "openai": (5_000, 450_000),
-    "anthropic": (1_000, 450_000),
-}
 WINDOW_S = 60.0
 MAX_PAUSE_S = 120.0  # the longest Retry-After honoured (OpenAI's SDK gives up beyond 120 s anyway)
 DEFAULT_429_PAUSE_S = 1.0  # a 429 without Retry-After
@@ -75,8 +68,11 @@ FIRST_OUTPUT_GUESS = 1_000  # expected reply tokens before this run has seen a r
 
 
 def default_limits(provider: str) -> tuple[int, int]:
-    """(rpm, tpm) for a provider name; (0, 0) = unlimited."""
-    return DEFAULT_LIMITS.get(provider, (0, 0))
+    """(rpm, tpm) when --rpm/--tpm are not given: the provider profile's (the published limits of a tier-2
+    account for the flagship models; accounts differ: set yours with --rpm/--tpm or `rpm:`/`tpm:` in
+    seqjudge.yaml). (0, 0) = unlimited, as for providers without published limits (scripted, custom)."""
+    profile = provider_profile(provider) if provider else None
+    return (profile.default_rpm, profile.default_tpm) if profile is not None else (0, 0)
 
 
 def estimate_tokens(text_chars: int) -> int:
@@ -394,9 +390,8 @@ class LimitedProvider:
         self._cost_of = cost_of
         self.stats = CallStats()
         self.stop_reason: str | None = None
-        observe = getattr(inner, "observe_transport", None)
-        if callable(observe):
-            observe(self)
+        if isinstance(inner, TransportObservable):
+            inner.observe_transport(self)
 
     def __getattr__(self, name: str) -> Any:
         # Only called for attributes this wrapper lacks: name, model, sampling, base_url, output_mode...

@@ -1,7 +1,8 @@
 """What a judge run costs: a small price table, user overrides, and cost from token usage.
 
-Prices change, and this table is only as current as the seqjudge release that ships it (the providers'
-published list prices when it was written, 2025; newer models are not in it). Override or extend it with a
+Prices change, and the table is only as current as the seqjudge release that ships it (the providers'
+published list prices when it was written, 2025, kept in each provider's profile; newer models are not in
+it). Override or extend it with a
 YAML or JSON file, ``--prices FILE`` or ``prices: FILE`` in seqjudge.yaml (an inline mapping there works
 too):
 
@@ -30,8 +31,17 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seqjudge.errors import InputError
+from seqjudge.judge.providers.registry import all_profiles
 
-__all__ = ["PRICES", "Cost", "Price", "cost_of", "estimate_cost", "load_prices", "price_for"]
+__all__ = [
+    "Cost",
+    "Price",
+    "cost_of",
+    "estimate_cost",
+    "load_prices",
+    "price_for",
+    "shipped_prices",
+]
 
 PER = 1_000_000
 
@@ -51,36 +61,19 @@ class Price(BaseModel):
         return f"${self.input:g}/M input{cached}, ${self.output:g}/M output"
 
 
-def _p(inp: float, cached: float, out: float, write: float | None = None) -> Price:
-    return Price(input=inp, cached_input=cached, output=out, cache_write=write)
-
-
-# USD per million tokens: input, cached input, output (and Anthropic's 5-minute cache write).
-PRICES: dict[str, Price] = {
-    # OpenAI: cached input is the automatic prefix cache.
-    "openai:gpt-4o": _p(2.50, 1.25, 10.00),
-    "openai:gpt-4o-mini": _p(0.15, 0.075, 0.60),
-    "openai:gpt-4.1": _p(2.00, 0.50, 8.00),
-    "openai:gpt-4.1-mini": _p(0.40, 0.10, 1.60),
-    "openai:gpt-4.1-nano": _p(0.10, 0.025, 0.40),
-    "openai:gpt-5": _p(1.25, 0.125, 10.00),
-    "openai:gpt-5-mini": _p(0.25, 0.025, 2.00),
-    "openai:gpt-5-nano": _p(0.05, 0.005, 0.40),
-    "openai:o3": _p(2.00, 0.50, 8.00),
-    "openai:o4-mini": _p(1.10, 0.275, 4.40),
-    # Anthropic: cache reads at 0.1x input, 5-minute cache writes at 1.25x.
-    "anthropic:claude-opus-4-5": _p(5.00, 0.50, 25.00, 6.25),
-    "anthropic:claude-opus-4-1": _p(15.00, 1.50, 75.00, 18.75),
-    "anthropic:claude-sonnet-4-5": _p(3.00, 0.30, 15.00, 3.75),
-    "anthropic:claude-sonnet-4": _p(3.00, 0.30, 15.00, 3.75),
-    "anthropic:claude-haiku-4-5": _p(1.00, 0.10, 5.00, 1.25),
-    "anthropic:claude-3-5-haiku": _p(0.80, 0.08, 4.00, 1.00),
-}
+def shipped_prices() -> dict[str, Price]:
+    """The list prices the providers' profiles carry, as ``provider:model`` -> price."""
+    return {
+        f"{profile.name}:{model}": Price(input=inp, cached_input=cached, output=out, cache_write=write)
+        for profile in all_profiles()
+        for model, (inp, cached, out, write) in profile.prices.items()
+    }
 
 
 def load_prices(source: str | Path | Mapping[str, Any] | None = None) -> dict[str, Price]:
-    """The shipped table updated with ``source`` (a YAML/JSON file, or a mapping model -> price)."""
-    table = dict(PRICES)
+    """The shipped table (every provider's, installed ones too) updated with ``source`` (a YAML/JSON file,
+    or a mapping model -> price)."""
+    table = shipped_prices()
     if source is None:
         return table
     where = "<prices>"
@@ -132,7 +125,7 @@ def price_for(model: str | None, table: Mapping[str, Price] | None = None) -> Pr
     ``provider:name`` entries first, then bare ``name`` ones."""
     if not model:
         return None
-    table = PRICES if table is None else table
+    table = shipped_prices() if table is None else table
     provider, _, bare = model.partition(":")
     if not bare:
         provider, bare = "", model

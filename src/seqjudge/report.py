@@ -17,6 +17,8 @@ ViolationType = Literal[
     "deadline_missed",
     "missing_call",
     "incomplete_sequence",
+    # A `judge` rule's criteria fail at a call (or, for a rule about no tool in particular, in the trace).
+    "criteria_not_met",
 ]
 VIOLATION_TYPES: tuple[str, ...] = ViolationType.__args__  # type: ignore[attr-defined]
 Outcome = Literal["passed", "failed", "not_exercised", "not_applicable", "deferred"]
@@ -70,16 +72,19 @@ class Report(BaseModel):
     rules: list[RuleResult]
 
 
+def score_of(passed: int, checked: int, critical_failed: bool) -> float:
+    """Seed 000's score: 0.0 if a critical rule failed, else passed / checked (1.0 when none was checked)."""
+    if critical_failed:
+        return 0.0
+    return passed / checked if checked else 1.0
+
+
 def score(results: list[RuleResult]) -> tuple[float, int, int, int]:
-    """(score, checked, passed, failed): 0.0 on a failed critical rule, else passed / checked, 1.0 if none."""
+    """(score, checked, passed, failed) of the rules' outcomes (``score_of``)."""
     passed = sum(1 for r in results if r.outcome == "passed")
     failed = sum(1 for r in results if r.outcome == "failed")
-    checked = passed + failed
-    if any(r.outcome == "failed" and r.severity == "critical" for r in results):
-        return 0.0, checked, passed, failed
-    if checked == 0:
-        return 1.0, 0, 0, 0
-    return passed / checked, checked, passed, failed
+    critical = any(r.outcome == "failed" and r.severity == "critical" for r in results)
+    return score_of(passed, passed + failed, critical), passed + failed, passed, failed
 
 
 def verdict(

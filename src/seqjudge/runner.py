@@ -28,23 +28,28 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from seqjudge.config import RunConfig
+from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
 from seqjudge.errors import ProviderError
+from seqjudge.judge.providers.registry import provider_profile
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.model import RuleSet
 from seqjudge.trace import Trace
 
+if TYPE_CHECKING:
+    from seqjudge.judge.judge import JudgeResult
+    from seqjudge.judge.providers.base import Provider
+    from seqjudge.store import Store
+
 # Provider errors after which no other trace can succeed either: stop the run (exit 3), keep it resumable.
 FATAL_KINDS = {"auth", "config"}
 # ... and these too, as long as no call of this run has succeeded (the endpoint or the model is wrong);
 # once one has, they are one trace's bad luck (a dropped connection, one over-long prompt).
 FATAL_UNTIL_SUCCESS = {"connection", "bad_request"}
-KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 # Expected output tokens of one judge reply for --dry-run (a judgement with a few violations is 250-500).
 DRY_RUN_OUTPUT_TOKENS = 400
 
@@ -55,8 +60,11 @@ def judge_unavailable(model: str | None) -> str | None:
         return (
             "no model configured (give --model provider:model, `model:` in seqjudge.yaml, or SEQJUDGE_MODEL)"
         )
-    provider = model.split(":", 1)[0]
-    env = KEY_ENV.get(provider)
+    try:
+        profile = provider_profile(model.split(":", 1)[0])
+    except ProviderError as exc:  # an installed provider that cannot load
+        return f"model {model} is configured but its provider cannot be used: {exc}"
+    env = profile.key_env if profile is not None else None
     if env and not os.environ.get(env):
         return f"model {model} is configured but {env} is not set"
     return None
@@ -132,12 +140,6 @@ class RunSummary:
         }
 
 
-def _judge_rule_ids(ruleset: RuleSet, mode: str) -> list[str]:
-    if mode == "contextual":
-        return [r.rule_id for r in ruleset.rules if r.type == "judge"]
-    return [r.rule_id for r in ruleset.rules]
-
-
 def run_limits(cfg: RunConfig, provider_name: str) -> tuple[int, int]:
     """(rpm, tpm) of a run: the config's, else the provider's defaults; 0 = unlimited."""
     rpm, tpm = default_limits(provider_name)
@@ -171,9 +173,9 @@ async def run_traces(
     cfg: RunConfig,
     ruleset: RuleSet,
     traces: Iterable[Trace],
-    store: Any,
+    store: Store,
     *,
-    provider: Any = None,
+    provider: Provider | None = None,
     run_id: str | None = None,
     catalog: Any = None,
     examples: Any = None,
@@ -256,7 +258,7 @@ async def run_traces(
             from seqjudge.judge.cache import ResponseCache
 
             cache = ResponseCache(cache_dir if cache_dir is not None else Path(cfg.store).parent / "cache")
-    rule_ids = _judge_rule_ids(ruleset, cfg.judge_mode)
+    rule_ids = judge_rule_ids(ruleset, cfg.judge_mode)
     fatal: list[ProviderError] = []
 
     async def decide(trace: Trace) -> None:
@@ -384,34 +386,35 @@ async def _judge(
     catalog: Any,
     examples: Any,
     fatal: list[ProviderError],
-) -> Any:
-    from seqjudge.judge.judge import judge_trace  # cheap once imported; the judge's deps stay lazy
+) -> JudgeResult | None:
+    from seqjudge.judge.judge import JudgeFailure, settle_trace  # cheap once imported; deps stay lazy
 
-    try:
-        return await judge_trace(
-            trace,
-            ruleset,
-            gate,
-            catalog=catalog,
-            examples=examples,
-            risk_level=cfg.risk_level,
-            max_attempts=cfg.max_attempts,
-            cache=cache,
-            rule_ids=rule_ids,
-            max_tokens=cfg.model_options.max_tokens,
-            temperature=cfg.model_options.temperature,
-            seed=cfg.model_options.seed,
-        )
-    except ProviderError as exc:
-        if exc.kind in ("stopped", "budget"):
-            return None  # gate.stop_reason says why (the budget, or a fatal error in another trace)
-        if exc.kind in FATAL_KINDS or (exc.kind in FATAL_UNTIL_SUCCESS and gate.stats.calls == 0):
-            fatal.append(exc)
-            gate.stop(str(exc))
-            return None
-        # Rate limits, server errors, timeouts that outlived the SDK's own retries: this trace is unscored,
-        # with the reason, and goes to review; the run goes on.
-        return exc.unscored  # type: ignore[attr-defined]
+    outcome = await settle_trace(
+        trace,
+        ruleset,
+        gate,
+        catalog=catalog,
+        examples=examples,
+        risk_level=cfg.risk_level,
+        max_attempts=cfg.max_attempts,
+        cache=cache,
+        rule_ids=rule_ids,
+        max_tokens=cfg.model_options.max_tokens,
+        temperature=cfg.model_options.temperature,
+        seed=cfg.model_options.seed,
+    )
+    if not isinstance(outcome, JudgeFailure):
+        return outcome
+    exc = outcome.error
+    if exc.kind in ("stopped", "budget"):
+        return None  # gate.stop_reason says why (the budget, or a fatal error in another trace)
+    if exc.kind in FATAL_KINDS or (exc.kind in FATAL_UNTIL_SUCCESS and gate.stats.calls == 0):
+        fatal.append(exc)
+        gate.stop(str(exc))
+        return None
+    # Rate limits, server errors, timeouts that outlived the SDK's own retries: this trace is unscored,
+    # with the reason, and goes to review; the run goes on.
+    return outcome.unscored
 
 
 def _count(summary: RunSummary, result: TraceResult) -> None:
@@ -505,7 +508,7 @@ def estimate_run(
     est = RunEstimate(model=cfg.model, price=run_price(cfg, prices) if cfg.model else None)
     if not cfg.model:
         est.judge_skipped = judge_unavailable(cfg.model)
-    rule_ids = _judge_rule_ids(ruleset, cfg.judge_mode)
+    rule_ids = judge_rule_ids(ruleset, cfg.judge_mode)
     names = catalog_names(catalog) if catalog is not None else None
     max_tokens = cfg.model_options.max_tokens
     for trace in traces:

@@ -26,9 +26,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seqjudge.outputs.textview import trace_line, violation_block
 from seqjudge.report import DEFAULT_THRESHOLD, Report, RiskLevel
 from seqjudge.rules.model import RuleSet
-from seqjudge.textview import trace_line, violation_block
 from seqjudge.trace import Trace
 
 if TYPE_CHECKING:

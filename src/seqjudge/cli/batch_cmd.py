@@ -4,17 +4,18 @@ provider's batch API at half price, and finish the run when the batches are done
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from enum import StrEnum
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from seqjudge.cli.app import app
+from seqjudge.cli.options import StoreOpt, format_option
 from seqjudge.config import RunConfig
 from seqjudge.errors import InputError
+from seqjudge.outputs.batches import BatchStatus, Submitted, round_text
+from seqjudge.outputs.registry import writer
 from seqjudge.rules.model import RuleSet
 from seqjudge.store import DEFAULT_STORE_PATH, Store
 
@@ -30,17 +31,7 @@ class Reask(StrEnum):
     batch = "batch"
 
 
-class Format(StrEnum):
-    text = "text"
-    json = "json"
-
-
-StoreOpt = Annotated[
-    Path,
-    typer.Option("--store", envvar="SEQJUDGE_STORE", show_envvar=True, help="The seqjudge database."),
-]
 RunArg = Annotated[str, typer.Argument(help="A run id, a unique prefix of one, or `latest`.")]
-FormatOpt = Annotated[Format, typer.Option("--format", help="text or json.")]
 
 
 # -- submission (called by `seqjudge run --batch`) ----------------------------------------------------------
@@ -88,47 +79,18 @@ def submit_batch(
     with Store(cfg.store) as db:
         summary = asyncio.run(submit(db))
         batches = {b.id: b for b in db.batches(summary.run_id)}
-    if fmt == "json":
-        data = {
-            "run_id": summary.run_id,
-            "status": summary.status,
-            "submitted": summary.submitted,
-            "stored": summary.stored,
-            "batches": [
-                {"id": bid, "requests": batches[bid].request_count, "status": batches[bid].status}
-                for bid in summary.batch_ids
-            ],
-        }
-        json.dump(data, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
-    w = sys.stdout.write
-    w(
-        f"run {summary.run_id}: {summary.submitted} judge request(s) submitted to the {provider.name} "
-        f"batch API ({cfg.model}) in {len(summary.batch_ids)} batch(es)"
-    )
-    w(f"; {summary.stored} trace(s) stored at once (no model call needed)\n" if summary.stored else "\n")
-    for bid in summary.batch_ids:
-        w(f"  batch {bid}: {batches[bid].request_count} request(s), {batches[bid].status}\n")
-    if cfg.max_cost:
-        w("note: --max-cost does not cap a batch run (every request is submitted at once).\n")
-    if summary.status == "completed":
-        w(f"run {summary.run_id} is complete: `seqjudge runs show {summary.run_id}`\n")
-    else:
-        w(
-            f"status: batch_pending. `seqjudge batch status {summary.run_id}` polls the batches; "
-            f"`seqjudge batch collect {summary.run_id} --wait` stores the results and finishes the run.\n"
-        )
+    view = Submitted(summary, batches, provider.name, cfg.model, capped=bool(cfg.max_cost))
+    writer("batch-submit", fmt)(view, sys.stdout)
     return 0
 
 
 # -- status --------------------------------------------------------------------------------------------------
-def _counts(counts: dict[str, int]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
-
-
 @batch_app.command("status")
-def status(run: RunArg, store: StoreOpt = DEFAULT_STORE_PATH, fmt: FormatOpt = Format.text) -> int:
+def status(
+    run: RunArg,
+    store: StoreOpt = DEFAULT_STORE_PATH,
+    fmt: Annotated[str, format_option("batch-status")] = "text",
+) -> int:
     """Poll the provider about the run's batches and print each one's state and request counts."""
     from seqjudge.batch import poll_batches
 
@@ -143,27 +105,7 @@ def status(run: RunArg, store: StoreOpt = DEFAULT_STORE_PATH, fmt: FormatOpt = F
         batches = asyncio.run(poll_batches(db, run_id))
         info = db.run_info(run_id)
         traces = len(db.batch_traces(run_id))
-        stored = info.counts["traces"]
-    if fmt is Format.json:
-        data = {
-            "run_id": run_id,
-            "status": info.status,
-            "traces": info.counts["traces"],
-            "batch_traces": traces,
-            "batches": [b.model_dump(mode="json") for b in batches],
-        }
-        json.dump(data, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
-    w = sys.stdout.write
-    w(f"run {run_id}: {info.status}; {stored} trace(s) stored ({traces} judged through batches)\n")
-    width = max(len("BATCH"), *(len(b.id) for b in batches))
-    w(f"  {'BATCH':<{width}}  ROUND  {'PURPOSE':<7}  {'STATUS':<11}  {'STATE':<9}  REQUESTS  COUNTS\n")
-    for b in batches:
-        w(
-            f"  {b.id:<{width}}  {b.round:>5}  {b.purpose:<7}  {b.status:<11}  {b.state:<9}  "
-            f"{b.request_count:>8}  {_counts(b.counts)}\n"
-        )
+    writer("batch-status", fmt)(BatchStatus(run_id, info, traces, batches), sys.stdout)
     return 0
 
 
@@ -182,7 +124,7 @@ def collect(
         Reask,
         typer.Option("--reask", help="Re-ask malformed replies online (default) or in a follow-up batch."),
     ] = Reask.online,
-    fmt: FormatOpt = Format.text,
+    fmt: Annotated[str, format_option("batch-collect")] = "text",
 ) -> int:
     """Store the results of the run's ended batches (re-asking malformed replies, retrying failed requests
     once) and finish the run when every trace is in.
@@ -194,52 +136,15 @@ def collect(
 
     with Store(store, create=False) as db:
         run_id = db.resolve_run(run)
-        on_round = _print_round if (wait and fmt is Format.text) else None
+        # While waiting, the text view says what each round did as it happens.
+        on_round = round_text if (wait and fmt == "text") else None
         done = asyncio.run(
             collect_run(
                 db, run_id, reask=reask.value, wait=wait, poll_interval=poll_interval, on_round=on_round
             )
         )
     summary = done.summary
-    if fmt is Format.json:
-        data: dict[str, Any] = {
-            "run_id": run_id,
-            "status": done.status,
-            "recorded": done.recorded,
-            "stored": done.stored,
-            "reasked_online": done.reasked_online,
-            "follow_up_batches": done.follow_up_batches,
-            "pending_batches": done.pending_batches,
-            "remaining": done.remaining,
-        }
-        if summary is not None:
-            data["totals"] = summary.totals()
-        json.dump(data, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        if not wait:
-            _print_round(done)
-        if summary is not None:
-            from seqjudge.cli.run_cmd import print_summary
-
-            print_summary(summary)
-        elif done.status == "completed":
-            sys.stdout.write(f"run {run_id} was already complete: `seqjudge runs show {run_id}`\n")
-        else:
-            sys.stdout.write(
-                f"still out: {done.pending_batches} batch(es), {done.remaining} trace(s) not stored yet; "
-                f"`seqjudge batch collect {run_id} --wait` waits for them\n"
-            )
+    writer("batch-collect", fmt)(done, sys.stdout, waited=wait)
     if summary is None:
         return 0
     return 0 if summary.verdicts["pass"] == summary.traces else 1
-
-
-def _print_round(step: Any) -> None:
-    w = sys.stdout.write
-    w(
-        f"run {step.run_id}: {step.recorded} result(s) recorded from ended batches, {step.stored} trace(s) "
-        f"stored, {step.reasked_online} re-asked online\n"
-    )
-    if step.follow_up_batches:
-        w(f"follow-up batch(es) submitted: {', '.join(step.follow_up_batches)}\n")

@@ -11,32 +11,29 @@ verdict wins). `report-ci` exits like `seqjudge run`: 0 when every trace passed,
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from seqjudge import alerts
-from seqjudge.ci_outputs import (
+from seqjudge.cli.app import app
+from seqjudge.cli.options import StoreOpt, format_option
+from seqjudge.compare import compare, noise_floor
+from seqjudge.errors import InputError
+from seqjudge.outputs import alerts
+from seqjudge.outputs.ci_outputs import (
     Pair,
-    append_step_summary,
-    failed_blocks,
     github_compare,
     github_run,
     junit_compare,
     junit_run,
     markdown_compare,
     markdown_run,
-    write_junit,
 )
-from seqjudge.cli.app import app
-from seqjudge.cli.check_cmd import open_output
-from seqjudge.compare import Comparison, compare, noise_floor
-from seqjudge.errors import InputError
+from seqjudge.outputs.comparison import ComparisonView, RunCounts, write_ci
+from seqjudge.outputs.registry import writer
 from seqjudge.store import DEFAULT_STORE_PATH, RunInfo, Store, StoredResult, read_export
 
 baseline_app = typer.Typer(
@@ -44,18 +41,6 @@ baseline_app = typer.Typer(
 )
 app.add_typer(baseline_app, name="baseline")
 
-REGRESSIONS_SHOWN = 3  # actionable blocks printed in full by `compare`'s text output
-
-
-class OutFormat(StrEnum):
-    text = "text"
-    json = "json"
-
-
-StoreOpt = Annotated[
-    Path,
-    typer.Option("--store", envvar="SEQJUDGE_STORE", show_envvar=True, help="The seqjudge database to read."),
-]
 RefHelp = "An exported JSONL file, a baseline name, a run id (or unique prefix), or `latest`."
 JunitOpt = Annotated[Path | None, typer.Option("--junit", help="Write a JUnit XML report here.")]
 GithubOpt = Annotated[
@@ -68,7 +53,7 @@ MarkdownOpt = Annotated[
     Path | None,
     typer.Option("--markdown", help="Write a pull-request comment (markdown) here; - for stdout."),
 ]
-FormatOpt = Annotated[OutFormat, typer.Option("--format", help="text or json.")]
+FormatOpt = Annotated[str, format_option("compare")]
 AlertBelowOpt = Annotated[
     float | None,
     typer.Option(
@@ -175,124 +160,17 @@ def baseline_save(
 
 
 @baseline_app.command("list")
-def baseline_list(store: StoreOpt = DEFAULT_STORE_PATH, fmt: FormatOpt = OutFormat.text) -> int:
+def baseline_list(
+    store: StoreOpt = DEFAULT_STORE_PATH, fmt: Annotated[str, format_option("baselines")] = "text"
+) -> int:
     """List the baselines with their runs."""
     with Store(store, create=False) as db:
         rows = [(name, db.run_info(run_id)) for name, run_id in db.baselines().items()]
-    if fmt is OutFormat.json:
-        data = [
-            {"name": name, "run_id": info.id, "label": info.label, "counts": info.counts}
-            for name, info in rows
-        ]
-        print(json.dumps(data, ensure_ascii=False, indent=2))
-        return 0
-    if not rows:
-        print("no baselines yet; `seqjudge baseline save RUN --name NAME` makes one")
-        return 0
-    width = max([len(name) for name, _ in rows] + [8])
-    print(f"{'BASELINE':<{width}}  RUN                   TRACES  PASS  FAIL  REVIEW  LABEL")
-    for name, info in rows:
-        c = info.counts
-        print(
-            f"{name:<{width}}  {info.id:<20}  {c['traces']:>6}  {c['pass']:>4}  {c['fail']:>4}  "
-            f"{c['review']:>6}  {info.label or ''}".rstrip()
-        )
+    writer("baselines", fmt)(rows, sys.stdout)
     return 0
 
 
 # -- compare -------------------------------------------------------------------------------------------------
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
-def comparison_lines(c: Comparison, base: Side, cand: Side) -> list[str]:
-    b, k = c.baseline, c.candidate
-    lines = [
-        f"Compare: baseline {_describe(base)}, {b.traces} traces; candidate {_describe(cand)}, "
-        f"{k.traces} traces",
-        f"  {c.matched} matched; {len(c.only_in_baseline)} only in the baseline; "
-        f"{len(c.only_in_candidate)} only in the candidate",
-        f"  {'':<16}{'baseline':>10}{'candidate':>11}",
-    ]
-    for key in ("pass", "fail", "review"):
-        delta = k.counts[key] - b.counts[key]
-        lines.append(f"  {key:<16}{b.counts[key]:>10}{k.counts[key]:>11}   ({delta:+d})")
-    pr = c.pass_rate
-    lines.append(
-        f"  {'pass rate':<16}{_rate(pr['baseline']):>10}{_rate(pr['candidate']):>11}   "
-        f"({100 * (pr['candidate'] - pr['baseline']):+.1f} pts, matched traces)"
-    )
-    s = c.score
-    lines.append(
-        f"  {'mean score':<16}{s.baseline_mean:>10.3f}{s.candidate_mean:>11.3f}   ({s.mean_change:+.3f}, "
-        f"{s.level:.0%} bootstrap interval [{s.interval[0]:+.3f}, {s.interval[1]:+.3f}])"
-    )
-    lines.append(f"  {'agreement':<16}{_rate(b.agreement):>10}{_rate(k.agreement):>11}")
-    if k.status not in (None, "completed"):
-        lines.append(f"  note: the candidate run is {k.status}: it may miss traces")
-    if c.worse:
-        shown = {ch.trace_id: ch for ch in c.changes}
-        items = [f"{t} pass->{shown[t].candidate}" for t in c.worse[:10] if t in shown]
-        more = f" and {len(c.worse) - 10} more" if len(c.worse) > 10 else ""
-        lines.append(f"Worse ({len(c.worse)}): " + ", ".join(items) + more)
-    if c.better:
-        more = f" and {len(c.better) - 10} more" if len(c.better) > 10 else ""
-        lines.append(f"Fixed ({len(c.better)}): " + ", ".join(c.better[:10]) + more)
-    for title, ids in (
-        ("Only in the baseline", c.only_in_baseline),
-        ("Only in the candidate", c.only_in_candidate),
-    ):
-        if ids:
-            more = f" and {len(ids) - 10} more" if len(ids) > 10 else ""
-            lines.append(f"{title} ({len(ids)}): " + ", ".join(ids[:10]) + more)
-    moved = [r for r in c.rules if r.new or r.fixed]
-    if moved:
-        width = max(len(r.rule_id) for r in moved)
-        lines.append("Rules that changed (final outcomes, matched traces):")
-        lines.append(f"  {'rule':<{width}}  {'decided by':<10}  failing    new  fixed  McNemar p")
-        for r in moved:
-            p = "" if r.p_value is None else f"{r.p_value:.3g}"
-            failing = f"{r.baseline_failed}->{r.candidate_failed}"
-            lines.append(
-                f"  {r.rule_id:<{width}}  {r.decided_by:<10}  {failing:<9}  {len(r.new):>3}  "
-                f"{len(r.fixed):>5}  {p}".rstrip()
-            )
-    for title, ids in (
-        ("Rules only in the baseline (not compared)", c.rules_only_in_baseline),
-        ("Rules only in the candidate (not compared)", c.rules_only_in_candidate),
-    ):
-        if ids:
-            lines.append(f"{title}: " + ", ".join(ids))
-    fired = [d.rule for d in c.fired]
-    lines.append(f"Decision: {'REGRESSION (' + ', '.join(fired) + ')' if fired else 'no regression'}")
-    for d in c.decisions:
-        mark = "FIRED" if d.fired else ("ok" if d.applies else "-")
-        lines.append(f"  {mark:<5} {d.rule}: {d.reason}")
-    return lines
-
-
-def _regression_blocks(c: Comparison, cand: Side) -> list[str]:
-    pairs = {r.trace_id: (t, r) for t, r in cand.pairs}
-    judge_fired = c.decision("judge_paired").fired
-    counted = [
-        (ch.trace_id, ch.deterministic_regressions or (ch.new_violations if judge_fired else []))
-        for ch in c.changes
-    ]
-    counted = [(t, rules) for t, rules in counted if rules and t in pairs]
-    if not counted:
-        return []
-    shown = counted[:REGRESSIONS_SHOWN]
-    lines = ["", f"Regressions in full ({len(shown)} of {len(counted)} trace(s)):", ""]
-    for trace_id, rules in shown:
-        lines += [*failed_blocks(*pairs[trace_id], rules), ""]
-    return lines
-
-
-def _write_markdown(path: Path, text: str) -> None:
-    with open_output(path) as out:
-        out.write(text)
-
-
 def _alert(
     results: list[Any],
     level: float | None,
@@ -339,7 +217,7 @@ def compare_cmd(
     junit: JunitOpt = None,
     github: GithubOpt = False,
     markdown: MarkdownOpt = None,
-    fmt: FormatOpt = OutFormat.text,
+    fmt: FormatOpt = "text",
     alert_below: AlertBelowOpt = None,
     alert_webhook: AlertWebhookOpt = None,
     alert_fail_hard: AlertFailHardOpt = False,
@@ -379,19 +257,16 @@ def compare_cmd(
     for side, summary in ((base, result.baseline), (cand, result.candidate)):
         if side.run is not None:
             summary.run_id, summary.label, summary.status = side.run.id, side.run.label, side.run.status
-    if junit is not None:
-        write_junit(junit_compare(result, cand.pairs), junit)
-    md = markdown_compare(result, cand.pairs) if (markdown is not None or github) else ""
-    if markdown is not None:
-        _write_markdown(markdown, md)
-    if github:
-        for line in github_compare(result, cand.pairs):
-            print(line)
-        append_step_summary(md)
-    if fmt is OutFormat.json:
-        print(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2))
-    else:
-        print("\n".join(comparison_lines(result, base, cand) + _regression_blocks(result, cand)))
+    write_ci(
+        junit=junit,
+        markdown=markdown,
+        github=github,
+        junit_tree=lambda: junit_compare(result, cand.pairs),
+        markdown_text=lambda: markdown_compare(result, cand.pairs),
+        annotations=lambda: github_compare(result, cand.pairs),
+    )
+    view = ComparisonView(result, _describe(base), _describe(cand), cand.pairs)
+    writer("compare", fmt)(view, sys.stdout)
     code = 1 if result.regression else 0
     decision = [f"{'FIRED' if d.fired else 'ok'} {d.rule}: {d.reason}" for d in result.decisions if d.applies]
     try:
@@ -418,7 +293,7 @@ def report_ci(
     junit: JunitOpt = None,
     github: GithubOpt = False,
     markdown: MarkdownOpt = None,
-    fmt: FormatOpt = OutFormat.text,
+    fmt: Annotated[str, format_option("report-ci")] = "text",
     alert_below: AlertBelowOpt = None,
     alert_webhook: AlertWebhookOpt = None,
     alert_fail_hard: AlertFailHardOpt = False,
@@ -438,28 +313,20 @@ def report_ci(
         stores.close()
     name = f"seqjudge run {side.run.id if side.run else side.name}"
     pairs = side.pairs
-    if junit is not None:
-        write_junit(junit_run(pairs, name=name), junit)
-    md = markdown_run(pairs, name=name) if (markdown is not None or github) else ""
-    if markdown is not None:
-        _write_markdown(markdown, md)
-    if github:
-        for line in github_run(pairs, name=name):
-            print(line)
-        append_step_summary(md)
+    write_ci(
+        junit=junit,
+        markdown=markdown,
+        github=github,
+        junit_tree=lambda: junit_run(pairs, name=name),
+        markdown_text=lambda: markdown_run(pairs, name=name),
+        annotations=lambda: github_run(pairs, name=name),
+    )
     results = [r for _, r in pairs]
     counts = {"pass": 0, "fail": 0, "review": 0}
     for r in results:
         counts[r.verdict] += 1
-    if fmt is OutFormat.json:
-        print(json.dumps({"run": side.run.id if side.run else side.name, "traces": len(results), **counts}))
-    else:
-        print(
-            f"{name}: {len(results)} trace(s): {counts['pass']} pass, {counts['fail']} fail, "
-            f"{counts['review']} review"
-        )
-        written = [f"{what} {path}" for what, path in (("JUnit", junit), ("markdown", markdown)) if path]
-        if written:
-            print("wrote " + ", ".join(written))
+    written = [f"{what} {path}" for what, path in (("JUnit", junit), ("markdown", markdown)) if path]
+    ref = side.run.id if side.run else side.name
+    writer("report-ci", fmt)(RunCounts(name, ref, counts, written), sys.stdout)
     _alert(results, alert_below, alert_webhook, alert_fail_hard, name.removeprefix("seqjudge "), [])
     return 0 if counts["pass"] == len(results) else 1

@@ -10,10 +10,12 @@ from typing import Annotated
 import typer
 
 from seqjudge.cli.app import app
-from seqjudge.config import DEFAULT_STORE, RunConfig
+from seqjudge.cli.options import StoreOpt
+from seqjudge.config import RunConfig
 from seqjudge.crosscheck import TraceResult
 from seqjudge.errors import InputError
-from seqjudge.textview import violation_block
+from seqjudge.outputs.textview import violation_block
+from seqjudge.store import DEFAULT_STORE_PATH
 from seqjudge.trace import Trace
 
 
@@ -80,7 +82,7 @@ class _Watcher:
 @app.command()
 def demo(
     root: Annotated[Path, typer.Argument(help="golden_traces/ or one suite folder.")] = Path("golden_traces"),
-    store: Annotated[str, typer.Option("--store", help="SQLite store path.")] = DEFAULT_STORE,
+    store: StoreOpt = DEFAULT_STORE_PATH,
     model: Annotated[
         str | None, typer.Option("--model", help="provider:model (else SEQJUDGE_MODEL).")
     ] = None,
@@ -89,15 +91,14 @@ def demo(
 
     Exits 0 whenever the demo ran, whatever the traces' verdicts (a CI gate uses `check` or `run`).
     """
-    import os
 
-    from seqjudge.cli.check_cmd import load_ruleset
-    from seqjudge.cli.run_cmd import print_summary
     from seqjudge.ingest import load_traces
+    from seqjudge.inputs import load_suite, model_or_env
+    from seqjudge.outputs.summary import run_text
     from seqjudge.runner import judge_unavailable, run_traces
     from seqjudge.store import Store
 
-    model = model or os.environ.get("SEQJUDGE_MODEL")
+    model = model_or_env(model)
     why = judge_unavailable(model)
     print(f"seqjudge demo: `seqjudge run` over {root}/")
     print(f"LLM judge: {'skipped — ' + why if why else 'on — ' + str(model)}.")
@@ -110,15 +111,13 @@ def demo(
                 rules=str(suite / "rules.yaml"),
                 traces=str(suite / "traces.jsonl"),
                 model=model,
-                store=store,
+                store=str(store),
                 label=f"demo:{suite.name}",
             )
-            ruleset = load_ruleset(Path(cfg.rules), None)
-            catalog = None
-            if (suite / "catalog.json").is_file():
-                from seqjudge.catalog import load_catalog
-
-                catalog = load_catalog(suite / "catalog.json")
+            # A bundled suite's catalog.json is used whether or not its rule file names it.
+            shipped = suite / "catalog.json"
+            inputs = load_suite(cfg.rules, shipped if shipped.is_file() else None, known_tools=False)
+            ruleset, catalog = inputs.ruleset, inputs.catalog
             watcher = _Watcher(_rule_labels(suite))
             summary = asyncio.run(
                 run_traces(cfg, ruleset, load_traces(cfg.traces), db, catalog=catalog, on_result=watcher)
@@ -131,7 +130,7 @@ def demo(
             )
             if watcher.agree or watcher.differ:
                 print(f"   engine vs human per-rule labels: {watcher.agree} agree, {watcher.differ} differ")
-            print("   " + "\n   ".join(_summary_lines(summary, print_summary)))
+            print("   " + "\n   ".join(_summary_lines(summary, run_text)))
             if watcher.shown:
                 print("\n   One failing trace in full:\n")
                 print("\n".join("   " + line if line else "" for line in watcher.shown.splitlines()))

@@ -3,65 +3,40 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
-from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from seqjudge.cli.app import app
-from seqjudge.cli.check_cmd import (
+from seqjudge.cli.options import (
+    BaseUrlOpt,
     CatalogOpt,
-    ErrorPatternOpt,
-    Format,
-    FormatOpt,
-    MessagesKeyOpt,
+    ExamplesOpt,
+    MaxAttemptsOpt,
+    ModelOpt,
+    NoCacheOpt,
     OutputOpt,
     Risk,
     RiskOpt,
     RulesArg,
     ThresholdOpt,
-    TraceFormatOpt,
     TracesArg,
-    VerboseOpt,
-    open_output,
+    format_option,
 )
+from seqjudge.cli.trace_options import ErrorPattern, MessagesKey, TraceFormat, Verbose
+from seqjudge.crosscheck import reconcile
 from seqjudge.errors import InputError, ProviderError
+from seqjudge.inputs import load_suite, model_or_env
+from seqjudge.judge.providers.registry import key_variables
+from seqjudge.outputs.judged import JudgeOutput
+from seqjudge.outputs.registry import writer
+from seqjudge.outputs.streams import open_output
 from seqjudge.report import DEFAULT_THRESHOLD, Report, RiskLevel
 from seqjudge.rules.model import RuleSet
 
-ExamplesOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--examples",
-        help="Worked examples for the judge (YAML); default: the shipped prompts/examples/default.yaml.",
-    ),
-]
-DECIDED = ("passed", "failed")
-
-
-def load_inputs(rules: Path, catalog: Path | None) -> tuple[RuleSet, Any]:
-    """The rule set and its catalog (the flag, else the rule file's `catalog:`, relative to the rule file)."""
-    import warnings
-
-    from seqjudge.rules.load import load_rules
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        ruleset = load_rules(rules)
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
-    path = catalog
-    if path is None and ruleset.catalog:
-        path = Path(ruleset.catalog)
-        if not path.is_absolute():
-            path = rules.parent / path
-    if path is None:
-        return ruleset, None
-    from seqjudge.catalog import load_catalog
-
-    return ruleset, load_catalog(path)
+if TYPE_CHECKING:
+    from seqjudge.judge.judge import JudgeResult
 
 
 def _traces(traces: str, **options: Any) -> Any:
@@ -80,16 +55,29 @@ def prompt(
     trace_id: Annotated[
         str | None, typer.Option("--trace-id", help="Which trace of the file (default: the first).")
     ] = None,
-    trace_format: TraceFormatOpt = None,
-    messages_key: MessagesKeyOpt = None,
-    error_pattern: ErrorPatternOpt = None,
+    trace_format: TraceFormat = None,
+    messages_key: MessagesKey = None,
+    error_pattern: ErrorPattern = None,
+    judge_mode: Annotated[
+        str,
+        typer.Option("--judge-mode", help="full (every rule) or contextual (only judge rules), as in run."),
+    ] = "full",
 ) -> int:
     """Print the judge prompt for one trace exactly as the model sees it: the system prompt, then the user
     content."""
-    from seqjudge.judge.prompt import catalog_names, load_examples, render
+    from seqjudge.config import judge_rule_ids
+    from seqjudge.judge.prompt import catalog_names, render
     from seqjudge.judge.validate import check_inputs
 
-    ruleset, cat = load_inputs(rules, catalog)
+    suite = load_suite(rules, catalog, examples, with_examples=True, known_tools=False)
+    ruleset, cat = suite.ruleset, suite.catalog
+    rule_ids = judge_rule_ids(ruleset, judge_mode)
+    if not rule_ids:
+        raise InputError(
+            "the rule file has no `judge` rule, so a contextual run asks the judge nothing",
+            source=str(rules),
+            hint="use --judge-mode full, or add a rule with type: judge",
+        )
     chosen = None
     count = 0
     for t in _traces(trace, format=trace_format, messages_key=messages_key, error_pattern=error_pattern):
@@ -110,9 +98,15 @@ def prompt(
             "choose one with --trace-id",
             file=sys.stderr,
         )
-    chosen = check_inputs(chosen, ruleset, catalog_names=catalog_names(cat) if cat is not None else None)
+    names = catalog_names(cat) if cat is not None else None
+    chosen = check_inputs(chosen, ruleset, catalog_names=names, rule_ids=rule_ids)
     rendered = render(
-        chosen, ruleset, catalog=cat, examples=load_examples(examples), risk_level=risk_level.value
+        chosen,
+        ruleset,
+        catalog=cat,
+        examples=suite.examples,
+        risk_level=risk_level.value,
+        rule_ids=rule_ids,
     )
     sys.stdout.write(rendered.text())
     return 0
@@ -122,37 +116,20 @@ def prompt(
 def judge(
     rules: RulesArg,
     traces: TracesArg,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            envvar="SEQJUDGE_MODEL",
-            show_envvar=True,
-            help="provider:model, e.g. openai:gpt-4o or anthropic:claude-sonnet-5-5.",
-        ),
-    ] = None,
+    model: ModelOpt = None,
     catalog: CatalogOpt = None,
     examples: ExamplesOpt = None,
     risk_level: RiskOpt = Risk.medium,
     threshold: ThresholdOpt = DEFAULT_THRESHOLD,
-    max_attempts: Annotated[
-        int, typer.Option("--max-attempts", min=1, max=10, help="Model answers per trace, re-asks included.")
-    ] = 3,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Ignore and do not fill .seqjudge/cache/.")
-    ] = False,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url", help="API base URL (an OpenAI-compatible server: vLLM, Ollama, a gateway)."
-        ),
-    ] = None,
-    fmt: FormatOpt = Format.text,
+    max_attempts: MaxAttemptsOpt = 3,
+    no_cache: NoCacheOpt = False,
+    base_url: BaseUrlOpt = None,
+    fmt: Annotated[str, format_option("judge")] = "text",
     output: OutputOpt = None,
-    trace_format: TraceFormatOpt = None,
-    messages_key: MessagesKeyOpt = None,
-    error_pattern: ErrorPatternOpt = None,
-    verbose: VerboseOpt = False,
+    trace_format: TraceFormat = None,
+    messages_key: MessagesKey = None,
+    error_pattern: ErrorPattern = None,
+    verbose: Verbose = False,
 ) -> int:
     """Judge every trace with an LLM and show its report beside the engine's, rule by rule.
 
@@ -160,12 +137,14 @@ def judge(
     2 on bad input, 3 when the model provider cannot be used (missing key, wrong base URL, rate limit).
     """
     from seqjudge.judge.cache import ResponseCache
-    from seqjudge.judge.prompt import load_examples
     from seqjudge.judge.providers.base import get_provider
     from seqjudge.rules.engine import Engine
 
-    ruleset, cat = load_inputs(rules, catalog)
-    worked = load_examples(examples)
+    # The judge checks the rules and every trace against the catalog itself (judge.validate).
+    suite = load_suite(rules, catalog, examples, with_examples=True, known_tools=False)
+    ruleset, cat, worked = suite.ruleset, suite.catalog, suite.examples
+    output_class = writer("judge", fmt)
+    model = model_or_env(model)
     if not model:
         raise InputError(
             "no model to judge with",
@@ -192,15 +171,12 @@ def judge(
         None if no_cache else ResponseCache(),
     )
     with open_output(output) as out:
+        shown: JudgeOutput = output_class(out)
         try:
-            asyncio.run(run.all(stream, fmt, out))
+            asyncio.run(run.all(stream, shown))
         except ProviderError as exc:
             raise _explain(exc, model, base_url, done=len(run.rows)) from None
-        if fmt is Format.json:
-            json.dump({"summary": run.summary(), "results": run.rows}, out, ensure_ascii=False, indent=2)
-            out.write("\n")
-        elif fmt is Format.text:
-            out.write(run.total_line() + "\n")
+        shown.finish(run.rows, run.summary())
     return 0 if all(r["verdict"] == "pass" for r in run.rows) else 1
 
 
@@ -208,7 +184,7 @@ def _explain(exc: ProviderError, model: str, base_url: str | None, *, done: int)
     """The provider's message, plus which model and endpoint, and what to do for each kind of trouble."""
     todo = {
         "config": "fix what the message above names; keys are read from the environment only "
-        "(OPENAI_API_KEY for openai, ANTHROPIC_API_KEY for anthropic)",
+        f"({key_variables()})",
         "auth": "check that the key in the environment is valid for this provider and model",
         "connection": "check --base-url (OpenAI-compatible servers usually need the /v1 suffix) and that the "
         "server is running",
@@ -246,7 +222,7 @@ class _JudgeRun:
         self.cache = cache
         self.rows: list[dict[str, Any]] = []
 
-    async def all(self, stream: Any, fmt: Format, out: IO[str]) -> None:
+    async def all(self, stream: Any, shown: JudgeOutput) -> None:
         from seqjudge.judge.judge import judge_trace
 
         try:
@@ -264,92 +240,45 @@ class _JudgeRun:
                 )
                 row = self.row(report, result)
                 self.rows.append(row)
-                if fmt is Format.jsonl:
-                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                elif fmt is Format.text:
-                    out.write(self.text(row) + "\n")
+                shown.row(row)
         finally:
             close = getattr(self.provider, "aclose", None)
             if close is not None:
                 await close()
 
-    def row(self, report: Report, result: Any) -> dict[str, Any]:
-        judged = result.rule_outcomes()
-        rules = []
-        disagreements = 0
-        for r in report.rules:
-            j = judged.get(r.rule_id)
-            agree: bool | None = None
-            if j is not None and (r.outcome in DECIDED or j == "failed") and r.outcome != "deferred":
-                # A rule the engine decided, or one it found not exercised that the judge says failed.
-                agree = r.outcome == j
-                disagreements += not agree
-            rules.append(
-                {
-                    "rule_id": r.rule_id,
-                    "type": r.type,
-                    "severity": r.severity,
-                    "engine": r.outcome,
-                    "judge": j or ("unscored" if result.status == "unscored" else "not_asked"),
-                    "agree": agree,
-                }
-            )
-        judge_verdict = result.verdict(threshold=self.threshold, risk_level=self.risk_level)
-        # As the cross-check will reconcile: a deterministic rule's outcome is the engine's (the judge saying
-        # otherwise sends the trace to review); a `judge` rule's outcome is the judge's.
-        words_only = {r.rule_id for r in report.rules if r.type == "judge"}
-        judge_rule_failed = result.report is not None and any(
-            v.rule_id in words_only and v.severity == "critical" for v in result.report.violations
-        )
-        if report.verdict == "fail" or judge_rule_failed:
-            final = "fail"
-        elif result.status == "unscored":
-            final = "unscored"
-        elif report.verdict == "review" or judge_verdict != "pass" or disagreements:
-            final = "review"
-        else:
-            final = "pass"
+    def row(self, report: Report, result: JudgeResult) -> dict[str, Any]:
+        """One trace as `seqjudge run` decides it: the engine and the judge reconciled by ``reconcile``."""
+        decided = reconcile(report, result, threshold=self.threshold, risk_level=self.risk_level)
+        # Shown in the judge column when the judge gave no outcome for a rule.
+        missing = "unscored" if result.status == "unscored" else "not_asked"
+        rules = [
+            {
+                "rule_id": d.rule_id,
+                "type": d.type,
+                "severity": d.severity,
+                "engine": d.engine,
+                "judge": d.judge or missing,
+                "final": d.final,
+                "agree": d.agree,
+            }
+            for d in decided.rules
+        ]
         return {
             "trace_id": report.trace_id,
-            "verdict": final,
+            "verdict": decided.verdict,
+            "review_reasons": list(decided.review_reasons),
             "engine_verdict": report.verdict,
-            "judge_verdict": judge_verdict,
-            "disagreements": disagreements,
+            "judge_verdict": result.verdict(threshold=self.threshold, risk_level=self.risk_level),
+            "disagreements": len(decided.disagreements),
             "rules": rules,
             "engine": report.model_dump(mode="json"),
             "judge": result.model_dump(mode="json"),
         }
 
-    def text(self, row: dict[str, Any]) -> str:
-        engine, result = row["engine"], row["judge"]
-        fp = result["fingerprint"]
-        if result["status"] == "scored":
-            judged = (
-                f"judge {row['judge_verdict']} (score {result['report']['sequence_correctness_score']:.2f}, "
-                f"{fp['attempts_used']} attempt(s), {fp['provider']}:{fp['model']})"
-            )
-        else:
-            judged = f"judge UNSCORED ({result['reason']})"
-        lines = [
-            f"{row['verdict'].upper():8} {row['trace_id']}: engine {engine['verdict']} "
-            f"(score {engine['sequence_correctness_score']:.2f}), {judged}"
-        ]
-        width = max([len(r["rule_id"]) for r in row["rules"]] + [4])
-        lines.append(f"    {'rule':<{width}}  {'engine':<14}  judge")
-        for r in row["rules"]:
-            mark = {True: "agree", False: "DISAGREE", None: ""}[r["agree"]]
-            lines.append(f"    {r['rule_id']:<{width}}  {r['engine']:<14}  {r['judge']:<10}  {mark}".rstrip())
-        if result["status"] == "scored":
-            lines.append(f"    judge summary: {result['report']['summary']}")
-            for v in result["report"]["violations"]:
-                at = "" if v["offending_call_index"] is None else f" at call {v['offending_call_index'] + 1}"
-                lines.append(f"    judge: {v['rule_id']} {v['violation_type']}{at}: {v['explanation']}")
-        return "\n".join(lines) + "\n"
-
     def summary(self) -> dict[str, Any]:
-        counts = {
-            k: sum(1 for r in self.rows if r["verdict"] == k) for k in ("pass", "fail", "review", "unscored")
-        }
+        counts = {k: sum(1 for r in self.rows if r["verdict"] == k) for k in ("pass", "fail", "review")}
+        # An unscored judge sends its trace to review (as in `seqjudge run`); this counts those traces.
+        counts["unscored"] = sum(1 for r in self.rows if r["judge"]["status"] == "unscored")
         decided = [r["agree"] for row in self.rows for r in row["rules"] if r["agree"] is not None]
         tokens = {"input": 0, "output": 0, "cached_input": 0}
         for row in self.rows:
@@ -365,17 +294,3 @@ class _JudgeRun:
             "tokens": tokens,
             "cache": None if self.cache is None else {"hits": self.cache.hits, "misses": self.cache.misses},
         }
-
-    def total_line(self) -> str:
-        s = self.summary()
-        agree = (
-            f"judge and engine agree on {s['agreements']} of {s['rule_decisions_compared']} rule decision(s)"
-            if s["rule_decisions_compared"]
-            else "no rule decision to compare"
-        )
-        cache = f", {s['cache']['hits']} cached answer(s)" if s["cache"] else ""
-        return (
-            f"{s['traces']} trace(s): {s['pass']} pass, {s['fail']} fail, {s['review']} review, "
-            f"{s['unscored']} unscored; {agree}; tokens: {s['tokens']['input']} in "
-            f"({s['tokens']['cached_input']} cached), {s['tokens']['output']} out{cache}."
-        )

@@ -11,9 +11,10 @@ from typing import Annotated
 import typer
 
 from seqjudge.cli.app import app
-from seqjudge.cli.check_cmd import open_output
+from seqjudge.cli.options import StoreOpt
 from seqjudge.errors import InputError
-from seqjudge.html.render import PNG_MAGIC, Calibration, render_report
+from seqjudge.outputs.html.render import PNG_MAGIC, Calibration, render_report
+from seqjudge.outputs.streams import open_output
 from seqjudge.store import DEFAULT_STORE_PATH, RunInfo, Store, StoredResult, read_export
 
 EXPORT_SUFFIXES = (".jsonl", ".ndjson")
@@ -123,12 +124,7 @@ def report(
             "calibration.json beside the store is embedded when it is there.",
         ),
     ] = None,
-    store: Annotated[
-        Path,
-        typer.Option(
-            "--store", envvar="SEQJUDGE_STORE", show_envvar=True, help="The seqjudge database to read."
-        ),
-    ] = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE_PATH,
 ) -> int:
     """Write one self-contained HTML page of a run: its health, a sortable table of traces, each trace's
     calls with the violations marked, and, with --compare, what changed since a baseline."""

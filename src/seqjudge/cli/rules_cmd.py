@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from seqjudge.catalog import load_catalog
+from seqjudge import inputs
 from seqjudge.cli.app import app
 from seqjudge.errors import InputError
 from seqjudge.rules.lint import LintProblem, lint
@@ -47,8 +47,8 @@ def lint_command(
     for w in caught:
         if w not in deprecated:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-    catalog_path = str(catalog) if catalog is not None else ruleset.catalog
-    cat = load_catalog(catalog_path) if catalog_path else None
+    catalog_path = inputs.catalog_path(ruleset, catalog)
+    cat = inputs.read_catalog(catalog_path) if catalog_path is not None else None
     problems = lint(ruleset, cat, locations=locations)
     if deprecated:
         problems.append(

@@ -3,148 +3,32 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import sys
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from seqjudge.cli.app import app
-from seqjudge.cli.check_cmd import ErrorPatternOpt, MessagesKeyOpt, Risk, TraceFormatOpt, load_ruleset
-from seqjudge.config import DEFAULT_STORE, RunConfig, load_config
+from seqjudge.cli.batch_cmd import submit_batch
+from seqjudge.cli.options import (
+    BaseUrlOpt,
+    CatalogOpt,
+    ConcurrencyOpt,
+    ConfigMaxAttemptsOpt,
+    ConfigRiskOpt,
+    ConfigStoreOpt,
+    ConfigThresholdOpt,
+    ExamplesOpt,
+    JudgeModeOpt,
+    ModelOpt,
+    NoCacheOpt,
+    format_option,
+)
+from seqjudge.cli.trace_options import ErrorPattern, MessagesKey, TraceFormat
+from seqjudge.config import DEFAULT_STORE, RunConfig
 from seqjudge.errors import InputError
-from seqjudge.runner import DRY_RUN_OUTPUT_TOKENS, RunEstimate, RunSummary, estimate_run, run_traces
-
-
-def build_config(args: list[str], overrides: dict[str, Any], base: RunConfig | None = None) -> RunConfig:
-    """`run CONFIG` or `run RULES TRACES`; flags (non-None) override the file. ``base``: the stored config
-    of the run being resumed, used when no argument is given (`seqjudge run --resume RUN`)."""
-    if not args and base is not None:
-        cfg = base
-    elif len(args) == 1:
-        cfg = load_config(args[0])
-    elif len(args) == 2:
-        try:
-            cfg = RunConfig(rules=args[0], traces=args[1])
-        except Exception as exc:  # pragma: no cover - two strings always validate
-            raise InputError(str(exc)) from None
-    else:
-        raise InputError(
-            f"expected CONFIG or RULES TRACES, got {len(args)} argument(s)",
-            where="arguments",
-            hint="seqjudge run seqjudge.yaml  or  seqjudge run rules.yaml traces.jsonl  "
-            "(or seqjudge run --resume RUN)",
-        )
-    if overrides.get("model") is None and cfg.model is None and os.environ.get("SEQJUDGE_MODEL"):
-        overrides["model"] = os.environ["SEQJUDGE_MODEL"]
-    options = {k: overrides.pop(k) for k in ("base_url",) if overrides.get(k) is not None}
-    update = {k: v for k, v in overrides.items() if v is not None}
-    if options:
-        update["model_options"] = cfg.model_options.model_copy(update=options)
-    cfg = cfg.model_copy(update=update)
-    if "threshold" not in update and cfg.thresholds is not None:
-        # Calibrated thresholds per risk level (`seqjudge calibrate --write`); a --threshold flag wins.
-        cfg = cfg.model_copy(update={"threshold": cfg.threshold_for()})
-    return cfg
-
-
-def print_summary(summary: RunSummary, out: Any = None) -> None:
-    out = out or sys.stdout
-    w = out.write
-    w(
-        f"run {summary.run_id}: {summary.traces} trace(s) decided: {summary.verdicts['pass']} pass, "
-        f"{summary.verdicts['fail']} fail, {summary.verdicts['review']} review"
-    )
-    w(f" ({summary.skipped_stored} already stored, not judged again)\n" if summary.skipped_stored else "\n")
-    if summary.judge_skipped:
-        w(f"judge skipped: {summary.judge_skipped}. Judge rules stay deferred and go to review.\n")
-    else:
-        w(
-            f"judge: {dict(summary.judge_status)}; tokens: {summary.tokens['input']} input "
-            f"({summary.tokens['cached_input']} cached), {summary.tokens['output']} output\n"
-        )
-        w(cost_line(summary) + "\n")
-        w(calls_line(summary) + "\n")
-    if summary.reasons:
-        w("routed to review: " + ", ".join(f"{k} {v}" for k, v in summary.reasons.most_common()) + "\n")
-    overall = summary.agreement.get("overall") or {}
-    if overall.get("decisions"):
-        kappa = overall["kappa"]
-        w(
-            f"judge-engine agreement: {overall['agreed']}/{overall['decisions']} = {overall['rate']:.1%}, "
-            f"kappa {'n/a' if kappa is None else f'{kappa:.2f}'}\n"
-        )
-        for rtype, fig in summary.agreement.get("by_type", {}).items():
-            k = fig["kappa"]
-            w(
-                f"  {rtype:<12} {fig['agreed']}/{fig['decisions']} agree, "
-                f"kappa {'n/a' if k is None else f'{k:.2f}'}\n"
-            )
-    if summary.violated:
-        w("most often failed: " + ", ".join(f"{k} ({v})" for k, v in summary.violated.most_common(5)) + "\n")
-    w(
-        f"stored as {summary.run_id}: `seqjudge runs show {summary.run_id}`, `seqjudge review list --run "
-        f"{summary.run_id}`\n"
-    )
-    if summary.status == "stopped":
-        w(
-            f"STOPPED before every trace was judged: {summary.stopped}. The run is resumable: "
-            f"`seqjudge run --resume {summary.run_id}` finishes it (add --max-cost to cap the rest).\n"
-        )
-
-
-def cost_line(summary: RunSummary) -> str:
-    cost = summary.cost_totals()
-    if cost is None:
-        return (
-            f"cost: unknown (no price for {summary.model}; give one with --prices FILE or prices: in "
-            "seqjudge.yaml)"
-        )
-    return (
-        f"cost: ${cost['usd']:.4f} (input ${cost['input_usd']:.4f}, cached input "
-        f"${cost['cached_input_usd']:.4f}, cache writes ${cost['cache_write_usd']:.4f}, output "
-        f"${cost['output_usd']:.4f}); ${cost['per_trace_usd']:.5f} a judged trace, at most "
-        f"${cost['max_trace_usd']:.5f}; {summary.model} at {summary.price.describe()}"  # type: ignore[union-attr]
-    )
-
-
-def calls_line(summary: RunSummary) -> str:
-    calls = summary.calls
-    line = f"model calls: {calls.get('calls', 0)} made, {summary.cache_hits} answered from the cache"
-    if calls.get("failed_calls"):
-        errors = ", ".join(f"{k} {v}" for k, v in sorted(calls.get("errors", {}).items()))
-        line += f", {calls['failed_calls']} failed ({errors})"
-    if calls.get("transport_retries"):
-        line += f", {calls['transport_retries']} SDK retries"
-    if calls.get("rate_limited"):
-        line += f", {calls['rate_limited']} rate-limit replies (each paused the run)"
-    return line
-
-
-def print_estimate(est: RunEstimate, out: Any = None) -> None:
-    """The `--dry-run` report."""
-    w = (out or sys.stdout).write
-    skipped = f" ({est.skipped_stored} already stored, not counted)" if est.skipped_stored else ""
-    w(f"dry run: {est.traces} trace(s){skipped}, {est.calls} judge call(s) (re-asks not counted)\n")
-    if est.judge_skipped:
-        w(f"judge skipped: {est.judge_skipped}; no tokens would be spent.\n")
-        return
-    w(
-        f"estimated tokens (characters / 4): {est.input_tokens:,} input ({est.static_tokens:,} a call are "
-        f"the static part a prompt cache can reuse), {est.output_tokens:,} output (about "
-        f"{DRY_RUN_OUTPUT_TOKENS} a reply; at most {est.max_output_tokens:,})\n"
-    )
-    cost, cached = est.cost(), est.cost(prompt_cache=True)
-    if cost is None or cached is None or est.price is None:
-        w(f"estimated cost: unknown (no price for {est.model}; give one with --prices FILE)\n")
-    else:
-        w(
-            f"estimated cost: ${cost:.4f} at {est.model} prices ({est.price.describe()}); "
-            f"${cached:.4f} if the static part is read from the provider's prompt cache\n"
-        )
-    w("no model was called and no run was written.\n")
+from seqjudge.inputs import build_config, suite_of
+from seqjudge.outputs.registry import writer
+from seqjudge.runner import estimate_run, run_traces
 
 
 @app.command()
@@ -153,25 +37,23 @@ def run(
         list[str] | None,
         typer.Argument(help="CONFIG (seqjudge.yaml), or RULES TRACES; none with --resume (the run's own)."),
     ] = None,
-    model: Annotated[str | None, typer.Option("--model", help="provider:model, e.g. openai:gpt-4o.")] = None,
-    catalog: Annotated[str | None, typer.Option("--catalog")] = None,
-    examples: Annotated[
-        str | None, typer.Option("--examples", help="The judge's worked examples (YAML).")
-    ] = None,
-    risk_level: Annotated[Risk | None, typer.Option("--risk-level")] = None,
-    threshold: Annotated[float | None, typer.Option("--threshold", min=0.0, max=1.0)] = None,
-    store: Annotated[str | None, typer.Option("--store", help="SQLite store path.")] = None,
-    judge_mode: Annotated[str | None, typer.Option("--judge-mode", help="full or contextual.")] = None,
-    max_attempts: Annotated[int | None, typer.Option("--max-attempts", min=1)] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1)] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached judge replies.")] = False,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server URL.")] = None,
+    model: ModelOpt = None,
+    catalog: CatalogOpt = None,
+    examples: ExamplesOpt = None,
+    risk_level: ConfigRiskOpt = None,
+    threshold: ConfigThresholdOpt = None,
+    store: ConfigStoreOpt = None,
+    judge_mode: JudgeModeOpt = None,
+    max_attempts: ConfigMaxAttemptsOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    no_cache: NoCacheOpt = False,
+    base_url: BaseUrlOpt = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Finish run RUN (id or `latest`).")] = None,
     label: Annotated[str | None, typer.Option("--label", help="A name for this run.")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="text or json (the summary).")] = "text",
-    trace_format: TraceFormatOpt = None,
-    messages_key: MessagesKeyOpt = None,
-    error_pattern: ErrorPatternOpt = None,
+    fmt: Annotated[str, format_option("run", help="The summary's format: text or json.")] = "text",
+    trace_format: TraceFormat = None,
+    messages_key: MessagesKey = None,
+    error_pattern: ErrorPattern = None,
     rpm: Annotated[
         int | None,
         typer.Option(
@@ -217,23 +99,19 @@ def run(
     from seqjudge.ingest import load_traces
     from seqjudge.store import Store
 
-    if judge_mode not in (None, "full", "contextual"):
-        raise InputError(
-            f"--judge-mode is {judge_mode!r}", where="--judge-mode", hint="use full or contextual"
-        )
     base_cfg = None
     if not args and resume:
-        base_cfg = stored_config(store or DEFAULT_STORE, resume)
+        base_cfg = stored_config(str(store or DEFAULT_STORE), resume)
     cfg = build_config(
         args or [],
         {
             "model": model,
-            "catalog": catalog,
-            "examples": examples,
+            "catalog": None if catalog is None else str(catalog),
+            "examples": None if examples is None else str(examples),
             "risk_level": risk_level.value if risk_level else None,
             "threshold": threshold,
-            "store": store,
-            "judge_mode": judge_mode,
+            "store": None if store is None else str(store),
+            "judge_mode": judge_mode.value if judge_mode else None,
             "max_attempts": max_attempts,
             "concurrency": concurrency,
             "cache": False if no_cache else None,
@@ -249,16 +127,8 @@ def run(
         },
         base=base_cfg,
     )
-    ruleset = load_ruleset(Path(cfg.rules), Path(cfg.catalog) if cfg.catalog else None)
-    catalog_obj = examples_obj = None
-    if cfg.catalog or ruleset.catalog:
-        from seqjudge.catalog import load_catalog
-
-        catalog_obj = load_catalog(cfg.catalog or ruleset.catalog)  # type: ignore[arg-type]
-    if cfg.examples:
-        from seqjudge.judge.prompt import load_examples
-
-        examples_obj = load_examples(cfg.examples)
+    suite = suite_of(cfg)
+    ruleset, catalog_obj, examples_obj = suite.ruleset, suite.catalog, suite.examples
     traces = load_traces(
         cfg.traces, format=cfg.trace_format, messages_key=cfg.messages_key, error_pattern=cfg.error_pattern
     )
@@ -268,16 +138,10 @@ def run(
             with Store(cfg.store, create=False) as db:
                 skip = db.completed_trace_ids(db.resolve_run(resume))
         est = estimate_run(cfg, ruleset, traces, catalog=catalog_obj, examples=examples_obj, skip=skip)
-        if fmt == "json":
-            json.dump(est.as_dict(), sys.stdout, indent=2)
-            sys.stdout.write("\n")
-        else:
-            print_estimate(est)
+        writer("estimate", fmt)(est)
         return 0
     # -- batch runs: submitted here, collected by `seqjudge batch collect` (seqjudge.cli.batch_cmd) --
     if batch:
-        from seqjudge.cli.batch_cmd import submit_batch
-
         return submit_batch(cfg, ruleset, traces, catalog_obj, examples_obj, resume=resume, fmt=fmt)
     # -- end batch runs --
     from seqjudge.cli.progress import RunProgress, progress_wanted
@@ -299,13 +163,7 @@ def run(
                     on_progress=bar.update,
                 )
             )
-    if fmt == "json":
-        json.dump(
-            {"run_id": summary.run_id, "status": summary.status, **summary.totals()}, sys.stdout, indent=2
-        )
-        sys.stdout.write("\n")
-    else:
-        print_summary(summary)
+    writer("run", fmt)(summary)
     if summary.status == "stopped":
         return 1
     return 0 if summary.verdicts["pass"] == summary.traces else 1

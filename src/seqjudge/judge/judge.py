@@ -13,10 +13,12 @@ feed it the replies a provider's batch API returned, then re-ask through the sam
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, ParamSpec
 
 from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_none
@@ -30,6 +32,8 @@ from seqjudge.judge.validate import InvalidJudgeOutput, check_inputs, validate_r
 from seqjudge.report import DEFAULT_THRESHOLD, RiskLevel, Verdict, verdict
 from seqjudge.rules.model import RuleSet
 from seqjudge.trace import Trace
+
+P = ParamSpec("P")
 
 DEFAULT_MAX_TOKENS = 4096
 DEFAULT_MAX_TOKENS_LIMIT = 16384
@@ -163,7 +167,16 @@ def prepare_request(
     return trace, prompt, request
 
 
-async def judge_trace(
+@dataclass(frozen=True)
+class JudgeFailure:
+    """A judge call the provider failed (after the SDK's own retries): the error, the attempts recorded
+    before it, and the ``unscored`` result a run stores when it carries on past this error."""
+
+    error: ProviderError
+    unscored: JudgeResult
+
+
+async def settle_trace(
     trace: Trace,
     ruleset: RuleSet,
     provider: Provider,
@@ -180,9 +193,9 @@ async def judge_trace(
     seed: int | None = None,
     max_field_chars: int = MAX_FIELD_CHARS,
     max_trace_chars: int = MAX_TRACE_CHARS,
-) -> JudgeResult:
-    """Judge one trace. Invalid inputs raise ``InputError`` before any call; provider trouble raises
-    ``ProviderError`` (with ``.attempts`` holding what was recorded); bad output ends ``unscored``."""
+) -> JudgeResult | JudgeFailure:
+    """Judge one trace. Invalid inputs raise ``InputError`` before any call; provider trouble is returned
+    as a ``JudgeFailure``; bad output ends ``unscored``."""
     if max_attempts < 1:
         raise InputError(f"max_attempts is {max_attempts}", where="--max-attempts", hint="use 1 or more")
     trace, prompt, base = prepare_request(
@@ -199,7 +212,26 @@ async def judge_trace(
         max_trace_chars=max_trace_chars,
     )
     session = JudgeSession(provider, prompt, base, cache, max_tokens_limit)
-    return await session.finish(trace, max_attempts)
+    return await session.settle(trace, max_attempts)
+
+
+def _raising(
+    settle: Callable[P, Awaitable[JudgeResult | JudgeFailure]],
+) -> Callable[P, Awaitable[JudgeResult]]:
+    @functools.wraps(settle)  # the signature help() and inspect show is settle's
+    async def judge(*args: P.args, **kwargs: P.kwargs) -> JudgeResult:
+        outcome = await settle(*args, **kwargs)
+        if isinstance(outcome, JudgeFailure):
+            raise outcome.error
+        return outcome
+
+    return judge
+
+
+judge_trace = _raising(settle_trace)
+judge_trace.__name__ = judge_trace.__qualname__ = "judge_trace"
+judge_trace.__doc__ = """Judge one trace: ``settle_trace``'s arguments, its result, and a provider's trouble
+raised as the ``ProviderError`` (with ``.attempts`` holding what was recorded)."""
 
 
 class SessionState(BaseModel):
@@ -256,8 +288,16 @@ class JudgeSession:
         )
 
     async def finish(self, trace: Trace, max_attempts: int) -> JudgeResult:
+        """``settle``, with a provider's trouble raised as its ``ProviderError``."""
+        outcome = await self.settle(trace, max_attempts)
+        if isinstance(outcome, JudgeFailure):
+            raise outcome.error
+        return outcome
+
+    async def settle(self, trace: Trace, max_attempts: int) -> JudgeResult | JudgeFailure:
         """Ask (and re-ask) until a valid judgement or ``max_attempts`` attempts in all, counting those
-        already made; the result is ``unscored`` with its reason when none is valid."""
+        already made; the result is ``unscored`` with its reason when none is valid. A ``ProviderError``
+        that ends the attempts is returned with the unscored result a run records if it carries on."""
         remaining = max_attempts - len(self.attempts)
         if remaining < 1:
             raise ValueError(f"no attempt left: {len(self.attempts)} of max_attempts={max_attempts} made")
@@ -277,12 +317,12 @@ class JudgeSession:
         except StopJudging as exc:
             reason = exc.reason
         except ProviderError as exc:
-            exc.attempts = list(self.attempts)  # type: ignore[attr-defined]  # kept for the store and review
+            exc.attempts = list(self.attempts)  # kept for the store and review
             # What a run records when it carries on past this error: unscored, with the reason, never a score.
-            exc.unscored = self.result(  # type: ignore[attr-defined]
+            unscored = self.result(
                 trace, None, f"provider error ({exc.kind}) after the SDK's own retries: {exc}"
             )
-            raise
+            return JudgeFailure(exc, unscored)
         return self.result(trace, report, reason)
 
     def exhausted(self, max_attempts: int, exc: Exception) -> str:
@@ -359,7 +399,7 @@ class JudgeSession:
                 "a cut-off reply is not re-asked unchanged"
             )
         try:
-            return validate_reply(raw, self.rules, self.prompt.n_calls)
+            return validate_reply(raw, self.rules, self.prompt.n_calls, dict(self.prompt.rule_calls))
         except InvalidJudgeOutput as exc:
             record.error_stage = exc.stage
             record.error = str(exc)

@@ -4,8 +4,7 @@ The prompt has three parts: ``system``, ``static`` (the same for every trace of 
 cache it as a prefix) and ``dynamic`` (the trace, last). Rendering is deterministic: the same inputs give
 byte-identical text (sorted keys, no timestamps, no randomness), which the response cache relies on.
 
-The trace is untrusted: its strings are cut to a size cap, it is JSON-encoded one item per line with "<",
-">" and line separators escaped, so nothing inside can close the delimiters around it (see the template).
+The trace itself is rendered by ``seqjudge.judge.trace_data`` (untrusted data, capped, escaped).
 """
 
 from __future__ import annotations
@@ -13,9 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.resources
 import json
-import math
 import re
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -28,16 +25,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from seqjudge.errors import InputError
 from seqjudge.judge.schema import NULLABLE_INDEX_TYPES, JudgeOutput
+from seqjudge.judge.trace_data import MAX_FIELD_CHARS as MAX_FIELD_CHARS
+from seqjudge.judge.trace_data import MAX_TRACE_CHARS as MAX_TRACE_CHARS
+from seqjudge.judge.trace_data import SHORT_OUTPUT_CHARS, Evidence, evidence_of
+from seqjudge.judge.trace_data import render_trace_data as render_trace_data
 from seqjudge.report import VIOLATION_TYPES, RiskLevel
+from seqjudge.rules.base import Wording
 from seqjudge.rules.model import ArgsSelector, Operand, RuleSet
+from seqjudge.rules.select import compile_operand, expand_name, operand_names
 from seqjudge.trace import Trace
 
 TEMPLATE_NAME = "sequence_judge.md.j2"
 DEFAULT_EXAMPLES = "examples/default.yaml"
-MAX_FIELD_CHARS = 2_000
-MAX_TRACE_CHARS = 60_000
-# Strings of calls in the middle of an over-long trace are first cut to this before calls are elided.
-SHORT_FIELD_CHARS = 100
 _VERSION_RX = re.compile(r"\{#\s*seqjudge-template-version:\s*([^\s#]+)\s*#\}")
 
 
@@ -96,205 +95,6 @@ def _source_info(path: str, _mtime: int, _size: int) -> tuple[str, str]:
     return (match.group(1) if match else "unversioned"), hashlib.sha256(source.encode("utf-8")).hexdigest()
 
 
-# ------------------------------------------------------------------------------------ data as JSON lines
-
-# JSON never needs a raw "<" or ">" outside strings, and inside strings \u003c / \u003e mean the same; so
-# escaped data holds no "<" at all and cannot spell a delimiter. Unicode line separators are escaped too, so
-# every data line is exactly one item (json.dumps already escapes the ASCII control characters).
-_ESCAPES = (
-    ("<", "\\u003c"),
-    (">", "\\u003e"),
-    ("\u2028", "\\u2028"),
-    ("\u2029", "\\u2029"),
-    ("\x85", "\\u0085"),
-)
-
-
-# Encoders built once: json.dumps with options builds a new one per call, and a prompt makes dozens of calls.
-_DATA_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
-_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
-def data_json(value: Any) -> str:
-    """Compact JSON with the escapes above: safe to place between the delimiters. Keys keep their order
-    (``cap`` sorts the trace's own dicts; the envelope of each item has a fixed order, kind first)."""
-    text = _DATA_JSON.encode(value)
-    for raw, escaped in _ESCAPES:  # str.replace is C-fast; str.translate with a dict is not
-        if raw in text:
-            text = text.replace(raw, escaped)
-    return text
-
-
-def cut_marker(n: int) -> str:
-    return f"…[cut {n} chars]"
-
-
-def cap(value: Any, limit: int) -> Any:
-    """Cut every string (and dict key) in ``value`` to ``limit`` characters, with a marker saying how much.
-    Dicts come back with sorted keys, so the rendering does not depend on the order a source wrote them in."""
-    if isinstance(value, str):
-        return value if len(value) <= limit else value[:limit] + cut_marker(len(value) - limit)
-    if isinstance(value, bool) or value is None or isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, dict):
-        items = sorted(((str(k), v) for k, v in value.items()), key=lambda kv: kv[0])
-        return {cap(k, limit): cap(v, limit) for k, v in items}
-    if isinstance(value, list | tuple):
-        return [cap(v, limit) for v in value]
-    return cap(str(value), limit)
-
-
-def cap_field(value: Any, limit: int) -> Any:
-    """``cap``, and a structure whose JSON is still longer than ``limit`` becomes its JSON text, cut once (so
-    the marker counts what was really left out)."""
-    capped = cap(value, limit)
-    if isinstance(capped, dict | list):
-        text = _COMPACT_JSON.encode(capped)
-        if len(text) > limit:
-            # cap() with no limit only normalises: string keys, sorted, non-finite floats as text.
-            whole = _COMPACT_JSON.encode(cap(value, sys.maxsize))
-            return cap(whole, limit)
-    return capped
-
-
-@dataclass(frozen=True)
-class TraceData:
-    """The trace as the template shows it."""
-
-    data: str
-    nonce: str
-    n_calls: int
-    n_steps: int
-    n_messages: int
-    notes: tuple[str, ...]
-
-
-def _call_item(i: int, step: int, call: Any, limit: int) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "kind": "call",
-        "index": i,
-        "step": step,
-        "tool_name": cap(call.tool_name, limit),
-        "status": call.status,
-        # Each argument on its own: one huge argument must not hide the others.
-        "arguments": {cap(k, limit): cap_field(v, limit) for k, v in sorted(call.arguments.items())},
-    }
-    if call.output is not None:
-        item["output"] = cap_field(call.output, limit)
-    if call.error is not None:
-        item["error"] = cap_field(call.error, limit)
-    return item
-
-
-def _message_item(message: Any, limit: int) -> dict[str, Any]:
-    return {
-        "kind": "message",
-        "at": message.at,
-        "role": cap(str(message.role), limit),
-        "content": cap_field(message.content, limit),
-    }
-
-
-def _timeline(trace: Trace) -> list[tuple[str, int, Any]]:
-    """Calls and messages in the order they happened: a message with ``at = k`` came after k calls."""
-    n = len(trace.calls)
-    placed: dict[int, list[Any]] = {}
-    for m in trace.messages:
-        placed.setdefault(n if m.at is None or m.at > n else m.at, []).append(m)
-    out: list[tuple[str, int, Any]] = []
-    for i, call in enumerate(trace.calls):
-        out.extend(("message", i, m) for m in placed.get(i, []))
-        out.append(("call", i, call))
-    out.extend(("message", n, m) for m in placed.get(n, []))
-    return out
-
-
-def render_trace_data(
-    trace: Trace,
-    *,
-    max_field_chars: int = MAX_FIELD_CHARS,
-    max_trace_chars: int = MAX_TRACE_CHARS,
-    nonce: bool = True,
-) -> TraceData:
-    """The trace as JSON lines, capped: long strings cut, then the middle shortened, then elided."""
-    steps = trace.steps
-    timeline = _timeline(trace)
-
-    def line(kind: str, i: int, obj: Any, limit: int) -> str:
-        item = _call_item(i, steps[i], obj, limit) if kind == "call" else _message_item(obj, limit)
-        return data_json(item)
-
-    head: list[str] = []
-    if trace.context:
-        head.append(data_json({"kind": "context", "context": cap_field(trace.context, max_field_chars)}))
-    full = [line(k, i, o, max_field_chars) for k, i, o in timeline]
-    notes: list[str] = []
-    lines = full
-    budget = max_trace_chars - sum(len(x) + 1 for x in head)
-    if sum(len(x) + 1 for x in full) > budget:
-        short_limit = min(SHORT_FIELD_CHARS, max_field_chars)
-        short = [line(k, i, o, short_limit) for k, i, o in timeline]
-        lines, notes = _fit(timeline, full, short, budget, short_limit)
-    body = "\n".join(head + lines)
-    # The token is derived from the escaped content, so it is reproducible, yet text inside the trace would
-    # have to contain the hash of itself to predict it.
-    token = hashlib.sha256(b"seqjudge-trace-data\0" + body.encode("utf-8")).hexdigest()[:24] if nonce else ""
-    return TraceData(body, token, len(trace.calls), len(set(steps)), len(trace.messages), tuple(notes))
-
-
-def _grow(extra: list[int], cost: int, budget: int) -> tuple[int, int]:
-    """Alternately take lines from the head and the tail while their extra cost fits the budget."""
-    n = len(extra)
-    h = t = 0
-    moved = True
-    while moved:
-        moved = False
-        for from_head in (True, False):
-            if h + t >= n:
-                return h, t
-            j = h if from_head else n - 1 - t
-            if cost + extra[j] <= budget:
-                cost += extra[j]
-                h, t = (h + 1, t) if from_head else (h, t + 1)
-                moved = True
-    return h, t
-
-
-def _fit(
-    timeline: list[tuple[str, int, Any]], full: list[str], short: list[str], budget: int, short_limit: int
-) -> tuple[list[str], list[str]]:
-    """Keep the start and the end of an over-long trace in full; shorten, then elide, the middle."""
-    n = len(full)
-    short_cost = [len(s) + 1 for s in short]
-    if sum(short_cost) <= budget:
-        h, t = _grow([len(f) - len(s) for f, s in zip(full, short, strict=True)], sum(short_cost), budget)
-        calls = [i for k, i, _ in timeline[h : n - t] if k == "call"]
-        note = (
-            f"To fit the size limit, the strings of {len(calls)} call(s) and the messages in the middle of "
-            "the trace"
-            + (f" (calls {calls[0]} to {calls[-1]})" if calls else "")
-            + f" are cut to {short_limit} characters."
-        )
-        return full[:h] + short[h : n - t] + full[n - t :], [note]
-    # Even shortened the trace is too long: keep shortened lines from both ends and elide the middle.
-    h, t = _grow(short_cost, 200, budget)  # 200: room for the elision line
-    middle = timeline[h : n - t]
-    calls = [i for k, i, _ in middle if k == "call"]
-    messages = len(middle) - len(calls)
-    marker: dict[str, Any] = {"kind": "elided", "calls_elided": len(calls), "messages_elided": messages}
-    if calls:
-        marker["first_index"], marker["last_index"] = calls[0], calls[-1]
-    where = f" (indices {calls[0]} to {calls[-1]})" if calls else ""
-    note = (
-        f"The trace is too long to show in full: {len(calls)} call(s){where} and {messages} message(s) were "
-        f"elided from its middle, and the strings of the calls shown are cut to {short_limit} characters. "
-        "Judge only what is shown, and say in the summary that calls were elided."
-    )
-    return short[:h] + [data_json(marker)] + short[n - t :], [note]
-
-
 # -------------------------------------------------------------------------------------- rules in words
 
 
@@ -323,99 +123,20 @@ def operand_words(op: Operand, aliases: dict[str, list[str]]) -> str:
     return parts[0] if len(parts) == 1 else "any of: " + "; ".join(parts)
 
 
+def _spelled(op: Operand, aliases: dict[str, list[str]]) -> str:
+    """An operand of plain names as the tools it stands for (aliases expanded), else in words."""
+    plain = [op] if isinstance(op, str) else op
+    if isinstance(plain, list) and all(isinstance(n, str) for n in plain):
+        tools = list(dict.fromkeys(t for n in plain for t in expand_name(str(n), aliases)))
+        return ", ".join(f"`{t}`" for t in tools) if len(tools) > 1 else f"`{tools[0]}`"
+    return operand_words(op, aliases)
+
+
 def requirement(rule: Any, aliases: dict[str, list[str]]) -> str:
     """What the rule demands, in the engine's exact semantics (see the README), as one paragraph."""
-
-    def w(op: Operand) -> str:
-        return operand_words(op, aliases)
-
-    match rule.type:
-        case "require":
-            return (
-                f"At least one successful call to {w(rule.tool)} must appear in the trace. "
-                "Violation: `missing_call` (offending index null)."
-            )
-        case "before":
-            return (
-                f"Look at the first call (any status) to {w(rule.then)}: a successful call to "
-                f"{w(rule.first)} must come in an earlier step. Not checked if {w(rule.then)} is never "
-                f"called. Violation at that first call: `out_of_order` if a successful {w(rule.first)} "
-                "exists only later or in the same step, otherwise `missing_prerequisite`."
-            )
-        case "blocklist":
-            return (
-                f"No call, successful or failed, may have a tool name containing the text `{rule.pattern}` "
-                "(a plain, case-sensitive substring; `*` is a literal character). Violation: "
-                "`forbidden_call` at the first such call."
-            )
-        case "max_calls":
-            if rule.max == 0:
-                return (
-                    f"{w(rule.tool)} must never be called, not even once (failed attempts count). "
-                    "Violation: `too_many_calls` at the first call."
-                )
-            return (
-                f"{w(rule.tool)} may be called at most {rule.max} time(s); every attempt counts, failed "
-                "ones too. Violation: `too_many_calls` at the first call over the limit."
-            )
-        case "eventually":
-            return (
-                f"A successful call to {w(rule.tool)} must happen within the first {rule.within} step(s) "
-                f"of the trace (steps 0 to {rule.within - 1}). Violation: `deadline_missed` if it succeeds "
-                "only later, `missing_call` (offending index null) if it never succeeds."
-            )
-        case "never_after":
-            return (
-                f"Once {w(rule.trigger)} has been called (its first call, any status), no call to "
-                f"{w(rule.forbidden)} (any status) may come in a later step. Not checked if "
-                f"{w(rule.trigger)} is never called. Violation: `forbidden_call` at the first such call."
-            )
-        case "after":
-            return (
-                f"Every call to {w(rule.trigger)} (any status) must be followed by a successful call to "
-                f"{w(rule.then)} in a later step, at most {rule.within} step(s) after it. Not checked if "
-                f"{w(rule.trigger)} is never called. Violation: `deadline_missed` at the first call to "
-                f"{w(rule.trigger)} left without one (also when the trace ends first)."
-            )
-        case "sequence":
-            names = ", then ".join(w(t) for t in rule.tools)
-            if rule.strict:
-                return (
-                    f"Strict sequence: {names}. Calls before the first successful {w(rule.tools[0])} "
-                    "are ignored; not checked if it never succeeds. After it, every following call must "
-                    "be the next tool of the sequence, each in a later step, with nothing else in between "
-                    "(a failed attempt of the awaited tool waits for its retry). Violation: `out_of_order` "
-                    "at the first call that is not the awaited tool, `incomplete_sequence` if the trace "
-                    "ends before the last tool succeeded."
-                )
-            return (
-                f"Sequence: {names} must succeed in this order, each in a later step than the previous "
-                "one; other calls may come in between and repeats of tools already reached are ignored. "
-                "Not checked if none of them is called. Violation: `out_of_order` when a later tool of "
-                "the sequence is called (any status) before its predecessors succeeded, or succeeds in "
-                "the same step as its predecessor; `incomplete_sequence` (at the last completed call) if "
-                "the trace ends before the last tool succeeded."
-            )
-        case "trajectory":
-            names = ", ".join(f"`{t}`" for t in rule.expected)
-            text = {
-                "precedence": f"Each of {names} must have a successful call, and none may be out of order: "
-                "for a tool X listed before a tool Y, the first call to Y (any status) must come "
-                "in a later step than the first successful X. Extra calls and repeats are "
-                "allowed.",
-                "in_order": f"The successful calls must contain {names} in this order (other calls may come "
-                "in between).",
-                "any_order": f"The successful calls must include {names} (each as often as listed), in any "
-                "order.",
-                "exact": f"The tool names of the successful calls, in order, must be exactly {names}.",
-            }[rule.mode]
-            return text + " Violation: `missing_call` for tools that never succeed, `out_of_order` otherwise."
-        case "judge":
-            return (
-                "This rule is written in words only: decide it from the description and the trace, "
-                "and use the violation type that fits best."
-            )
-    return rule.description or rule.type  # pragma: no cover - the rule union is closed
+    say = Wording(lambda op: operand_words(op, aliases), lambda op: _spelled(op, aliases))
+    text: str = rule.requirement(say)
+    return text
 
 
 def scope_lines(rule: Any) -> list[str]:
@@ -423,12 +144,8 @@ def scope_lines(rule: Any) -> list[str]:
     same = getattr(rule, "same", None)
     if same:
         args = ", ".join(f"`{a}`" for a in same)
-        out.append(
-            f"Per value: the rule holds separately for each distinct value of the argument(s) {args}; "
-            "only calls carrying that value are considered together, with their positions in the whole "
-            "trace. It fails if it fails for any value (name the value in the explanation), and is not "
-            "checked if it is exercised for none."
-        )
+        # What "per value" means is said once, above the rules (PER_VALUE).
+        out.append(f"Per value of {args}.")
     if rule.when:
         conds = []
         for path, want in sorted(rule.when.items()):
@@ -444,24 +161,70 @@ def scope_lines(rule: Any) -> list[str]:
     return out
 
 
-def rule_view(rule: Any, aliases: dict[str, list[str]]) -> dict[str, Any]:
-    from seqjudge.rules.engine import describe_rule  # one source for a rule's default description
+PER_VALUE = (
+    '"Per value of `a`": the rule holds separately for each distinct value of the argument(s) named; only '
+    "calls carrying that value are considered together, with their positions in the whole trace. It fails "
+    "if it fails for any value (name the value in the explanation). Not checked if it is exercised for no "
+    "value; a limit (`max_calls`) is always checked."
+)
 
+
+def rule_view(rule: Any, aliases: dict[str, list[str]]) -> dict[str, Any]:
     return {
         "id": rule.rule_id,
         "type": rule.type,
         "severity": rule.severity,
-        "description": rule.description or describe_rule(rule),
+        "description": (rule.description or rule.describe()).strip(),
         "requirement": requirement(rule, aliases),
         "scope": scope_lines(rule),
+        "criteria": criteria_text(rule),
     }
+
+
+def guideline(rule: Any, aliases: dict[str, list[str]]) -> str:
+    """A `judge` rule's labelling guideline: its Requirement and criteria, word for word as the prompt has
+    them."""
+    text = criteria_text(rule)
+    return f"Requirement: {requirement(rule, aliases)}" + (f"\n{text}" if text else "")
+
+
+def criteria_text(rule: Any) -> str:
+    """A `judge` rule's criteria and labelled cases as the judge reads them. The same text is the labelling
+    guideline of a golden dataset (``seqjudge golden validate`` prints it): one source for both."""
+    criteria = getattr(rule, "criteria", None)
+    lines: list[str] = []
+    if criteria is not None:
+        # A rule with applies_to is decided call by call; one without it, on the whole trace.
+        subject = "A call" if getattr(rule, "applies_to", None) is not None else "The trace"
+        lines.append(f"{subject} passes when all of these hold:")
+        lines.extend(f"- {c.strip()}" for c in criteria.pass_)
+        lines.append("It fails when any of these holds:")
+        lines.extend(f"- {c.strip()}" for c in criteria.fail)
+    examples = getattr(rule, "examples", None) or []
+    if examples:
+        lines.append("Labelled cases:")
+        lines.extend(f"- {ex.label}: {' '.join(ex.case.split())}" for ex in examples)
+    return "\n".join(lines)
+
+
+def rule_tools(rules: Sequence[Any], aliases: dict[str, list[str]]) -> set[str] | None:
+    """The tools the rules name, aliases expanded; None when some rule may concern any tool (a judge rule
+    without ``applies_to``, a blocklist pattern)."""
+    from seqjudge.judge.validate import rule_tool_names
+
+    names: set[str] = set()
+    for r in rules:
+        if r.type == "blocklist" or (r.type == "judge" and r.applies_to is None):
+            return None
+        names.update(rule_tool_names(r, aliases))
+    return names
 
 
 # ------------------------------------------------------------------------------------- catalog, examples
 
 
 def catalog_view(catalog: Any) -> list[dict[str, Any]]:
-    """A catalog (``seqjudge.catalog.Catalog``, a dict of tools, or ``{"tools": [...]}``) sorted by name."""
+    """A catalog (``rules.catalog.Catalog``, a dict of tools, or ``{"tools": [...]}``) sorted by name."""
     if catalog is None:
         return []
     tools = getattr(catalog, "tools", None)
@@ -471,15 +234,12 @@ def catalog_view(catalog: Any) -> list[dict[str, Any]]:
     out = []
     for spec in items:
         get = spec.get if isinstance(spec, dict) else (lambda k, s=spec: getattr(s, k, None))
-        params = get("parameters")
+        # No parameter schemas: the calls show their arguments, and no rule reads a schema.
         out.append(
             {
                 "name": str(get("name")),
                 "kind": get("kind") or "",
                 "description": (get("description") or "").strip(),
-                "parameters": json.dumps(params, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-                if params
-                else "",
             }
         )
     return sorted(out, key=lambda t: t["name"])
@@ -572,7 +332,7 @@ def example_view(ex: Example) -> dict[str, Any]:
         "note": (ex.note or "").strip(),
         "rules": [rule_view(r, ex.rules.aliases) for r in ex.rules.rules],
         "trace": data.data,
-        "expected": json.dumps(ex.expected.model_dump(mode="json"), ensure_ascii=False, indent=2),
+        "expected": json.dumps(ex.expected.model_dump(mode="json"), ensure_ascii=False),
     }
 
 
@@ -591,6 +351,8 @@ class RenderedPrompt:
     rule_severities: tuple[tuple[str, str], ...]
     n_calls: int
     nonce: str
+    # Per judge rule with `applies_to`: the indices of the calls it is about (its violations name one).
+    rule_calls: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     @property
     def user(self) -> str:
@@ -636,8 +398,12 @@ def render(
     if examples is None or isinstance(examples, str | Path):
         examples = load_examples(examples)
     template, version, template_hash = template_info()
-    system, static = _static_parts(template, template_hash, ruleset, rules, catalog, examples, risk_level)
-    data = render_trace_data(trace, max_field_chars=max_field_chars, max_trace_chars=max_trace_chars)
+    system, static, evidence = _static_parts(
+        template, template_hash, ruleset, rules, catalog, examples, risk_level
+    )
+    data = render_trace_data(
+        trace, max_field_chars=max_field_chars, max_trace_chars=max_trace_chars, evidence=evidence
+    )
     # The dynamic block sees only the trace: nothing trace-specific can leak into the cached prefix, and
     # nothing of the prefix is needed after it.
     dynamic = _block(template, "dynamic", {"trace": data})
@@ -653,13 +419,26 @@ def render(
         tuple((r.rule_id, r.severity) for r in rules),
         len(trace.calls),
         data.nonce,
+        _rule_calls(trace, rules, ruleset.aliases),
     )
+
+
+def _rule_calls(
+    trace: Trace, rules: Sequence[Any], aliases: dict[str, list[str]]
+) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    out = []
+    for r in rules:
+        if r.type == "judge" and r.applies_to is not None:
+            # The engine's own selector: the calls it counts are the calls the judge decides.
+            about = compile_operand(r.applies_to, aliases)
+            out.append((r.rule_id, tuple(i for i, c in enumerate(trace.calls) if about.matches(c))))
+    return tuple(out)
 
 
 # The system and static parts are the same for every trace of a run; rendering them once per run instead of
 # once per trace keeps the harness's own cost per trace small. Keyed on the inputs' identity, with the inputs
 # held in the entry so that their ids cannot be reused while it lives.
-_STATIC_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[str, str]]] = {}
+_STATIC_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[str, str, Evidence]]] = {}
 _STATIC_MEMO_SIZE = 8
 
 
@@ -671,29 +450,73 @@ def _static_parts(
     catalog: Any,
     examples: Sequence[Example],
     risk_level: str,
-) -> tuple[str, str]:
+) -> tuple[str, str, Evidence]:
     held = (ruleset, catalog, examples, *rules)
     key = (template_hash, risk_level, *(id(x) for x in held))
     hit = _STATIC_MEMO.get(key)
     if hit is not None and all(a is b for a, b in zip(hit[0], held, strict=True)):
         return hit[1]
+    aliases = ruleset.aliases
+    evidence = evidence_of(rules, aliases)
+    tools = rule_tools(rules, aliases)
+    named = {n for r in rules for n in _named_aliases(r, aliases)}
+    exact = [r for r in rules if r.type != "judge"]
+    types = list(VIOLATION_TYPES) if exact else ["criteria_not_met"]
     static_vars = {
-        "catalog": catalog_view(catalog),
-        "rules": [rule_view(r, ruleset.aliases) for r in rules],
-        "aliases": [
-            {"name": a, "members": ", ".join(f"`{m}`" for m in ruleset.aliases[a])}
-            for a in sorted(ruleset.aliases)
+        # Only the tools the rules are about: the rest of a catalog tells the judge nothing it needs. Exact
+        # rules need a tool's name and kind only; what a tool does matters to a judge rule about it.
+        "catalog": [
+            {**t, "summary": _first_sentence(t["description"])}
+            | {"described": evidence.outputs is None or t["name"] in evidence.outputs}
+            for t in catalog_view(catalog)
+            if tools is None or t["name"] in tools
         ],
-        "examples": [example_view(ex) for ex in examples],
+        "rules": [rule_view(r, aliases) for r in rules],
+        "aliases": [{"name": a, "members": ", ".join(f"`{m}`" for m in aliases[a])} for a in sorted(named)],
+        # The worked examples teach the exact rules' semantics; a prompt of judge rules alone has the
+        # rules' own labelled examples instead.
+        "examples": [example_view(ex) for ex in examples] if exact else [],
+        "has_exact": bool(exact),
+        "per_value": PER_VALUE if any(getattr(r, "same", None) for r in rules) else "",
+        "has_judge": len(exact) < len(rules),
+        "evidence": evidence,
+        "short_output_chars": SHORT_OUTPUT_CHARS,
         "risk_level": risk_level,
-        "violation_types": list(VIOLATION_TYPES),
-        "nullable_types": sorted(NULLABLE_INDEX_TYPES),
+        "violation_types": types,
+        # criteria_not_met may be null only for a judge rule about no tool in particular.
+        "nullable_types": [
+            t
+            for t in sorted(NULLABLE_INDEX_TYPES)
+            if t in types and (t != "criteria_not_met" or evidence.outputs is None)
+        ],
     }
-    parts = (_block(template, "system", static_vars), _block(template, "static", static_vars))
+    parts = (_block(template, "system", static_vars), _block(template, "static", static_vars), evidence)
     if len(_STATIC_MEMO) >= _STATIC_MEMO_SIZE:
         _STATIC_MEMO.pop(next(iter(_STATIC_MEMO)))
     _STATIC_MEMO[key] = (held, parts)
     return parts
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def _first_sentence(text: str) -> str:
+    """What a tool does, in its description's first sentence; the rest (usage notes, return values) is for
+    the agent that calls it, not for a judge of one rule about it."""
+    return " ".join(_SENTENCE_END.split(text.strip(), maxsplit=1)[0].split())
+
+
+def _named_aliases(rule: Any, aliases: dict[str, list[str]]) -> list[str]:
+    """The aliases a rule's text names (and the aliases they name in turn)."""
+    spelled = getattr(rule, "applies_to", None)  # shown with its tools spelled out: it names no alias
+    stack = [name for op in rule.operands() if op is not spelled for name in operand_names(op)]
+    out: list[str] = []
+    while stack:
+        name = stack.pop()
+        if name in aliases and name not in out:
+            out.append(name)
+            stack.extend(aliases[name])
+    return out
 
 
 def _block(template: jinja2.Template, name: str, variables: dict[str, Any]) -> str:

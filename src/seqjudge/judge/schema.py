@@ -19,8 +19,10 @@ SCHEMA_NAME = "sequence_judge_report"
 
 # Violation types whose offending_call_index may be null: nothing in the trace is "the" offending call
 # when a tool never succeeded, when the rules themselves form a cycle, or when a sequence simply stopped.
+# A `judge` rule about no tool in particular may fail in the conversation alone; one with `applies_to` names
+# the call (validate.py checks that).
 NULLABLE_INDEX_TYPES: frozenset[str] = frozenset(
-    {"missing_call", "circular_dependency", "incomplete_sequence"}
+    {"missing_call", "circular_dependency", "incomplete_sequence", "criteria_not_met"}
 )
 
 
@@ -30,13 +32,13 @@ class _Strict(BaseModel):
 
 class JudgeViolation(_Strict):
     rule_id: str = Field(description="The id of the violated rule, exactly as given.")
-    rule_description: str = Field(description="The rule's description, as given.")
+    rule_description: str = Field(description="A short paraphrase of the rule.")
     violation_type: ViolationType = Field(description="The kind of violation.")
     expected_order: str = Field(description="What the rule required, in words.")
     actual_order: str = Field(description="What the trace did instead, naming call indices.")
     offending_call_index: int | None = Field(
-        description="0-based index of the offending call; null only for missing_call, circular_dependency "
-        "or incomplete_sequence."
+        description="0-based index of the offending call; null only for missing_call, circular_dependency, "
+        "incomplete_sequence or criteria_not_met of a judge rule about no tool in particular."
     )
     severity: Literal["critical", "warning"] = Field(description="The rule's severity, as given.")
     explanation: str = Field(description="Why this is a violation.")

@@ -17,11 +17,14 @@ from pydantic import ValidationError
 
 from seqjudge.errors import InputError, JudgeOutputError
 from seqjudge.judge.schema import NULLABLE_INDEX_TYPES, JudgeOutput
+from seqjudge.report import score_of
 from seqjudge.rules.model import RuleSet
 from seqjudge.rules.select import expand_name, operand_names
 from seqjudge.trace import Trace
 
-SCORE_TOLERANCE = 1e-6
+# A model writes 2/3 as 0.667 or 0.6667: that is right, not a reason to re-ask. The counts pin the value
+# down, so the tolerance forgives only rounding, and the exact value derived from the counts is what is kept.
+SCORE_TOLERANCE = 0.005
 
 
 class InvalidJudgeOutput(JudgeOutputError):
@@ -35,27 +38,13 @@ class InvalidJudgeOutput(JudgeOutputError):
 
 # ------------------------------------------------------------------------------------------ the inputs
 
-_OPERAND_FIELDS = {
-    "require": ("tool",),
-    "before": ("first", "then"),
-    "max_calls": ("tool",),
-    "eventually": ("tool",),
-    "never_after": ("trigger", "forbidden"),
-    "after": ("trigger", "then"),
-    "sequence": ("tools",),
-    "trajectory": ("expected",),
-}
-
 
 def rule_tool_names(rule: Any, aliases: Mapping[str, list[str]]) -> list[str]:
     """Every tool name a rule's operands can match, aliases expanded (blocklist patterns are not names)."""
     names: list[str] = []
-    for field in _OPERAND_FIELDS.get(rule.type, ()):
-        value = getattr(rule, field)
-        ops = value if field in ("tools", "expected") else [value]
-        for op in ops:
-            for name in operand_names(op):
-                names.extend(expand_name(name, dict(aliases)))
+    for op in rule.operands():
+        for name in operand_names(op):
+            names.extend(expand_name(name, dict(aliases)))
     return names
 
 
@@ -165,9 +154,23 @@ def check_schema(data: Any) -> JudgeOutput:
         raise InvalidJudgeOutput("schema", problems) from None
 
 
-def semantic_problems(out: JudgeOutput, rules: Mapping[str, str], n_calls: int) -> list[str]:
-    """Everything wrong with an output that fits the schema. ``rules``: id -> severity of the rules given."""
+def derived_score(out: JudgeOutput) -> float:
+    """The score the output's own decisions give: its violations (which rules failed, how severe) and its
+    counts. The harness keeps this exact value; the model's figure only has to be within the tolerance."""
+    critical = any(v.severity == "critical" for v in out.violations)
+    return score_of(out.rules_passed, out.total_rules_checked, critical)
+
+
+def semantic_problems(
+    out: JudgeOutput,
+    rules: Mapping[str, str],
+    n_calls: int,
+    rule_calls: Mapping[str, Sequence[int]] | None = None,
+) -> list[str]:
+    """Everything wrong with an output that fits the schema. ``rules``: id -> severity of the rules given;
+    ``rule_calls``: per judge rule with ``applies_to``, the indices of the calls it is about."""
     problems: list[str] = []
+    rule_calls = rule_calls or {}
     score = out.sequence_correctness_score
     checked, passed, failed = out.total_rules_checked, out.rules_passed, out.rules_failed
     if not 0.0 <= score <= 1.0:
@@ -212,6 +215,14 @@ def semantic_problems(out: JudgeOutput, rules: Mapping[str, str], n_calls: int) 
                 )
         elif not 0 <= idx < n_calls:
             problems.append(f"{at}.offending_call_index is {idx}, but the trace has {index_range}")
+        concerned = rule_calls.get(v.rule_id)
+        if concerned is not None and idx not in concerned:
+            shown = ", ".join(map(str, concerned[:20])) + (", ..." if len(concerned) > 20 else "")
+            problems.append(
+                f"{at}.offending_call_index is {'null' if idx is None else idx}, but rule {v.rule_id!r} "
+                "is decided per call of its "
+                f"tools; name the call that fails it (one of: {shown or 'none: the rule is not checked'})"
+            )
     for n, m in enumerate(out.missing_prerequisites):
         if not 0 <= m.dependent_call_index < n_calls:
             problems.append(
@@ -240,16 +251,22 @@ def semantic_problems(out: JudgeOutput, rules: Mapping[str, str], n_calls: int) 
     elif checked > 0 and passed >= 0 and abs(score - passed / checked) > SCORE_TOLERANCE:
         problems.append(
             f"sequence_correctness_score is {score}, but with no critical violation it must equal "
-            f"rules_passed / total_rules_checked = {passed}/{checked} = {passed / checked:.6g}"
+            f"rules_passed / total_rules_checked = {passed}/{checked} = {passed / checked:.4f}"
         )
     return problems
 
 
-def validate_reply(reply: str | Mapping[str, Any], rules: Mapping[str, str], n_calls: int) -> JudgeOutput:
-    """Parse a reply (text, or an already parsed object), check schema and semantics; raise on failure."""
+def validate_reply(
+    reply: str | Mapping[str, Any],
+    rules: Mapping[str, str],
+    n_calls: int,
+    rule_calls: Mapping[str, Sequence[int]] | None = None,
+) -> JudgeOutput:
+    """Parse a reply (text, or an already parsed object), check schema and semantics; raise on failure.
+    The output returned carries the exact derived score (``derived_score``), not the model's rounding."""
     data = parse_json(reply) if isinstance(reply, str) else dict(reply)
     out = check_schema(data)
-    problems = semantic_problems(out, rules, n_calls)
+    problems = semantic_problems(out, rules, n_calls, rule_calls)
     if problems:
         raise InvalidJudgeOutput("semantic", problems)
-    return out
+    return out.model_copy(update={"sequence_correctness_score": derived_score(out)})

@@ -7,8 +7,6 @@ what it should have failed).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from seqjudge.report import (
@@ -18,20 +16,9 @@ from seqjudge.report import (
     verdict,
 )
 from seqjudge.rules import evaluate as ev
+from seqjudge.rules.base import Evaluator
 from seqjudge.rules.index import TraceIndex, View
-from seqjudge.rules.model import (
-    AfterRule,
-    BeforeRule,
-    BlocklistRule,
-    EventuallyRule,
-    JudgeRule,
-    MaxCallsRule,
-    NeverAfterRule,
-    RequireRule,
-    RuleSet,
-    SequenceRule,
-    TrajectoryRule,
-)
+from seqjudge.rules.model import RuleSet
 from seqjudge.rules.select import Selector, compile_operand
 from seqjudge.trace import PlainTrace, Trace, gc_paused
 
@@ -39,12 +26,10 @@ _MISSING = object()
 # Violations raised by an attempt: a failed call still counts (prohibitions and triggers count every attempt).
 _ATTEMPT_COUNTS = {"forbidden_call", "too_many_calls", "out_of_order", "missing_prerequisite"}
 
-Evaluator = Callable[[View], ev.Finding]
-
 
 _OUTCOMES = ("passed", "failed", "not_exercised", "not_applicable", "deferred")
 _NOT_APPLICABLE = "The trace's context does not match the rule's `when`."
-_DEFERRED = "Written in words: only the LLM judge can decide it."
+_DEFERRED = ev.DEFERRED
 
 
 def _cycle_flaw(tools_text: str) -> ev.Flaw:
@@ -70,7 +55,7 @@ class _Compiled:
         self.severity: str = rule.severity
         self.group: str | None = rule.group
         self.when: dict[str, Any] | None = rule.when
-        self.description: str = rule.description or describe_rule(rule)
+        self.description: str = rule.description or rule.describe()
 
     def entry(
         self,
@@ -92,32 +77,6 @@ class _Compiled:
         }
 
 
-def describe_rule(rule: Any) -> str:
-    """A rule's meaning in words, for reports and the judge, when the file gives no description."""
-    from seqjudge.rules.model import operand_text as t
-
-    match rule:
-        case RequireRule():
-            return f"{t(rule.tool)} must be called successfully"
-        case BeforeRule():
-            return f"{t(rule.first)} must succeed before {t(rule.then)} is called"
-        case BlocklistRule():
-            return f"no tool whose name contains {rule.pattern!r} may be called"
-        case MaxCallsRule():
-            return f"{t(rule.tool)} may be called at most {rule.max} time(s)"
-        case EventuallyRule():
-            return f"{t(rule.tool)} must succeed within the first {rule.within} step(s)"
-        case NeverAfterRule():
-            return f"{t(rule.forbidden)} must never be called after {t(rule.trigger)}"
-        case AfterRule():
-            return f"{t(rule.then)} must succeed within {rule.within} step(s) after each {t(rule.trigger)}"
-        case SequenceRule():
-            return " -> ".join(t(x) for x in rule.tools) + (" consecutively" if rule.strict else " in order")
-        case TrajectoryRule():
-            return f"trajectory {' -> '.join(rule.expected)} ({rule.mode})"
-    return rule.type
-
-
 def _compile(rule: Any, aliases: dict[str, list[str]], shared: dict[Any, Selector]) -> _Compiled:
     def c(op: Any) -> Selector:
         # Rules that name the same operand share one selector, and so the index's cached positions for it
@@ -125,32 +84,9 @@ def _compile(rule: Any, aliases: dict[str, list[str]], shared: dict[Any, Selecto
         sel = compile_operand(op, aliases)
         return shared.setdefault((sel.text, sel.names, sel.conditions), sel)
 
-    # partial, not lambda: the call into the evaluator then costs no Python frame of its own (twenty rules,
-    # a hundred thousand traces).
-    fn: Evaluator | None
-    match rule:
-        case RequireRule():
-            fn = partial(ev.require, rule, c(rule.tool))
-        case BeforeRule():
-            fn = partial(ev.before, rule, c(rule.first), c(rule.then))
-        case BlocklistRule():
-            fn = partial(ev.blocklist, rule)
-        case MaxCallsRule():
-            fn = partial(ev.max_calls, rule, c(rule.tool))
-        case EventuallyRule():
-            fn = partial(ev.eventually, rule, c(rule.tool))
-        case NeverAfterRule():
-            fn = partial(ev.never_after, rule, c(rule.trigger), c(rule.forbidden))
-        case AfterRule():
-            fn = partial(ev.after, rule, c(rule.trigger), c(rule.then))
-        case SequenceRule():
-            fn = partial(ev.sequence, rule, [c(x) for x in rule.tools])
-        case TrajectoryRule():
-            fn = partial(ev.trajectory, rule)
-        case JudgeRule():
-            fn = None
-        case _:  # pragma: no cover - the model's union is closed
-            raise TypeError(f"unknown rule type {rule.type}")
+    # Each rule type compiles its own evaluator (a partial, not a lambda: the call into the evaluator then
+    # costs no Python frame of its own - twenty rules, a hundred thousand traces).
+    fn: Evaluator | None = rule.compile(c)
     return _Compiled(rule, fn, getattr(rule, "same", None))
 
 

@@ -21,18 +21,15 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
-from seqjudge.catalog import Catalog
+from seqjudge.rules.catalog import Catalog
 from seqjudge.rules.model import (
-    BeforeRule,
     BlocklistRule,
-    Operand,
+    RuleBase,
     RuleSet,
-    SequenceRule,
-    TrajectoryRule,
 )
 from seqjudge.rules.select import Selector, compile_operand, operand_names
 
-__all__ = ["Cycle", "LintProblem", "find_cycles", "lint", "rule_tool_names"]
+__all__ = ["Cycle", "LintProblem", "find_cycles", "lint", "rule_tool_names", "strong_components"]
 
 
 @dataclass
@@ -124,24 +121,25 @@ def _graph(ruleset: RuleSet) -> _Graph:
     graph = _Graph()
     aliases = ruleset.aliases
     for order, rule in enumerate(ruleset.rules):
-        weak_rule = bool(getattr(rule, "same", None)) or rule.when is not None
-        if isinstance(rule, BeforeRule):
-            first, then = compile_operand(rule.first, aliases), compile_operand(rule.then, aliases)
+        ordering = rule.ordering()
+        if ordering is None:
+            continue
+        kind, operands, weak = ordering
+        weak = weak or bool(getattr(rule, "same", None)) or rule.when is not None
+        sels = [compile_operand(op, aliases) for op in operands]
+        if kind == "pairs":
+            first, then = sels
             src_names = sorted(first.all_names)
             for s in src_names:
                 for d in sorted(then.all_names):
-                    definite = not weak_rule and len(src_names) == 1 and d in then.names
+                    definite = not weak and len(src_names) == 1 and d in then.names
                     graph.add(_Edge(s, d, rule.rule_id, order, definite))
-        elif isinstance(rule, SequenceRule):
-            sels = [compile_operand(t, aliases) for t in rule.tools]
-            _chain_edges(graph, sels, rule.rule_id, order, weak_rule or rule.strict)
-        elif isinstance(rule, TrajectoryRule) and rule.mode != "any_order":
-            sels = [compile_operand(t, aliases) for t in rule.expected]
-            _chain_edges(graph, sels, rule.rule_id, order, weak_rule or rule.mode == "in_order")
+        else:
+            _chain_edges(graph, sels, rule.rule_id, order, weak)
     return graph
 
 
-def _sccs(nodes: list[str], adj: dict[str, list[str]]) -> list[list[str]]:
+def strong_components(nodes: list[str], adj: dict[str, list[str]]) -> list[list[str]]:
     """Tarjan's strongly connected components, iteratively (rule files can chain many tools)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -232,12 +230,12 @@ def find_cycles(ruleset: RuleSet, *, include_conditional: bool = False) -> list[
     graph = _graph(ruleset)
     rank = {n: i for i, n in enumerate(graph.nodes)}
     strong_adj = graph.adjacency(definite_only=True)
-    strong = _sccs(graph.nodes, strong_adj)
+    strong = strong_components(graph.nodes, strong_adj)
     cycles = [_make_cycle(_cycle_in(c, strong_adj, rank), graph, True, False) for c in strong]
     if include_conditional:
         all_adj = graph.adjacency(definite_only=False)
         covered = [set(c) for c in strong]
-        for comp in _sccs(graph.nodes, all_adj):
+        for comp in strong_components(graph.nodes, all_adj):
             if any(s <= set(comp) for s in covered):
                 continue
             cycles.append(_make_cycle(_cycle_in(comp, all_adj, rank), graph, False, True))
@@ -249,24 +247,11 @@ def find_cycles(ruleset: RuleSet, *, include_conditional: bool = False) -> list[
 # lint
 
 
-def _operands(rule: object) -> list[Operand]:
-    out: list[Operand] = []
-    for name in ("tool", "first", "then", "trigger", "forbidden"):
-        value = getattr(rule, name, None)
-        if value is not None:
-            out.append(value)
-    if isinstance(rule, SequenceRule):
-        out.extend(rule.tools)
-    return out
-
-
-def rule_tool_names(rule: object) -> list[str]:
-    """Every tool or alias name a rule mentions as written (operands and trajectory ``expected``)."""
+def rule_tool_names(rule: RuleBase) -> list[str]:
+    """Every tool or alias name a rule mentions as written (its operands, as its type declares them)."""
     names: list[str] = []
-    for op in _operands(rule):
+    for op in rule.operands():
         names.extend(operand_names(op))
-    if isinstance(rule, TrajectoryRule):
-        names.extend(rule.expected)
     return list(dict.fromkeys(names))
 
 

@@ -20,37 +20,12 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from seqjudge.rules.document import Loc
-from seqjudge.rules.model import (
-    RULE_TYPES,
-    AfterRule,
-    ArgsSelector,
-    BeforeRule,
-    BlocklistRule,
-    EventuallyRule,
-    JudgeRule,
-    MaxCallsRule,
-    NeverAfterRule,
-    RequireRule,
-    SequenceRule,
-    TrajectoryRule,
-)
+from seqjudge.rules.model import RULE_CLASSES, RULE_TYPES, ArgsSelector, JudgeCriteria, JudgeExample
 from seqjudge.rules.problems import ProblemCollector, describe, suggest
 
 __all__ = ["RULE_CLASSES", "Spec", "validate_rule"]
 
 
-RULE_CLASSES: dict[str, type[BaseModel]] = {
-    "require": RequireRule,
-    "before": BeforeRule,
-    "blocklist": BlocklistRule,
-    "max_calls": MaxCallsRule,
-    "eventually": EventuallyRule,
-    "never_after": NeverAfterRule,
-    "after": AfterRule,
-    "sequence": SequenceRule,
-    "trajectory": TrajectoryRule,
-    "judge": JudgeRule,
-}
 SAME_TYPES = tuple(t for t in RULE_TYPES if "same" in RULE_CLASSES[t].model_fields)
 SELECTOR_KEYS = tuple(ArgsSelector.model_fields)
 
@@ -162,9 +137,26 @@ def _translate(log: ProblemCollector, spec: Spec, cls: type[BaseModel], exc: Val
         )
 
 
+# The mappings nested in a rule other than operand selectors, by the rule key that holds them: what to call
+# one in a message, and its keys.
+_NESTED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "criteria": (
+        "a judge rule's criteria",
+        tuple(f.alias or n for n, f in JudgeCriteria.model_fields.items()),
+    ),
+    "examples": ("an example of a judge rule", tuple(JudgeExample.model_fields)),
+}
+_SELECTOR = ("a {tool:, args_match:} selector", SELECTOR_KEYS)
+
+
+def _nested(parent: Loc) -> tuple[str, tuple[str, ...]]:
+    """What the mapping at ``parent`` (inside a rule) is called, and the keys it takes."""
+    return _NESTED.get(str(parent[0]), _SELECTOR) if parent else _SELECTOR
+
+
 def _allowed(cls: type[BaseModel], parent: Loc) -> list[str]:
-    if parent:  # inside an operand mapping: the only nested model
-        return list(SELECTOR_KEYS)
+    if parent:  # inside a nested mapping: an operand selector, or a judge rule's criteria or example
+        return list(_nested(parent)[1])
     return list(cls.model_fields)
 
 
@@ -186,7 +178,7 @@ def _one_error(
                 key=True,
             )
             return
-        what = f"a {rtype} rule" if len(clean) == 1 else "a {tool:, args_match:} selector"
+        what = f"a {rtype} rule" if len(clean) == 1 else _nested(clean[:-1])[0]
         allowed = _allowed(cls, clean[:-1])
         guess = suggest(key, allowed)
         others = _owners(key)
@@ -209,12 +201,15 @@ def _one_error(
                 f"missing field {name!r} in a {rtype} rule",
                 f"a {rtype} rule needs {_and(needs)}",
             )
-        else:
+        elif _nested(clean[:-1]) is _SELECTOR:
             log.add(
                 loc[:-1],
                 f"missing field {name!r} in a {{tool:, args_match:}} selector",
                 "add tool: NAME next to args_match",
             )
+        else:
+            what, keys = _nested(clean[:-1])
+            log.add(loc[:-1], f"missing field {name!r} in {what}", f"it needs {_and(list(keys))}")
     elif etype in _TYPE_WORDS:
         expected = _TYPE_WORDS[etype]
         hint = _type_hint(value, etype)

@@ -1,269 +1,71 @@
-"""The rule model: one pydantic class per rule type, a discriminated union on ``type``, and the RuleSet.
+"""The rule model: the discriminated union of every rule type on ``type``, and the RuleSet.
 
-Unknown keys are errors everywhere here (``extra="forbid"``): a silently dropped key once turned a peer
-tool's ``max_calls: 0`` ("never call it") into "call it at least once".
+Each rule type is a module of ``seqjudge.rules.types`` (its class carries its evaluator, operand fields,
+description and judge requirement); the shared fields and operands are in ``seqjudge.rules.base``. The
+names below are re-exported so that ``seqjudge.rules.model`` stays the one import for the rule model.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
-Severity = Literal["critical", "warning"]
-
-
-class ArgsSelector(BaseModel):
-    """``{tool: NAME | [NAME, ...], args_match: {argument: regex}, status: ok | error}``.
-
-    ``args_match`` is an AND over keys with each regex *searched*; ``status`` narrows the operand to
-    successful (or failed) calls, for triggers and limits that should count only calls that took effect.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    tool: str | list[str]
-    args_match: dict[str, str] = Field(default_factory=dict)
-    status: Literal["ok", "error"] | None = None
-
-    @field_validator("tool")
-    @classmethod
-    def _non_empty(cls, value: str | list[str]) -> str | list[str]:
-        names = [value] if isinstance(value, str) else value
-        if not names or any(not n for n in names):
-            raise ValueError("tool names must be non-empty")
-        return value
-
-    @field_validator("args_match")
-    @classmethod
-    def _compile(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, pattern in value.items():
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(
-                    f"args_match.{key}: {pattern!r} is not a valid regular expression ({exc})"
-                ) from None
-        return value
-
-
-# A tool operand as written: a name (or alias), a list of names/selectors (any of them), or one selector.
-Operand = str | ArgsSelector | list[str | ArgsSelector]
-
-
-def operand_text(op: Operand) -> str:
-    """Compact human text for an operand, used in default ids and messages."""
-    if isinstance(op, str):
-        return op
-    if isinstance(op, ArgsSelector):
-        names = op.tool if isinstance(op.tool, str) else "|".join(op.tool)
-        conds = [f"{k}~{v}" for k, v in op.args_match.items()]
-        if op.status:
-            conds.append(f"status={op.status}")
-        return f"{names}({','.join(conds)})" if conds else names
-    return "|".join(operand_text(o) for o in op)
-
-
-def _check_operand(op: Operand) -> Operand:
-    if isinstance(op, str) and not op:
-        raise ValueError("a tool name must be non-empty")
-    if isinstance(op, list):
-        if not op:
-            raise ValueError("a list of tools must name at least one tool")
-        for item in op:
-            _check_operand(item)
-    return op
-
-
-class _RuleBase(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str | None = None
-    severity: Severity = "critical"
-    description: str | None = None
-    when: dict[str, Any] | None = None
-    # Set by the loader from a shape-2 `tests:` entry; results are grouped by it.
-    group: str | None = None
-
-    def default_id(self) -> str:  # pragma: no cover - every subclass overrides
-        raise NotImplementedError
-
-    @model_validator(mode="after")
-    def _fill_id(self) -> Any:
-        if not self.id:
-            self.id = self.default_id()
-        return self
-
-    @property
-    def rule_id(self) -> str:
-        assert self.id is not None
-        return self.id
-
-
-class _SameMixin(BaseModel):
-    same: list[str] | None = None
-
-    @field_validator("same")
-    @classmethod
-    def _same_names(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None and (not value or any(not v for v in value)):
-            raise ValueError("same: must list at least one non-empty argument name")
-        return value
-
-
-class RequireRule(_RuleBase):
-    type: Literal["require"]
-    tool: Operand
-
-    _v = field_validator("tool")(lambda cls, v: _check_operand(v))
-
-    def default_id(self) -> str:
-        return f"require:{operand_text(self.tool)}"
-
-
-class BeforeRule(_SameMixin, _RuleBase):
-    type: Literal["before"]
-    first: Operand
-    then: Operand
-
-    _v = field_validator("first", "then")(lambda cls, v: _check_operand(v))
-
-    @model_validator(mode="after")
-    def _distinct(self) -> BeforeRule:
-        if self.first == self.then:
-            raise ValueError(
-                f"first and then are both {operand_text(self.first)!r}: a tool cannot be its own prerequisite"
-            )
-        return self
-
-    def default_id(self) -> str:
-        return f"before:{operand_text(self.first)}->{operand_text(self.then)}"
-
-
-class BlocklistRule(_RuleBase):
-    type: Literal["blocklist"]
-    pattern: str = Field(min_length=1)
-
-    def default_id(self) -> str:
-        return f"blocklist:{self.pattern}"
-
-
-class MaxCallsRule(_SameMixin, _RuleBase):
-    type: Literal["max_calls"]
-    tool: Operand
-    max: int = Field(ge=0)
-
-    _v = field_validator("tool")(lambda cls, v: _check_operand(v))
-
-    def default_id(self) -> str:
-        return f"max_calls:{operand_text(self.tool)}<={self.max}"
-
-
-class EventuallyRule(_RuleBase):
-    type: Literal["eventually"]
-    tool: Operand
-    within: int = Field(ge=1)
-
-    _v = field_validator("tool")(lambda cls, v: _check_operand(v))
-
-    def default_id(self) -> str:
-        return f"eventually:{operand_text(self.tool)}@{self.within}"
-
-
-class NeverAfterRule(_SameMixin, _RuleBase):
-    type: Literal["never_after"]
-    trigger: Operand
-    forbidden: Operand
-
-    _v = field_validator("trigger", "forbidden")(lambda cls, v: _check_operand(v))
-
-    def default_id(self) -> str:
-        return f"never_after:{operand_text(self.trigger)}!>{operand_text(self.forbidden)}"
-
-
-class AfterRule(_SameMixin, _RuleBase):
-    type: Literal["after"]
-    trigger: Operand
-    then: Operand
-    within: int = Field(default=1, ge=1)
-
-    _v = field_validator("trigger", "then")(lambda cls, v: _check_operand(v))
-
-    def default_id(self) -> str:
-        return f"after:{operand_text(self.trigger)}->{operand_text(self.then)}@{self.within}"
-
-
-class SequenceRule(_SameMixin, _RuleBase):
-    type: Literal["sequence"]
-    tools: list[Operand] = Field(min_length=2)
-    strict: bool = False
-
-    @field_validator("tools")
-    @classmethod
-    def _ops(cls, value: list[Operand]) -> list[Operand]:
-        for op in value:
-            _check_operand(op)
-        return value
-
-    def default_id(self) -> str:
-        return "sequence:" + ">".join(operand_text(t) for t in self.tools)
-
-
-class TrajectoryRule(_RuleBase):
-    type: Literal["trajectory"]
-    expected: list[str] = Field(min_length=1)
-    mode: Literal["precedence", "in_order", "any_order", "exact"] = "precedence"
-
-    @field_validator("expected")
-    @classmethod
-    def _names(cls, value: list[str]) -> list[str]:
-        if any(not v for v in value):
-            raise ValueError("expected tool names must be non-empty")
-        return value
-
-    def default_id(self) -> str:
-        return "trajectory:" + ">".join(self.expected)
-
-
-class JudgeRule(_RuleBase):
-    """A rule written in words that only the LLM judge can decide; the engine reports it ``deferred``."""
-
-    type: Literal["judge"]
-    description: str = Field(min_length=1)  # type: ignore[assignment]
-
-    def default_id(self) -> str:
-        words = re.findall(r"[A-Za-z0-9]+", self.description.lower())[:6]
-        return "judge:" + ("-".join(words) or "rule")
-
-
-Rule = Annotated[
-    RequireRule
-    | BeforeRule
-    | BlocklistRule
-    | MaxCallsRule
-    | EventuallyRule
-    | NeverAfterRule
-    | AfterRule
-    | SequenceRule
-    | TrajectoryRule
-    | JudgeRule,
-    Field(discriminator="type"),
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from seqjudge.rules.base import (
+    ArgsSelector,
+    Operand,
+    RuleBase,
+    Severity,
+    operand_text,
+    seal_rule_types,
+)
+from seqjudge.rules.types import load_rule_types
+from seqjudge.rules.types.after import AfterRule
+from seqjudge.rules.types.before import BeforeRule
+from seqjudge.rules.types.blocklist import BlocklistRule
+from seqjudge.rules.types.eventually import EventuallyRule
+from seqjudge.rules.types.judge import JudgeCriteria, JudgeExample, JudgeRule
+from seqjudge.rules.types.max_calls import MaxCallsRule
+from seqjudge.rules.types.never_after import NeverAfterRule
+from seqjudge.rules.types.require import RequireRule
+from seqjudge.rules.types.sequence import SequenceRule
+from seqjudge.rules.types.trajectory import TrajectoryRule
+
+__all__ = [
+    "RULE_CLASSES",
+    "RULE_TYPES",
+    "AfterRule",
+    "ArgsSelector",
+    "BeforeRule",
+    "BlocklistRule",
+    "EventuallyRule",
+    "JudgeCriteria",
+    "JudgeExample",
+    "JudgeRule",
+    "MaxCallsRule",
+    "NeverAfterRule",
+    "Operand",
+    "RequireRule",
+    "Rule",
+    "RuleBase",
+    "RuleSet",
+    "SequenceRule",
+    "Severity",
+    "TrajectoryRule",
+    "alias_loop",
+    "operand_text",
 ]
 
-RULE_TYPES = (
-    "require",
-    "before",
-    "blocklist",
-    "max_calls",
-    "eventually",
-    "never_after",
-    "after",
-    "sequence",
-    "trajectory",
-    "judge",
-)
-DETERMINISTIC_TYPES = tuple(t for t in RULE_TYPES if t != "judge")
+# Every rule type, by name, in listing order; the union is built from it and closed to later additions.
+RULE_CLASSES: dict[str, type[RuleBase]] = load_rule_types()
+seal_rule_types()
+RULE_TYPES = tuple(RULE_CLASSES)
+
+if TYPE_CHECKING:
+    # The checker sees the common base; pydantic sees the closed union, discriminated on `type`.
+    Rule: TypeAlias = RuleBase
+else:
+    Rule = Annotated[Union[tuple(RULE_CLASSES.values())], Field(discriminator="type")]  # noqa: UP007
 
 
 def alias_loop(name: str, aliases: dict[str, list[str]]) -> list[str] | None:

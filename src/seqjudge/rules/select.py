@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from seqjudge.rules.model import ArgsSelector, Operand, operand_text
+from seqjudge.rules.base import ArgsSelector, Operand, operand_text
 from seqjudge.trace import Call
 
 # Built once: json.dumps with options builds an encoder per call, a third of the cost of a small value.

@@ -18,8 +18,8 @@ Design decisions:
   drop the last commits (never corrupt the file), which ``--resume`` then redoes.
 - The schema is versioned: ``schema_version`` holds one row per applied migration and ``MIGRATIONS`` is
   applied in order on open, each in its own transaction. A file written by a newer seqjudge is refused.
-  ``MIGRATIONS`` and ``new_run_id`` are looked up here, on the package, when they are used: replacing them
-  on ``seqjudge.store`` takes effect.
+  ``Store.migrations`` (default ``MIGRATIONS``) and ``Store.new_run_id`` are class attributes: a test
+  replaces them on ``Store`` to play another schema or draw its own run ids.
 - Secrets: traces are redacted with the run's configured names (``config["redact"]``, default
   ``DEFAULT_REDACT``; a configured list replaces the default, an empty list turns key redaction off),
   strings in results and judge replies have ``key=value`` secrets redacted, run configs lose secret-named

@@ -10,20 +10,26 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
+from seqjudge.config import DEFAULT_STORE
 from seqjudge.errors import InputError
 from seqjudge.redact import ENV_SECRET_NAMES, scrub_secrets, secret_env_values
 from seqjudge.store.codec import _dumps, _iso, _now
+from seqjudge.store.schema import MIGRATIONS, Migration
 
-DEFAULT_STORE_PATH = Path(".seqjudge") / "seqjudge.db"
+DEFAULT_STORE_PATH = Path(DEFAULT_STORE)  # one default, declared in config
 
 
 class Connection:
     """The database every part of ``Store`` works through (``Store`` is this and one mixin per concern)."""
+
+    # The schema this store migrates to on open, in order. A class attribute, so that a test can play an
+    # older or a newer seqjudge by replacing it on ``Store``: monkeypatch.setattr(Store, "migrations", ...).
+    migrations: ClassVar[Sequence[Migration]] = MIGRATIONS
 
     def __init__(self, path: str | Path = DEFAULT_STORE_PATH, *, create: bool = True) -> None:
         self.path = Path(path)
@@ -95,11 +101,7 @@ class Connection:
             return self._conn.execute(sql, params).fetchall()
 
     def _migrate(self) -> None:
-        # Looked up on the package when the store opens: `seqjudge.store.MIGRATIONS` is the list applied, and
-        # replacing it there (as the tests do, to play an older or a newer seqjudge) changes what is applied.
-        from seqjudge import store as package
-
-        migrations = sorted(package.MIGRATIONS, key=lambda m: m.version)
+        migrations = sorted(self.migrations, key=lambda m: m.version)
         if [m.version for m in migrations] != list(range(1, len(migrations) + 1)):
             raise RuntimeError("store migrations must be numbered 1, 2, 3... without gaps")
         # Read first: a store that is up to date is opened without a write lock (a reader never waits for

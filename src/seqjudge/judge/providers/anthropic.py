@@ -29,12 +29,34 @@ from seqjudge.judge.providers.base import (
     FinishReason,
     JudgeRequest,
     ProviderReply,
-    SDKProvider,
     Usage,
     parse_json_object,
 )
+from seqjudge.judge.providers.profile import ProviderProfile
+from seqjudge.judge.providers.sdk import SDKProvider
 
-__all__ = ["AnthropicProvider"]
+__all__ = ["PROFILE", "AnthropicProvider"]
+
+PROFILE = ProviderProfile(
+    name="anthropic",
+    factory="seqjudge.judge.providers.anthropic:AnthropicProvider",
+    key_env="ANTHROPIC_API_KEY",
+    # The published limits of a tier-2 account for Claude Sonnet, checked in 2025 (--rpm/--tpm to change).
+    default_rpm=1_000,
+    default_tpm=450_000,
+    # USD per million tokens: input, cache read (0.1x input), output, 5-minute cache write (1.25x input).
+    prices={
+        "claude-opus-4-5": (5.00, 0.50, 25.00, 6.25),
+        "claude-opus-4-1": (15.00, 1.50, 75.00, 18.75),
+        "claude-sonnet-4-5": (3.00, 0.30, 15.00, 3.75),
+        "claude-sonnet-4": (3.00, 0.30, 15.00, 3.75),
+        "claude-haiku-4-5": (1.00, 0.10, 5.00, 1.25),
+        "claude-3-5-haiku": (0.80, 0.08, 4.00, 1.00),
+    },
+    # The 2.x SDK and the API version it sends reject temperature/top_p/top_k on every model.
+    takes_sampling=False,
+    batch="seqjudge.batch_api:AnthropicBatches",
+)
 
 OutputMode = Literal["json_schema", "tool"]
 
@@ -55,8 +77,8 @@ _EMPTY_TURN = "(empty reply)"  # the API rejects empty content in any but a fina
 
 
 class AnthropicProvider(SDKProvider):
-    name = "anthropic"
-    default_key_env = "ANTHROPIC_API_KEY"
+    profile = PROFILE
+    name = PROFILE.name
     sdk_module = "anthropic"
     client_class = "AsyncAnthropic"
     default_base_url = "https://api.anthropic.com"

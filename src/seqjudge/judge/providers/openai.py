@@ -18,19 +18,42 @@ from seqjudge.judge.providers.base import (
     FinishReason,
     JudgeRequest,
     ProviderReply,
-    SDKProvider,
     Usage,
     parse_json_object,
 )
+from seqjudge.judge.providers.profile import ProviderProfile
+from seqjudge.judge.providers.sdk import SDKProvider
 
-__all__ = ["DEFAULT_SEED", "OpenAIProvider", "is_reasoning_model"]
+__all__ = ["DEFAULT_SEED", "PROFILE", "OpenAIProvider", "is_reasoning_model"]
+
+PROFILE = ProviderProfile(
+    name="openai",
+    factory="seqjudge.judge.providers.openai:OpenAIProvider",
+    key_env="OPENAI_API_KEY",
+    # The published limits of a tier-2 account for gpt-4o, checked in 2025; accounts differ (--rpm/--tpm).
+    default_rpm=5_000,
+    default_tpm=450_000,
+    # USD per million tokens: input, cached input (the automatic prefix cache), output; list prices, 2025.
+    prices={
+        "gpt-4o": (2.50, 1.25, 10.00, None),
+        "gpt-4o-mini": (0.15, 0.075, 0.60, None),
+        "gpt-4.1": (2.00, 0.50, 8.00, None),
+        "gpt-4.1-mini": (0.40, 0.10, 1.60, None),
+        "gpt-4.1-nano": (0.10, 0.025, 0.40, None),
+        "gpt-5": (1.25, 0.125, 10.00, None),
+        "gpt-5-mini": (0.25, 0.025, 2.00, None),
+        "gpt-5-nano": (0.05, 0.005, 0.40, None),
+        "o3": (2.00, 0.50, 8.00, None),
+        "o4-mini": (1.10, 0.275, 4.40, None),
+    },
+    # Reasoning families reject temperature/seed (and max_tokens). Omitting a parameter never causes an
+    # error, sending a rejected one always does.
+    no_sampling_prefixes=("o1", "o3", "o4", "gpt-5", "gpt-6", "codex-"),
+    batch="seqjudge.batch_api:OpenAIBatches",
+)
 
 # Sent when the request names no seed. Not 0: some compatible servers test ``if seed:`` and treat 0 as unset.
 DEFAULT_SEED = 1
-
-# Families that reject temperature/seed (and max_tokens). Matching by prefix covers dated snapshots and
-# "-mini"/"-pro" variants; omitting a parameter never causes an error, sending a rejected one always does.
-REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5", "gpt-6", "codex-")
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -42,15 +65,12 @@ _FINISH: dict[str, FinishReason] = {
 
 
 def is_reasoning_model(model: str) -> bool:
-    name = model.lower().rsplit("/", 1)[-1]
-    if name.startswith("ft:"):  # fine-tunes: ft:gpt-4o-mini-2024-07-18:org::id
-        name = name[3:]
-    return name.startswith(REASONING_PREFIXES)
+    return not PROFILE.takes_sampling_for(model)
 
 
 class OpenAIProvider(SDKProvider):
-    name = "openai"
-    default_key_env = "OPENAI_API_KEY"
+    profile = PROFILE
+    name = PROFILE.name
     sdk_module = "openai"
     client_class = "AsyncOpenAI"
     default_base_url = "https://api.openai.com/v1"

@@ -17,8 +17,9 @@ from typing import Any
 
 from seqjudge.errors import ProviderError
 from seqjudge.judge.providers.base import JudgeRequest, ProviderReply, Usage, check_options, parse_json_object
+from seqjudge.judge.providers.profile import ProviderProfile
 
-__all__ = ["ScriptExhaustedError", "ScriptedProvider", "ScriptedReply"]
+__all__ = ["PROFILE", "ScriptExhaustedError", "ScriptedProvider", "ScriptedReply"]
 
 ScriptedReply = str | dict[str, Any] | Exception | ProviderReply
 
@@ -94,3 +95,7 @@ class ScriptedProvider:
             provider=self.name,
             output_mode="text",
         )
+
+
+# In-process: no key, no limits, no prices, no batch transport.
+PROFILE = ProviderProfile(name="scripted", factory=ScriptedProvider)

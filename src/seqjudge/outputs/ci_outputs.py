@@ -30,9 +30,9 @@ from pathlib import Path
 from seqjudge.compare import Comparison, Decision
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement
 from seqjudge.errors import InputError
+from seqjudge.outputs.textview import trace_lines, violation_block
 from seqjudge.report import Violation
 from seqjudge.store import judge_data
-from seqjudge.textview import trace_lines, violation_block
 from seqjudge.trace import Trace
 
 Pair = tuple[Trace, TraceResult]

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seqjudge.crosscheck import TraceResult, agreement
-from seqjudge.html import svg
-from seqjudge.html.deltas import VERDICTS, Deltas
+from seqjudge.outputs.html import svg
+from seqjudge.outputs.html.deltas import VERDICTS, Deltas
 from seqjudge.report import DEFAULT_THRESHOLD
 from seqjudge.store import RunInfo, StoredResult, judge_data
 from seqjudge.trace import Trace

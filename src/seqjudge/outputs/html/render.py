@@ -22,9 +22,10 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from seqjudge.html import svg, view
-from seqjudge.html.deltas import VERDICTS, Deltas, compute_deltas
+from seqjudge.outputs.html import svg, view
+from seqjudge.outputs.html.deltas import VERDICTS, Deltas, compute_deltas
 from seqjudge.store import RunInfo, StoredResult
+from seqjudge.version import __version__
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 TEMPLATE = "report.html.j2"
@@ -103,7 +104,7 @@ def json_for_script(value: Any) -> Markup:
 
 
 def _asset(name: str) -> str:
-    return resources.files("seqjudge.html").joinpath(name).read_text(encoding="utf-8")
+    return resources.files("seqjudge.outputs.html").joinpath(name).read_text(encoding="utf-8")
 
 
 def fixed(value: float | None, digits: int = 2) -> str:
@@ -115,7 +116,7 @@ def fixed(value: float | None, digits: int = 2) -> str:
 
 
 def _environment() -> Environment:
-    folder = str(resources.files("seqjudge.html"))
+    folder = str(resources.files("seqjudge.outputs.html"))
     # Autoescape on for every template: the report shows untrusted trace data.
     env = Environment(
         loader=FileSystemLoader(folder),
@@ -167,8 +168,6 @@ def render_report(
     generated_at: datetime | None = None,
 ) -> str:
     """The report of one run (optionally against a baseline run) as one self-contained HTML page."""
-    from seqjudge import __version__
-
     results = [s.result for s in stored]
     deltas = None
     if baseline is not None:

@@ -1,0 +1,132 @@
+"""Options that several commands share, each declared once: the store, the output format, the output file,
+the risk level. (The trace-reading options are in ``trace_options``.)
+
+``--store`` reads ``SEQJUDGE_STORE`` in every command, so a run stored with the variable set is found by
+``runs list`` with the same variable. ``--format`` offers exactly the formats the output registry has for
+the command's view (``seqjudge.outputs.registry``): one vocabulary, no per-command enum.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from seqjudge.outputs.registry import names
+
+STORE_ENV = "SEQJUDGE_STORE"
+
+
+def _store_option(help: str) -> Any:
+    return typer.Option("--store", envvar=STORE_ENV, show_envvar=True, help=help)
+
+
+# Commands that read or write the store: the flag, else SEQJUDGE_STORE, else .seqjudge/seqjudge.db.
+StoreOpt = Annotated[Path, _store_option("The seqjudge database (SQLite).")]
+# Commands whose config file may name the store (run, calibrate): None means "the config's".
+ConfigStoreOpt = Annotated[
+    Path | None,
+    _store_option("The seqjudge database (SQLite); default: the config's, else .seqjudge/seqjudge.db."),
+]
+
+
+def format_option(view: str, *, help: str | None = None) -> Any:
+    """``--format`` for a command showing ``view``: its choices are the registry's formats of that view."""
+    choices = names(view)
+
+    def parse(value: str) -> str:
+        if value not in choices:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}")
+        return value
+
+    return typer.Option(
+        "--format",
+        parser=parse,
+        metavar="[" + "|".join(choices) + "]",
+        help=help or f"Output format: {', '.join(choices)}.",
+        show_default=True,
+    )
+
+
+OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")]
+
+
+class Risk(StrEnum):
+    low = "low"
+    medium = "medium"
+    high = "high"
+
+
+# -- a suite's inputs (seqjudge.inputs loads them) --
+RulesArg = Annotated[Path, typer.Argument(help="Rule file (YAML or JSON, any supported shape).")]
+TracesArg = Annotated[str, typer.Argument(help="Trace file, directory, or - for stdin.")]
+CatalogOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--catalog", help="Tool catalog; unknown tool names are errors (default: the rule file's catalog:)."
+    ),
+]
+ExamplesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--examples",
+        help="Worked examples for the judge (YAML); default: the shipped prompts/examples/default.yaml.",
+    ),
+]
+ThresholdOpt = Annotated[
+    float, typer.Option("--threshold", min=0.0, max=1.0, help="Scores below this are routed to review.")
+]
+RiskOpt = Annotated[Risk, typer.Option("--risk-level", help="high: any score below 1.0 goes to review.")]
+# Commands with a config (run, calibrate): None means "the config's".
+ConfigThresholdOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--threshold",
+        min=0.0,
+        max=1.0,
+        help="Scores below this are routed to review (default: the config's).",
+    ),
+]
+ConfigRiskOpt = Annotated[
+    Risk | None,
+    typer.Option("--risk-level", help="high: any score below 1.0 goes to review (default: the config's)."),
+]
+
+# -- the judge's model --
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="provider:model, e.g. openai:gpt-4o or anthropic:claude-sonnet-5-5 (default: SEQJUDGE_MODEL).",
+    ),
+]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option("--base-url", help="API base URL (an OpenAI-compatible server: vLLM, Ollama, a gateway)."),
+]
+MaxAttemptsOpt = Annotated[
+    int, typer.Option("--max-attempts", min=1, max=10, help="Model answers per trace, re-asks included.")
+]
+ConfigMaxAttemptsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-attempts", min=1, help="Model answers per trace, re-asks included (default: the config's)."
+    ),
+]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Ignore and do not fill .seqjudge/cache/.")]
+
+
+class JudgeMode(StrEnum):
+    full = "full"
+    contextual = "contextual"
+
+
+JudgeModeOpt = Annotated[
+    JudgeMode | None,
+    typer.Option(
+        "--judge-mode", help="full (every rule) or contextual (only `judge` rules); default: the config's."
+    ),
+]
+ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", min=1, help="Judge calls at once.")]

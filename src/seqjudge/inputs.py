@@ -1,0 +1,176 @@
+"""A suite's inputs, loaded one way for every command: the rule set, its tool catalog, the judge's worked
+examples and the run config.
+
+The catalog is the one given on the command line (or in the config), else the rule file's ``catalog:``.
+The rule loader has already resolved that name against the rule file's folder, so nothing here joins it to
+the folder a second time (doing so made ``seqjudge prompt suite/rules.yaml`` look for
+``suite/suite/catalog.json``).
+
+Every problem is an ``InputError`` (exit 2). ``seqjudge golden validate`` wants the problems collected
+rather than raised; it calls the pieces (``read_rules``, ``catalog_path``, ``read_catalog``,
+``unknown_tools``) and collects what they raise.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from seqjudge.config import RunConfig, load_config
+from seqjudge.errors import InputError
+from seqjudge.rules.model import RuleSet
+
+if TYPE_CHECKING:
+    from seqjudge.rules.catalog import Catalog
+    from seqjudge.rules.lint import LintProblem
+
+__all__ = [
+    "Suite",
+    "build_config",
+    "catalog_path",
+    "load_config",
+    "load_suite",
+    "model_or_env",
+    "read_catalog",
+    "read_examples",
+    "read_rules",
+    "suite_of",
+    "unknown_tools",
+]
+
+
+MODEL_ENV = "SEQJUDGE_MODEL"
+
+
+def model_or_env(model: str | None) -> str | None:
+    """The model given (flag or config), else ``SEQJUDGE_MODEL`` (an empty variable counts as unset)."""
+    return model or os.environ.get(MODEL_ENV) or None
+
+
+def _to_stderr(text: str) -> None:
+    print(f"warning: {text}", file=sys.stderr)
+
+
+@dataclass
+class Suite:
+    """What a command needs besides the traces. ``examples`` is None when the command did not ask for them
+    (the judge then uses the shipped ones)."""
+
+    ruleset: RuleSet
+    catalog: Catalog | None = None
+    catalog_path: Path | None = None
+    examples: Any = None  # tuple[judge.prompt.Example, ...]; loose so this module needs no prompt code
+
+
+def read_rules(path: str | Path, *, warn: Callable[[str], None] | None = _to_stderr) -> RuleSet:
+    """The rule set of a rule file. Loader warnings (a deprecated shape) go to ``warn`` (None: dropped)."""
+    from seqjudge.rules.load import load_rules
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ruleset = load_rules(path)
+    if warn is not None:
+        for w in caught:
+            warn(str(w.message))
+    return ruleset
+
+
+def catalog_path(ruleset: RuleSet, given: str | Path | None = None) -> Path | None:
+    """The catalog to use: ``given`` (a flag or the config's, already relative to where it was given), else
+    the rule file's ``catalog:`` (already resolved against the rule file's folder by the loader)."""
+    if given is not None and str(given) != "":
+        return Path(given)
+    return Path(ruleset.catalog) if ruleset.catalog else None
+
+
+def read_catalog(path: str | Path) -> Catalog:
+    from seqjudge.rules.catalog import load_catalog
+
+    return load_catalog(path)
+
+
+def unknown_tools(ruleset: RuleSet, catalog: Catalog) -> list[LintProblem]:
+    """The catalog errors of a rule set: tool names the catalog lacks. Cycles are not among them: commands
+    that evaluate report a cycle as a violation on the traces, and `lint` lists it."""
+    from seqjudge.rules.lint import lint
+
+    return [p for p in lint(ruleset, catalog) if p.level == "error" and p.code != "cycle"]
+
+
+def read_examples(path: str | Path | None = None) -> Any:
+    """The judge's worked examples (default: the shipped ``prompts/examples/default.yaml``)."""
+    from seqjudge.judge.prompt import load_examples
+
+    return load_examples(path)
+
+
+def load_suite(
+    rules: str | Path,
+    catalog: str | Path | None = None,
+    examples: str | Path | None = None,
+    *,
+    with_examples: bool = False,
+    known_tools: bool = True,
+    warn: Callable[[str], None] | None = _to_stderr,
+) -> Suite:
+    """Rules, catalog and (with ``with_examples``, or when ``examples`` is given) the worked examples.
+
+    ``known_tools``: a rule naming a tool the catalog lacks is an ``InputError`` here. The judge commands
+    pass False because the judge checks the rules and each trace against the catalog itself, in one message.
+    """
+    ruleset = read_rules(rules, warn=warn)
+    path = catalog_path(ruleset, catalog)
+    cat = read_catalog(path) if path is not None else None
+    if cat is not None and known_tools:
+        problems = unknown_tools(ruleset, cat)
+        if problems:
+            listing = "; ".join(f"{p.rule_id or p.where}: {p.message}" for p in problems)
+            raise InputError(
+                f"the rules name tools the catalog does not have: {listing}",
+                source=str(rules),
+                hint=f"fix the names or the catalog {path} (`seqjudge lint` lists every problem)",
+            )
+    worked = read_examples(examples) if (with_examples or examples is not None) else None
+    return Suite(ruleset=ruleset, catalog=cat, catalog_path=path, examples=worked)
+
+
+def suite_of(cfg: RunConfig, *, known_tools: bool = True) -> Suite:
+    """The suite a run config names (its paths are already resolved against the config file's folder)."""
+    return load_suite(cfg.rules, cfg.catalog, cfg.examples, known_tools=known_tools)
+
+
+def build_config(args: list[str], overrides: dict[str, Any], base: RunConfig | None = None) -> RunConfig:
+    """`run CONFIG` or `run RULES TRACES`; flags (non-None) override the file. ``base``: the stored config
+    of the run being resumed, used when no argument is given (`seqjudge run --resume RUN`)."""
+    if not args and base is not None:
+        cfg = base
+    elif len(args) == 1:
+        cfg = load_config(args[0])
+    elif len(args) == 2:
+        try:
+            cfg = RunConfig(rules=args[0], traces=args[1])
+        except Exception as exc:  # pragma: no cover - two strings always validate
+            raise InputError(str(exc)) from None
+    else:
+        raise InputError(
+            f"expected CONFIG or RULES TRACES, got {len(args)} argument(s)",
+            where="arguments",
+            hint="seqjudge run seqjudge.yaml  or  seqjudge run rules.yaml traces.jsonl  "
+            "(or seqjudge run --resume RUN)",
+        )
+    if overrides.get("model") is None and cfg.model is None:
+        overrides["model"] = model_or_env(None)
+    options = {k: overrides.pop(k) for k in ("base_url",) if overrides.get(k) is not None}
+    update = {k: v for k, v in overrides.items() if v is not None}
+    if options:
+        update["model_options"] = cfg.model_options.model_copy(update=options)
+    cfg = cfg.model_copy(update=update)
+    if "threshold" not in update and cfg.thresholds is not None:
+        # Calibrated thresholds per risk level (`seqjudge calibrate --write`); a --threshold flag wins.
+        cfg = cfg.model_copy(update={"threshold": cfg.threshold_for()})
+    return cfg

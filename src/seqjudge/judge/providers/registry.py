@@ -1,0 +1,175 @@
+"""Finding a provider by name: the built-in profiles, those registered in Python, and those a separately
+installed package declares in the ``seqjudge.providers`` entry-point group.
+
+Lookups are lazy: a built-in adapter module is imported when its profile is first asked for (never its SDK,
+which loads when a provider is built), and entry points are read only for a name that is not built in or
+registered, so a broken third-party package cannot break ``seqjudge check``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from seqjudge.errors import InputError, ProviderError
+from seqjudge.judge.providers.profile import ProviderProfile
+
+if TYPE_CHECKING:
+    from seqjudge.judge.providers.base import Provider
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "all_profiles",
+    "get_provider",
+    "key_variables",
+    "known_providers",
+    "load_object",
+    "parse_model_spec",
+    "provider_profile",
+    "register_profile",
+    "register_provider",
+]
+
+ENTRY_POINT_GROUP = "seqjudge.providers"
+
+ProviderFactory = Callable[..., "Provider"]
+
+# name -> its profile, or "module:PROFILE" of a built-in one not imported yet. Built-ins and providers
+# registered in Python come first; an entry point cannot replace them.
+_REGISTRY: dict[str, str | ProviderProfile] = {
+    "anthropic": "seqjudge.judge.providers.anthropic:PROFILE",
+    "openai": "seqjudge.judge.providers.openai:PROFILE",
+    "scripted": "seqjudge.judge.providers.scripted:PROFILE",
+}
+
+
+def register_profile(profile: ProviderProfile) -> None:
+    """Add (or replace) a provider for this process."""
+    _REGISTRY[profile.name.lower()] = profile
+
+
+def register_provider(name: str, factory: str | ProviderFactory) -> None:
+    """Add a provider known only by its factory (``(model=..., **options) -> Provider`` or a lazy
+    ``"module:attr"``); it has no key variable, limits, prices or batch transport."""
+    register_profile(ProviderProfile(name=name.lower(), factory=factory))
+
+
+def _entry_points() -> Iterator[importlib.metadata.EntryPoint]:
+    yield from importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+
+
+def known_providers() -> list[str]:
+    return sorted({*_REGISTRY, *(ep.name.lower() for ep in _entry_points())})
+
+
+def provider_profile(name: str) -> ProviderProfile | None:
+    """The profile of provider ``name``, or None when no provider has that name."""
+    name = name.lower()
+    target = _REGISTRY.get(name)
+    if isinstance(target, str):
+        profile = load_object(target, what=f"the {name} provider")
+        _REGISTRY[name] = target = _as_profile(name, profile, target)
+    if target is not None:
+        return target
+    for ep in _entry_points():
+        if ep.name.lower() == name:
+            loaded = load_object(ep.value, what=f"the {name} provider (entry point of {_dist(ep)})")
+            return _as_profile(name, loaded, f"{ep.value} (entry point of {_dist(ep)})")
+    return None
+
+
+def all_profiles() -> list[ProviderProfile]:
+    """Every provider's profile (importing the adapters' modules, not their SDKs)."""
+    out = []
+    for name in known_providers():
+        try:
+            profile = provider_profile(name)
+        except ProviderError:
+            continue  # a third-party provider that cannot load has nothing to contribute to the tables
+        if profile is not None:
+            out.append(profile)
+    return out
+
+
+def key_variables() -> str:
+    """Which variable holds which provider's key, for hints: "OPENAI_API_KEY for openai, ..."."""
+    return ", ".join(f"{p.key_env} for {p.name}" for p in all_profiles() if p.key_env)
+
+
+def _dist(ep: importlib.metadata.EntryPoint) -> str:
+    return ep.dist.name if ep.dist is not None else "an installed package"
+
+
+def _as_profile(name: str, value: Any, where: str) -> ProviderProfile:
+    if isinstance(value, ProviderProfile):
+        return value
+    if callable(value):  # a bare factory is a provider with nothing else known about it
+        return ProviderProfile(name=name, factory=value)
+    raise ProviderError(
+        f"the {name} provider ({where}) is a {type(value).__name__}, not a ProviderProfile or a factory",
+        kind="config",
+        provider=name,
+    )
+
+
+def load_object(target: str, *, what: str) -> Any:
+    """``"module:attribute"`` imported; a missing module (an optional SDK, an uninstalled package) is a
+    ``ProviderError(kind="config")`` that says what to install."""
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ProviderError(
+            f"{what} cannot be loaded ({exc.msg}); install what it needs (e.g. pip install {exc.name})",
+            kind="config",
+            provider=what,
+        ) from None
+    try:
+        return getattr(module, attr) if attr else module
+    except AttributeError:
+        raise ProviderError(
+            f"{what} cannot be loaded: {module_name} has no attribute {attr!r}", kind="config", provider=what
+        ) from None
+
+
+def parse_model_spec(spec: str) -> tuple[str, str]:
+    """``"provider:model"`` -> (provider, model). Only the first colon splits: Ollama models have colons."""
+    provider, sep, model = spec.partition(":")
+    provider = provider.strip().lower()
+    model = model.strip()
+    if not sep or not provider or not model:
+        raise InputError(
+            f"model {spec!r} is not of the form provider:model",
+            where="--model",
+            hint=f"for example openai:gpt-4o or anthropic:claude-sonnet-4-5 "
+            f"(providers: {', '.join(known_providers())})",
+        )
+    return provider, model
+
+
+def get_provider(spec: str, **options: Any) -> Provider:
+    """Build the provider named by ``spec``, e.g. ``openai:gpt-4o`` or ``anthropic:claude-sonnet-4-5``.
+
+    Options (``None`` means "not given"): ``base_url``, ``timeout`` (seconds per HTTP attempt),
+    ``max_retries`` (the SDK's transport retries, default 2), ``deadline`` (seconds for a whole call, SDK
+    retries included), ``api_key_env`` (the environment variable holding the key), ``temperature``, ``seed``,
+    ``strict_response_validation``; Anthropic also ``output_mode`` (auto | json_schema | tool). Keys are read
+    from the environment only. A missing key raises ``ProviderError(kind="config")`` naming the variable.
+    The SDK providers hold an HTTP client: use them as ``async with get_provider(...) as provider:``, or
+    ``await provider.aclose()`` when done.
+    """
+    provider, model = parse_model_spec(spec)
+    profile = provider_profile(provider)
+    if profile is None:
+        raise InputError(
+            f"unknown provider {provider!r} in model {spec!r}",
+            where="--model",
+            hint=f"known providers: {', '.join(known_providers())}",
+        )
+    factory = profile.factory
+    if isinstance(factory, str):
+        factory = load_object(factory, what=f"the {provider} provider")
+    built: Provider = factory(model=model, **{k: v for k, v in options.items() if v is not None})
+    return built

@@ -1,0 +1,41 @@
+"""Where output goes: stdout, or a file opened with a large buffer; bytes written without decoding them."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO
+
+from seqjudge.errors import InputError
+
+# Reports are written a few KB at a time; a large buffer turns a syscall per report into one per hundred.
+_BUFFER = 1 << 20
+
+
+@contextlib.contextmanager
+def open_output(output: Path | None) -> Iterator[IO[str]]:
+    if output is None or str(output) == "-":
+        yield sys.stdout
+        return
+    try:
+        handle = output.open("w", encoding="utf-8", buffering=_BUFFER)
+    except OSError as exc:
+        raise InputError(
+            f"cannot write the output file ({exc.strerror})",
+            source=str(output),
+            hint="choose a writable path",
+        ) from None
+    with handle:
+        yield handle
+
+
+def byte_writer(out: IO[str]) -> Callable[[bytes], object]:
+    """Write UTF-8 bytes to a text stream: straight to its byte buffer when it has one (after flushing the
+    text already written), else decoded (a stream without a buffer, such as a test's StringIO)."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        return lambda data: out.write(data.decode("utf-8"))
+    out.flush()
+    return buffer.write  # type: ignore[no-any-return]

@@ -1,0 +1,122 @@
+"""`seqjudge run`'s closing summary and `seqjudge run --dry-run`'s estimate, as text or JSON.
+
+``run_text``/``run_json`` take a ``runner.RunSummary``; ``estimate_text``/``estimate_json`` a
+``runner.RunEstimate``; each writes to ``out`` (default: stdout).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import IO
+
+from seqjudge.runner import DRY_RUN_OUTPUT_TOKENS, RunEstimate, RunSummary
+
+
+def run_json(summary: RunSummary, out: IO[str] | None = None) -> None:
+    out = out or sys.stdout
+    json.dump({"run_id": summary.run_id, "status": summary.status, **summary.totals()}, out, indent=2)
+    out.write("\n")
+
+
+def estimate_json(est: RunEstimate, out: IO[str] | None = None) -> None:
+    out = out or sys.stdout
+    json.dump(est.as_dict(), out, indent=2)
+    out.write("\n")
+
+
+def run_text(summary: RunSummary, out: IO[str] | None = None) -> None:
+    out = out or sys.stdout
+    w = out.write
+    w(
+        f"run {summary.run_id}: {summary.traces} trace(s) decided: {summary.verdicts['pass']} pass, "
+        f"{summary.verdicts['fail']} fail, {summary.verdicts['review']} review"
+    )
+    w(f" ({summary.skipped_stored} already stored, not judged again)\n" if summary.skipped_stored else "\n")
+    if summary.judge_skipped:
+        w(f"judge skipped: {summary.judge_skipped}. Judge rules stay deferred and go to review.\n")
+    else:
+        w(
+            f"judge: {dict(summary.judge_status)}; tokens: {summary.tokens['input']} input "
+            f"({summary.tokens['cached_input']} cached), {summary.tokens['output']} output\n"
+        )
+        w(cost_line(summary) + "\n")
+        w(calls_line(summary) + "\n")
+    if summary.reasons:
+        w("routed to review: " + ", ".join(f"{k} {v}" for k, v in summary.reasons.most_common()) + "\n")
+    overall = summary.agreement.get("overall") or {}
+    if overall.get("decisions"):
+        kappa = overall["kappa"]
+        w(
+            f"judge-engine agreement: {overall['agreed']}/{overall['decisions']} = {overall['rate']:.1%}, "
+            f"kappa {'n/a' if kappa is None else f'{kappa:.2f}'}\n"
+        )
+        for rtype, fig in summary.agreement.get("by_type", {}).items():
+            k = fig["kappa"]
+            w(
+                f"  {rtype:<12} {fig['agreed']}/{fig['decisions']} agree, "
+                f"kappa {'n/a' if k is None else f'{k:.2f}'}\n"
+            )
+    if summary.violated:
+        w("most often failed: " + ", ".join(f"{k} ({v})" for k, v in summary.violated.most_common(5)) + "\n")
+    w(
+        f"stored as {summary.run_id}: `seqjudge runs show {summary.run_id}`, `seqjudge review list --run "
+        f"{summary.run_id}`\n"
+    )
+    if summary.status == "stopped":
+        w(
+            f"STOPPED before every trace was judged: {summary.stopped}. The run is resumable: "
+            f"`seqjudge run --resume {summary.run_id}` finishes it (add --max-cost to cap the rest).\n"
+        )
+
+
+def cost_line(summary: RunSummary) -> str:
+    cost = summary.cost_totals()
+    if cost is None:
+        return (
+            f"cost: unknown (no price for {summary.model}; give one with --prices FILE or prices: in "
+            "seqjudge.yaml)"
+        )
+    return (
+        f"cost: ${cost['usd']:.4f} (input ${cost['input_usd']:.4f}, cached input "
+        f"${cost['cached_input_usd']:.4f}, cache writes ${cost['cache_write_usd']:.4f}, output "
+        f"${cost['output_usd']:.4f}); ${cost['per_trace_usd']:.5f} a judged trace, at most "
+        f"${cost['max_trace_usd']:.5f}; {summary.model} at {summary.price.describe()}"  # type: ignore[union-attr]
+    )
+
+
+def calls_line(summary: RunSummary) -> str:
+    calls = summary.calls
+    line = f"model calls: {calls.get('calls', 0)} made, {summary.cache_hits} answered from the cache"
+    if calls.get("failed_calls"):
+        errors = ", ".join(f"{k} {v}" for k, v in sorted(calls.get("errors", {}).items()))
+        line += f", {calls['failed_calls']} failed ({errors})"
+    if calls.get("transport_retries"):
+        line += f", {calls['transport_retries']} SDK retries"
+    if calls.get("rate_limited"):
+        line += f", {calls['rate_limited']} rate-limit replies (each paused the run)"
+    return line
+
+
+def estimate_text(est: RunEstimate, out: IO[str] | None = None) -> None:
+    """The `--dry-run` report."""
+    w = (out or sys.stdout).write
+    skipped = f" ({est.skipped_stored} already stored, not counted)" if est.skipped_stored else ""
+    w(f"dry run: {est.traces} trace(s){skipped}, {est.calls} judge call(s) (re-asks not counted)\n")
+    if est.judge_skipped:
+        w(f"judge skipped: {est.judge_skipped}; no tokens would be spent.\n")
+        return
+    w(
+        f"estimated tokens (characters / 4): {est.input_tokens:,} input ({est.static_tokens:,} a call are "
+        f"the static part a prompt cache can reuse), {est.output_tokens:,} output (about "
+        f"{DRY_RUN_OUTPUT_TOKENS} a reply; at most {est.max_output_tokens:,})\n"
+    )
+    cost, cached = est.cost(), est.cost(prompt_cache=True)
+    if cost is None or cached is None or est.price is None:
+        w(f"estimated cost: unknown (no price for {est.model}; give one with --prices FILE)\n")
+    else:
+        w(
+            f"estimated cost: ${cost:.4f} at {est.model} prices ({est.price.describe()}); "
+            f"${cached:.4f} if the static part is read from the provider's prompt cache\n"
+        )
+    w("no model was called and no run was written.\n")

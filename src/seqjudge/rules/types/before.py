@@ -1,0 +1,121 @@
+"""``before``: the first call to ``then`` needs a successful ``first`` in an earlier step."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import field_validator, model_validator
+
+from seqjudge.rules.base import (
+    Evaluator,
+    Operand,
+    Ordering,
+    RuleBase,
+    SameMixin,
+    SelectorFactory,
+    Wording,
+    check_operand,
+    operand_text,
+)
+from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import at as _at
+from seqjudge.rules.evaluate import failed_note as _failed_note
+from seqjudge.rules.evaluate import first_ok_before as _first_ok_before
+from seqjudge.rules.evaluate import name as _name
+
+if TYPE_CHECKING:
+    from seqjudge.rules.index import View
+    from seqjudge.rules.select import Selector
+
+
+class BeforeRule(SameMixin, RuleBase):
+    type: Literal["before"]
+    first: Operand
+    then: Operand
+
+    rank = 1
+    operand_fields = ("first", "then")
+
+    _v = field_validator("first", "then")(lambda cls, v: check_operand(v))
+
+    @model_validator(mode="after")
+    def _distinct(self) -> BeforeRule:
+        if self.first == self.then:
+            raise ValueError(
+                f"first and then are both {operand_text(self.first)!r}: a tool cannot be its own prerequisite"
+            )
+        return self
+
+    def default_id(self) -> str:
+        return f"before:{operand_text(self.first)}->{operand_text(self.then)}"
+
+    def describe(self) -> str:
+        return f"{operand_text(self.first)} must succeed before {operand_text(self.then)} is called"
+
+    def requirement(self, say: Wording) -> str:
+        w = say.words
+        return (
+            f"Look at the first call (any status) to {w(self.then)}: a successful call to "
+            f"{w(self.first)} must come in an earlier step. Not checked if {w(self.then)} is never "
+            f"called. Violation at that first call: `out_of_order` if a successful {w(self.first)} "
+            "exists only later or in the same step, otherwise `missing_prerequisite`."
+        )
+
+    def ordering(self) -> Ordering | None:
+        return ("pairs", [self.first, self.then], False)
+
+    def compile(self, c: SelectorFactory) -> Evaluator:
+        return partial(before, self, c(self.first), c(self.then))
+
+
+def before(rule: BeforeRule, first: Selector, then: Selector, v: View) -> Finding:
+    then_all, _ = v.positions(then)
+    if not then_all:
+        return Finding("not_exercised", f"{then.text} is never called.")
+    t = then_all[0]
+    steps = v.index.steps
+    first_all, first_ok = v.positions(first)
+    p = _first_ok_before(first_ok, steps, steps[t])
+    expected = f"{first.text} before {then.text}"
+    if p is not None:
+        return Finding("passed", f"{_at(v, p)} precedes {_at(v, t)}.", [p, t])
+    if first_ok:
+        q = first_ok[0]
+        how = "in the same step as" if steps[q] == steps[t] else "only after"
+        return Finding(
+            "failed",
+            f"{first.text} succeeded {how} {_at(v, t)}.",
+            [t, q],
+            [
+                Flaw(
+                    "out_of_order",
+                    t,
+                    expected,
+                    f"{_name(v, t)} called at position {t + 1}, {_name(v, q)} {how.replace(' as', '')} it "
+                    f"(position {q + 1})",
+                    f"{_at(v, t)} ran before any successful {first.text}; {_at(v, q)} came {how} it.",
+                    f"Move the {first.text} call before {then.text} (call {t + 1}).",
+                )
+            ],
+        )
+    note = _failed_note(v, first_all, t)
+    actual = f"{_name(v, t)} called at position {t + 1}, but {first.text} " + (
+        "only failed before it" if note else "never called"
+    )
+    return Finding(
+        "failed",
+        f"{_at(v, t)} has no successful {first.text} before it.{note}",
+        [t, *first_all],
+        [
+            Flaw(
+                "missing_prerequisite",
+                t,
+                expected,
+                actual,
+                f"{_at(v, t)} ran without a successful {first.text} before it.{note}",
+                f"Add a successful {first.text} call before {then.text} (call {t + 1}).",
+                (first.text, then.text, t, f"{then.text} ran on an unmet prerequisite"),
+            )
+        ],
+    )

@@ -1,0 +1,99 @@
+"""``eventually``: a successful call within the first ``within`` steps."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field, field_validator
+
+from seqjudge.rules.base import (
+    Evaluator,
+    Operand,
+    Ordering,
+    RuleBase,
+    SelectorFactory,
+    Wording,
+    check_operand,
+    operand_text,
+)
+from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import at as _at
+from seqjudge.rules.evaluate import failed_note as _failed_note
+
+if TYPE_CHECKING:
+    from seqjudge.rules.index import View
+    from seqjudge.rules.select import Selector
+
+
+class EventuallyRule(RuleBase):
+    type: Literal["eventually"]
+    tool: Operand
+    within: int = Field(ge=1)
+
+    rank = 4
+    operand_fields = ("tool",)
+
+    _v = field_validator("tool")(lambda cls, v: check_operand(v))
+
+    def default_id(self) -> str:
+        return f"eventually:{operand_text(self.tool)}@{self.within}"
+
+    def describe(self) -> str:
+        return f"{operand_text(self.tool)} must succeed within the first {self.within} step(s)"
+
+    def requirement(self, say: Wording) -> str:
+        w = say.words
+        return (
+            f"A successful call to {w(self.tool)} must happen within the first {self.within} step(s) "
+            f"of the trace (steps 0 to {self.within - 1}). Violation: `deadline_missed` if it succeeds "
+            "only later, `missing_call` (offending index null) if it never succeeds."
+        )
+
+    def ordering(self) -> Ordering | None:
+        return None  # orders no tools against each other
+
+    def compile(self, c: SelectorFactory) -> Evaluator:
+        return partial(eventually, self, c(self.tool))
+
+
+def eventually(rule: EventuallyRule, sel: Selector, v: View) -> Finding:
+    every, ok = v.positions(sel)
+    steps = v.index.steps
+    within = rule.within
+    expected = f"a successful {sel.text} within the first {within} step(s)"
+    if ok and steps[ok[0]] < within:
+        return Finding("passed", f"{_at(v, ok[0])} succeeded in step {steps[ok[0]] + 1}.", [ok[0]])
+    if ok:
+        p = ok[0]
+        return Finding(
+            "failed",
+            f"{sel.text} first succeeded in step {steps[p] + 1}, after the deadline of {within}.",
+            [p],
+            [
+                Flaw(
+                    "deadline_missed",
+                    p,
+                    expected,
+                    f"{sel.text} first succeeded at step {steps[p] + 1}",
+                    f"{_at(v, p)} came too late: it had to succeed within {within} step(s).",
+                    f"Call {sel.text} earlier, within the first {within} step(s).",
+                )
+            ],
+        )
+    note = _failed_note(v, every)
+    return Finding(
+        "failed",
+        f"{sel.text} never succeeded.{note}",
+        list(every),
+        [
+            Flaw(
+                "missing_call",
+                None,
+                expected,
+                f"{sel.text} never succeeded" if every else f"{sel.text} never called",
+                f"The trace never calls {sel.text} successfully.{note}",
+                f"Call {sel.text} within the first {within} step(s).",
+            )
+        ],
+    )

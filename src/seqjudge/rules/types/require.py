@@ -1,0 +1,77 @@
+"""``require``: at least one successful call to the tool."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import field_validator
+
+from seqjudge.rules.base import (
+    Evaluator,
+    Operand,
+    Ordering,
+    RuleBase,
+    SelectorFactory,
+    Wording,
+    check_operand,
+    operand_text,
+)
+from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import at as _at
+from seqjudge.rules.evaluate import failed_note as _failed_note
+
+if TYPE_CHECKING:
+    from seqjudge.rules.index import View
+    from seqjudge.rules.select import Selector
+
+
+class RequireRule(RuleBase):
+    type: Literal["require"]
+    tool: Operand
+
+    rank = 0
+    operand_fields = ("tool",)
+
+    _v = field_validator("tool")(lambda cls, v: check_operand(v))
+
+    def default_id(self) -> str:
+        return f"require:{operand_text(self.tool)}"
+
+    def describe(self) -> str:
+        return f"{operand_text(self.tool)} must be called successfully"
+
+    def requirement(self, say: Wording) -> str:
+        w = say.words
+        return (
+            f"At least one successful call to {w(self.tool)} must appear in the trace. "
+            "Violation: `missing_call` (offending index null)."
+        )
+
+    def ordering(self) -> Ordering | None:
+        return None  # orders no tools against each other
+
+    def compile(self, c: SelectorFactory) -> Evaluator:
+        return partial(require, self, c(self.tool))
+
+
+def require(rule: RequireRule, sel: Selector, v: View) -> Finding:
+    every, ok = v.positions(sel)
+    if ok:
+        return Finding("passed", f"{_at(v, ok[0])} succeeded.", [ok[0]])
+    note = _failed_note(v, every)
+    return Finding(
+        "failed",
+        f"No successful call to {sel.text}.{note}",
+        list(every),
+        [
+            Flaw(
+                "missing_call",
+                None,
+                f"at least one successful call to {sel.text}",
+                f"{sel.text} never succeeded" if every else f"{sel.text} never called",
+                f"The trace never calls {sel.text} successfully.{note}",
+                f"Add a successful {sel.text} call.",
+            )
+        ],
+    )

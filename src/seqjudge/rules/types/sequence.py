@@ -1,0 +1,202 @@
+"""``sequence``: the tools succeed in this order (``strict``: with nothing else in between)."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from functools import partial
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field, field_validator
+
+from seqjudge.rules.base import (
+    Evaluator,
+    Operand,
+    Ordering,
+    RuleBase,
+    SameMixin,
+    SelectorFactory,
+    Wording,
+    check_operand,
+    operand_text,
+)
+from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import at as _at
+
+if TYPE_CHECKING:
+    from seqjudge.rules.index import View
+    from seqjudge.rules.select import Selector
+
+
+class SequenceRule(SameMixin, RuleBase):
+    type: Literal["sequence"]
+    tools: list[Operand] = Field(min_length=2)
+    strict: bool = False
+
+    rank = 7
+    operand_fields = ()
+    operand_list_fields = ("tools",)
+
+    @field_validator("tools")
+    @classmethod
+    def _ops(cls, value: list[Operand]) -> list[Operand]:
+        for op in value:
+            check_operand(op)
+        return value
+
+    def default_id(self) -> str:
+        return "sequence:" + ">".join(operand_text(t) for t in self.tools)
+
+    def describe(self) -> str:
+        order = " consecutively" if self.strict else " in order"
+        return " -> ".join(operand_text(x) for x in self.tools) + order
+
+    def requirement(self, say: Wording) -> str:
+        w = say.words
+        names = ", then ".join(w(t) for t in self.tools)
+        if self.strict:
+            return (
+                f"Strict sequence: {names}. Calls before the first successful {w(self.tools[0])} "
+                "are ignored. Not checked if it never succeeds. After it, every following call must "
+                "be the next tool of the sequence, each in a later step, with nothing else in between "
+                "(a failed attempt of the awaited tool waits for its retry). Violation: `out_of_order` "
+                "at the first call that is not the awaited tool, `incomplete_sequence` if the trace "
+                "ends before the last tool succeeded."
+            )
+        return (
+            f"Sequence: {names} must succeed in this order, each in a later step than the previous "
+            "one; other calls may come in between and repeats of tools already reached are ignored. "
+            "Not checked if none of them is called. Violation: `out_of_order` when a later tool of "
+            "the sequence is called (any status) before its predecessors succeeded, or succeeds in "
+            "the same step as its predecessor; `incomplete_sequence` (at the last completed call) if "
+            "the trace ends before the last tool succeeded."
+        )
+
+    def ordering(self) -> Ordering | None:
+        return ("chain", list(self.tools), self.strict)
+
+    def compile(self, c: SelectorFactory) -> Evaluator:
+        return partial(sequence, self, [c(x) for x in self.tools])
+
+
+def sequence(rule: SequenceRule, sels: list[Selector], v: View) -> Finding:
+    index = v.index
+    tools, ok, args, steps = index.names, index.ok, index.args, index.steps
+    k = len(sels)
+    names = " -> ".join(s.text for s in sels)
+    expected = f"{names}" + (" consecutively" if rule.strict else " in this order")
+    if rule.strict:
+        _, first_ok = v.positions(sels[0])
+        if not first_ok:
+            return Finding("not_exercised", f"{sels[0].text} never succeeded, so the sequence never started.")
+        start = first_ok[0]
+        done: list[int] = [start]
+        r = 1
+        walk = v.every_position()
+        begin = bisect_right(walk, start) if isinstance(walk, list) else start + 1
+        for pos in range(begin, len(walk)):
+            if r == k:
+                break
+            i = walk[pos]
+            if sels[r].hit(tools[i], ok[i], args[i]):
+                if not ok[i]:
+                    continue  # a failed attempt of the awaited tool waits for its retry
+                if steps[i] > steps[done[-1]]:
+                    done.append(i)
+                    r += 1
+                    continue
+            return _sequence_break(v, sels, r, i, done, expected, strict=True)
+        return _sequence_end(v, sels, r, done, expected)
+    # Non-strict: walk only the calls that match a member.
+    member_positions: list[int] = []
+    for s in sels:
+        member_positions.extend(v.positions(s)[0])
+    if not member_positions:
+        return Finding("not_exercised", f"None of {names} is called.")
+    member_positions = sorted(set(member_positions))
+    done = []
+    r = 0
+    for i in member_positions:
+        if r == k:
+            break
+        ms = [m for m, s in enumerate(sels) if s.hit(tools[i], ok[i], args[i])]
+        if r in ms:
+            if not ok[i]:
+                continue
+            if not done or steps[i] > steps[done[-1]]:
+                done.append(i)
+                r += 1
+                continue
+            return _sequence_break(v, sels, r, i, done, expected, strict=False)
+        if any(m < r for m in ms):
+            continue  # a repeat of a step already reached
+        return _sequence_break(v, sels, r, i, done, expected, strict=False)
+    return _sequence_end(v, sels, r, done, expected)
+
+
+def _sequence_break(
+    v: View, sels: list[Selector], r: int, i: int, done: list[int], expected: str, *, strict: bool
+) -> Finding:
+    awaited = sels[r].text
+    got = _at(v, i)
+    if done and v.index.steps[i] == v.index.steps[done[-1]] and v.index.matching(sels[r], i):
+        why = f"{got} ran in the same step as {_at(v, done[-1])}, so it does not follow it"
+    elif strict:
+        why = f"{got} came while {awaited} was awaited next"
+    else:
+        why = f"{got} was called before {awaited} succeeded"
+    return Finding(
+        "failed",
+        why + ".",
+        [*done, i],
+        [
+            Flaw(
+                "out_of_order",
+                i,
+                expected,
+                f"{' -> '.join(_at(v, d) for d in done) or 'nothing'}, then {got}",
+                why + ".",
+                f"Call {awaited} (successfully) before {v.index.names[i]}"
+                + (", with nothing in between." if strict else "."),
+            )
+        ],
+    )
+
+
+def _sequence_end(v: View, sels: list[Selector], r: int, done: list[int], expected: str) -> Finding:
+    if r == len(sels):
+        return Finding("passed", "Completed: " + ", ".join(_at(v, d) for d in done) + ".", done)
+    awaited = sels[r].text
+    if not done:
+        # Only failed attempts of the first member: exercised, never started.
+        tried = v.positions(sels[0])[0]
+        return Finding(
+            "failed",
+            f"{awaited} was attempted but never succeeded, so the sequence never got going.",
+            list(tried),
+            [
+                Flaw(
+                    "incomplete_sequence",
+                    tried[0] if tried else None,
+                    expected,
+                    f"{awaited} only failed",
+                    f"The sequence was attempted but {awaited} never succeeded.",
+                    f"Make {awaited} succeed, then continue the sequence.",
+                )
+            ],
+        )
+    last = done[-1]
+    return Finding(
+        "failed",
+        f"The sequence stopped after {_at(v, last)}; {awaited} never followed.",
+        done,
+        [
+            Flaw(
+                "incomplete_sequence",
+                last,
+                expected,
+                " -> ".join(_at(v, d) for d in done) + f", then no successful {awaited}",
+                f"The sequence started but was not completed: {awaited} never followed {_at(v, last)}.",
+                f"Complete the sequence: call {awaited} after {v.index.names[last]}.",
+            )
+        ],
+    )
