@@ -73,9 +73,9 @@ def _ruleset(rules: str | Path | RuleSet, catalog: str | Path | None) -> RuleSet
                 "when you load it",
             )
         return rules
-    from seqjudge.cli.check_cmd import load_ruleset
+    from seqjudge.inputs import load_suite
 
-    return load_ruleset(Path(rules), None if catalog is None else Path(catalog))
+    return load_suite(rules, catalog).ruleset  # the loader every command uses: same checks, same messages
 
 
 def _checker(rules_json: str, threshold: float, risk_level: str) -> Checker:
