@@ -67,14 +67,14 @@ class Checker:
         )
 
     def data(self, trace: Trace | PlainTrace) -> dict[str, Any]:
+        """The trace's report data as it may be shown (redacted); views that need no JSON line use this."""
         return self._redacted(
             self.engine.check_data(trace, threshold=self.threshold, risk_level=self.risk_level)
-        )[0]
+        )
 
     def checked(self, trace: Trace | PlainTrace) -> Checked:
-        data, line = self._redacted(
-            self.engine.check_data(trace, threshold=self.threshold, risk_level=self.risk_level)
-        )
+        data = self.data(trace)
+        line = report_line(data)
         return Checked(
             line,
             data["verdict"],
@@ -82,8 +82,8 @@ class Checker:
             [r["rule_id"] for r in data["rules"] if r["outcome"] == "deferred"],
         )
 
-    def _redacted(self, data: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-        """A report as it may be shown, redacted by ``seqjudge.redact``'s policy; and its JSON line.
+    def _redacted(self, data: dict[str, Any]) -> dict[str, Any]:
+        """A report as it may be shown, redacted by ``seqjudge.redact``'s policy.
 
         Trace values reach a report only as the trace id and in what the quoting rules (``self.quoting``)
         say: those texts are screened, not the whole line (a whole-line screen cost 0.5 ms a trace)."""
@@ -97,7 +97,7 @@ class Checker:
         joined = "\n".join(texts)  # one screen for all: a few plain finds, not one per text
         if may_need_redaction(joined) and any(redact_text(t) != t for t in texts):
             data = redact_value(data, keys=False)
-        return data, report_line(data)
+        return data
 
 
 def _check_record(checker: Checker, record: Record, source: Source, options: Options) -> Done:
