@@ -23,6 +23,7 @@ from seqjudge.report import DEFAULT_THRESHOLD, RiskLevel
 JudgeMode = Literal["full", "contextual"]
 JUDGE_MODES: tuple[str, ...] = JudgeMode.__args__  # type: ignore[attr-defined]
 DEFAULT_STORE = ".seqjudge/seqjudge.db"
+DEFAULT_AUDIT_SEED = 18  # fixed, so two runs of one suite audit the same traces; stored with the run
 
 
 class ModelOptions(BaseModel):
@@ -78,6 +79,9 @@ class RunConfig(BaseModel):
     # Accept an input that yields no trace, or traces without calls where it holds tool activity.
     allow_empty: bool = False
     label: str | None = None
+    # Audit sampling (seqjudge.audit): the share of auto-passed traces sent to review, and the draw's seed.
+    audit_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    audit_seed: int = DEFAULT_AUDIT_SEED
 
     def threshold_for(self, risk_level: RiskLevel | None = None) -> float:
         """The threshold of a run at ``risk_level`` (default: the config's): ``thresholds`` first."""

@@ -16,7 +16,12 @@ from pydantic import BaseModel, Field
 from seqjudge.report import DEFAULT_THRESHOLD, Outcome, Report, RiskLevel, RuleResult, Verdict, score, verdict
 
 ReviewReason = Literal[
-    "below_threshold", "high_risk_imperfect", "judge_engine_disagreement", "unscored", "judge_rule_undecided"
+    "below_threshold",
+    "high_risk_imperfect",
+    "judge_engine_disagreement",
+    "unscored",
+    "judge_rule_undecided",
+    "audit",  # a sampled auto-pass (seqjudge.audit): its verdict stays pass
 ]
 REVIEW_REASONS: tuple[str, ...] = ReviewReason.__args__  # type: ignore[attr-defined]
 
@@ -74,6 +79,7 @@ class TraceResult(BaseModel):
     engine: Report
     judge: Any = None  # a seqjudge.judge.judge.JudgeResult, kept loose so this module needs no provider code
     judge_skipped: str | None = None  # why no judge ran, when none did
+    audit_probability: float | None = None  # routed for an audit with this inclusion probability
 
     @property
     def disagreements(self) -> list[RuleDecision]:

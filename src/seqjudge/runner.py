@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seqjudge.audit import apply_audit
 from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
 from seqjudge.errors import InputError, ProviderError
@@ -293,6 +294,7 @@ async def run_traces(
             risk_level=cfg.risk_level,
             judge_skipped=skipped if provider is None else None,
         )
+        result = apply_audit(result, cfg.audit_rate, cfg.audit_seed)
         store.save_result(run_id, redacted, result, redacted_with=cfg.redact)
         _count(summary, result)
         if on_result is not None:

@@ -80,6 +80,20 @@ def run(
         bool,
         typer.Option("--dry-run", help="Render every prompt; print estimated tokens and cost; call nothing."),
     ] = False,
+    audit_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--audit-rate",
+            min=0.0,
+            max=1.0,
+            help="Send this share of auto-passed traces to review (reason `audit`) to measure the live "
+            "false-pass rate: `seqjudge runs show RUN --audit` (default: the config's, else 0).",
+        ),
+    ] = None,
+    audit_seed: Annotated[
+        int | None,
+        typer.Option("--audit-seed", help="Seed of the audit draw (default: the config's, else 18; stored)."),
+    ] = None,
     # -- batch runs (seqjudge.cli.batch_cmd) --
     batch: Annotated[
         bool,
@@ -126,6 +140,8 @@ def run(
             "tpm": tpm,
             "max_cost": max_cost,
             "prices": prices,
+            "audit_rate": audit_rate,
+            "audit_seed": audit_seed,
         },
         base=base_cfg,
     )

@@ -63,11 +63,36 @@ def runs_show(
     run: RunArg,
     trace: Annotated[str | None, typer.Option("--trace", help="Show one trace's rules instead.")] = None,
     store: StoreOpt = DEFAULT_STORE_PATH,
+    audit: Annotated[
+        bool,
+        typer.Option(
+            "--audit",
+            help="The live false-pass rate its resolved audits measure, with an interval, against α.",
+        ),
+    ] = False,
+    pool: Annotated[
+        list[str] | None,
+        typer.Option("--with", help="With --audit: pool this run's audits too (repeat for more)."),
+    ] = None,
+    alpha: Annotated[
+        float | None,
+        typer.Option("--alpha", min=0.0, max=1.0, help="With --audit: the α to compare with."),
+    ] = None,
+    delta: Annotated[
+        float,
+        typer.Option(
+            "--delta", min=0.0001, max=0.5, help="With --audit: the interval misses with this chance."
+        ),
+    ] = 0.05,
+    fmt: Annotated[str, format_option("audit", help="With --audit: text or json.")] = "text",
 ) -> int:
-    """A run's summary: counts, judge-engine agreement, fingerprints; with --trace, one trace's rules."""
+    """A run's summary: counts, judge-engine agreement, fingerprints; with --trace, one trace's rules; with
+    --audit, the false-pass rate its audits measure (exit 1 when it drifted above α)."""
     with _open(store) as db:
         run_id = db.resolve_run(run)
         info = db.run_info(run_id)
+        if audit:
+            return show_audit(db, [run_id, *(db.resolve_run(r) for r in pool or [])], alpha, delta, fmt)
         if trace is not None:
             stored = db.result(run_id, trace)
             print(f"Run {run_id} · trace {trace}")
@@ -76,6 +101,15 @@ def runs_show(
         results = [s.result for s in db.results(run_id)]
     print("\n".join(run_lines(info, results)))
     return 0
+
+
+def show_audit(db: Store, run_ids: list[str], alpha: float | None, delta: float, fmt: str) -> int:
+    from seqjudge.audit import audit_report
+
+    report = audit_report(db, list(dict.fromkeys(run_ids)), alpha=alpha, delta=delta)
+    writer("audit", fmt)(report)
+    drifted = [f for f in (report.overall, *report.by_rule) if f.drift == "above_alpha"]
+    return 1 if drifted else 0
 
 
 @runs_app.command("export")

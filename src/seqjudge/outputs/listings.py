@@ -211,9 +211,15 @@ def _items_table(items: Sequence[ReviewItem]) -> list[str]:
     for i in items:
         lines.append(
             f"{i.id:>{iw}}  {i.run_id:<{rw}}  {i.trace_id:<{tw}}  {i.verdict:<7}  {i.score:5.2f}  "
-            f"{i.status:<8}  {', '.join(i.reasons)}"
+            f"{i.status:<8}  {_reasons(i)}"
         )
     return lines
+
+
+def _reasons(item: ReviewItem) -> str:
+    """The reasons, an audit with the probability its trace had of being drawn."""
+    p = item.inclusion_probability
+    return ", ".join(f"{r} (p={p:g})" if r == "audit" and p is not None else r for r in item.reasons)
 
 
 def _outcomes(d: RuleDecision, judged: bool) -> str:
@@ -263,7 +269,7 @@ def review_lines(detail: ReviewDetail) -> list[str]:
             continue
         if d.final in ("failed", "deferred") or d.agree is False or d.judge == "failed":
             lines.append(f"     (at no call) {_outcomes(d, judged)}")
-    lines += ["", "  Reasons: " + ", ".join(detail.reasons), "", "  Rules:"]
+    lines += ["", "  Reasons: " + _reasons(detail), "", "  Rules:"]
     lines += ["  " + line for line in _rules_table(result.rules)]
     if detail.disagreements:
         lines += ["", "  Disagreement:"]

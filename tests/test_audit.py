@@ -1,0 +1,221 @@
+"""Audit sampling (issue 18, part 5): a seeded share of auto-passed traces goes to review with reason
+`audit` and its inclusion probability; resolved audits estimate the live false-pass rate with an interval,
+checked against α."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from calibrate_helpers import judge_output
+from seqjudge.audit import (
+    AUDIT_REASON,
+    Draw,
+    apply_audit,
+    audit_draw,
+    audit_report,
+    clopper_pearson_interval,
+    estimate,
+)
+from seqjudge.cli import run
+from seqjudge.config import DEFAULT_AUDIT_SEED, RunConfig
+from seqjudge.crosscheck import reconcile
+from seqjudge.judge.providers.scripted import ScriptedProvider
+from seqjudge.rules.engine import check
+from seqjudge.rules.load import parse_rules
+from seqjudge.runner import run_traces
+from seqjudge.store import Store
+from seqjudge.trace import Trace
+
+RULES = {
+    "rules": [
+        {"id": "read-first", "type": "before", "first": "Read", "then": "Write", "severity": "critical"},
+        {"id": "confirm", "type": "judge", "severity": "critical", "description": "Confirm before writing."},
+    ]
+}
+ENGINE_ONLY = {"rules": RULES["rules"][:1]}
+
+
+def traces(n: int, *, failing: int = 0) -> list[Trace]:
+    """``n`` traces that pass read-first, and ``failing`` more that break it."""
+    read, write = {"tool_name": "Read"}, {"tool_name": "Write"}
+    good = [Trace.model_validate({"trace_id": f"t{i:04d}", "calls": [read, write]}) for i in range(n)]
+    bad = [Trace.model_validate({"trace_id": f"bad{i}", "calls": [write]}) for i in range(failing)]
+    return good + bad
+
+
+def write_suite(tmp_path: Path, rules: dict[str, Any], items: list[Trace]) -> tuple[Path, Path]:
+    rules_path = tmp_path / "rules.json"
+    rules_path.write_text(json.dumps(rules))
+    traces_path = tmp_path / "traces.jsonl"
+    traces_path.write_text("".join(t.model_dump_json() + "\n" for t in items))
+    return rules_path, traces_path
+
+
+# -- the draw -----------------------------------------------------------------------------------------------
+def test_the_draw_is_fixed_by_seed_and_trace_and_close_to_the_rate() -> None:
+    ruleset = parse_rules(ENGINE_ONLY, source="<test>")
+    results = [reconcile(check(t, ruleset)) for t in traces(4000)]
+    audited = [apply_audit(r, 0.05, 7) for r in results]
+    picked = {r.trace_id for r in audited if AUDIT_REASON in r.review_reasons}
+    # Binomial(4000, 0.05): mean 200, sd 13.8; the draw is a hash, so this is the same every time.
+    assert 150 <= len(picked) <= 250
+    assert picked == {r.trace_id for r in results if audit_draw(r.trace_id, 7) < 0.05}
+    again = {r.trace_id for r in (apply_audit(r, 0.05, 7) for r in reversed(results)) if r.review_reasons}
+    assert again == picked  # order does not matter
+    other = {r.trace_id for r in (apply_audit(r, 0.05, 8) for r in results) if r.review_reasons}
+    assert other != picked and len(other & picked) < len(picked) / 2  # another seed, another sample
+    for r in audited:
+        if r.trace_id in picked:
+            assert r.verdict == "pass" and r.review_reasons == ["audit"] and r.audit_probability == 0.05
+        else:
+            assert r.review_reasons == [] and r.audit_probability is None
+
+
+def test_only_auto_passed_traces_are_audited() -> None:
+    ruleset = parse_rules(ENGINE_ONLY, source="<test>")
+    failing = [reconcile(check(t, ruleset)) for t in traces(0, failing=50)]
+    assert all(r.verdict == "fail" for r in failing)
+    assert all(apply_audit(r, 1.0, 1) == r for r in failing)
+    ruleset = parse_rules(RULES, source="<test>")
+    deferred = reconcile(check(traces(1)[0], ruleset))  # the judge rule undecided: already in review
+    assert deferred.verdict == "review" and apply_audit(deferred, 1.0, 1) == deferred
+    assert (
+        apply_audit(
+            reconcile(check(traces(1)[0], parse_rules(ENGINE_ONLY, source="x"))), 0.0, 1
+        ).review_reasons
+        == []
+    )
+
+
+# -- the estimate -------------------------------------------------------------------------------------------
+def binom_cdf(k: int, n: int, p: float) -> float:
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 59), (1, 20), (3, 20), (7, 40), (20, 20)])
+def test_the_interval_is_clopper_pearson_by_exact_binomial_sums(k: int, n: int) -> None:
+    lower, upper = clopper_pearson_interval(k, n, 0.1)
+    if k < n:
+        assert binom_cdf(k, n, upper) == pytest.approx(0.05, abs=1e-9)  # P(X <= k | upper) = delta / 2
+    else:
+        assert upper == 1.0
+    if k > 0:
+        assert 1 - binom_cdf(k - 1, n, lower) == pytest.approx(0.05, abs=1e-9)  # P(X >= k | lower)
+    else:
+        assert lower == 0.0
+    assert lower <= k / n <= upper
+
+
+def test_no_failure_in_59_bounds_the_rate_at_five_percent() -> None:
+    # The rule of three's exact form: 1 - 0.05 ** (1 / 59) = 0.0495, the issue's "≈ 59 labels".
+    assert clopper_pearson_interval(0, 59, 0.1)[1] == pytest.approx(1 - 0.05 ** (1 / 59), rel=1e-9)
+
+
+def test_one_rate_gives_the_plain_share_and_flags_against_alpha() -> None:
+    draws = [Draw(0.1, i < 3) for i in range(20)] + [Draw(0.1, None)] * 4
+    fig = estimate(draws, alpha=0.01, scope="trace")
+    assert (fig.audited, fig.resolved, fig.open, fig.false_passes) == (24, 20, 4, 3)
+    assert fig.estimate == pytest.approx(0.15) and fig.effective_n == pytest.approx(20)
+    assert (fig.lower, fig.upper) == pytest.approx(clopper_pearson_interval(3, 20, 0.05))
+    assert fig.lower > 0.01 and fig.drift == "above_alpha"
+    assert estimate(draws, alpha=0.6, scope="trace").drift == "within_alpha"
+    assert estimate(draws, alpha=0.15, scope="trace").drift == "undetermined"
+    assert estimate(draws, alpha=None, scope="trace").drift == "no_alpha"
+    assert estimate([Draw(0.1, None)], alpha=0.05, scope="trace").drift == "no_data"
+
+
+def test_pooled_runs_at_different_rates_are_weighted_by_one_over_p() -> None:
+    # Run A audited at 0.5: 4 resolved, 1 false pass; run B at 0.1: 2 resolved, 1 false pass. Each audit
+    # stands for 1/p traces: (2 + 10) / (4 * 2 + 2 * 10) = 12 / 28, not the plain 2 / 6.
+    draws = [Draw(0.5, i == 0) for i in range(4)] + [Draw(0.1, i == 0) for i in range(2)]
+    fig = estimate(draws, alpha=0.05, scope="trace")
+    assert fig.estimate == pytest.approx(12 / 28)
+    assert fig.effective_n == pytest.approx(28**2 / (4 * 4 + 2 * 100))  # Kish: 3.63
+    # Conservative rounding: upper on (ceil k, floor n), lower on (floor k, ceil n).
+    k_eff = 12 / 28 * fig.effective_n
+    assert fig.upper == pytest.approx(clopper_pearson_interval(math.ceil(k_eff), 3, 0.05)[1])
+    assert fig.lower == pytest.approx(clopper_pearson_interval(math.floor(k_eff), 4, 0.05)[0])
+
+
+# -- end to end ---------------------------------------------------------------------------------------------
+def test_run_audits_a_share_keeps_the_exit_code_and_runs_show_estimates_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SEQJUDGE_MODEL", raising=False)
+    rules, trace_file = write_suite(tmp_path, ENGINE_ONLY, traces(200))
+    store = str(tmp_path / "s.db")
+    assert run(["run", str(rules), str(trace_file), "--store", store, "--audit-rate", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "routed to review: audit" in out  # the summary counts them; the gate still passes every trace
+    with Store(store) as db:
+        run_id = db.resolve_run("latest")
+        assert db.run_info(run_id).config["audit_seed"] == DEFAULT_AUDIT_SEED  # stored, so it can be redrawn
+        items = db.review_items(run=run_id)
+    expected = {t.trace_id for t in traces(200) if audit_draw(t.trace_id, DEFAULT_AUDIT_SEED) < 0.1}
+    assert {i.trace_id for i in items} == expected and len(expected) >= 10
+    assert all(i.reasons == ["audit"] and i.inclusion_probability == 0.1 for i in items)
+    assert run(["review", "list", "--reason", "audit", "--store", store]) == 0
+    assert capsys.readouterr().out.count("audit (p=0.1)") == len(items)
+
+    assert run(["runs", "show", "latest", "--audit", "--alpha", "0.05", "--store", store]) == 0
+    assert "no resolved audit yet" in capsys.readouterr().out
+    for n, item in enumerate(items[:10]):
+        verdict = "fail" if n < 3 else "pass"
+        assert (
+            run(
+                ["review", "resolve", str(item.id), "--verdict", verdict, "--reviewer", "t", "--store", store]
+            )
+            == 0
+        )
+    capsys.readouterr()
+    code = run(["runs", "show", "latest", "--audit", "--alpha", "0.01", "--store", store])
+    out = capsys.readouterr().out
+    assert code == 1  # 3 of 10 audited passes were wrong: the lower bound is far above α = 0.01
+    assert "200 auto-passed" in out and f"{len(items)} audited, 10 resolved" in out
+    assert "3 false pass(es): 30.0%" in out and "DRIFT" in out and f"{len(items) - 10} audit(s) open" in out
+    assert (
+        run(["runs", "show", "latest", "--audit", "--alpha", "0.9", "--store", store, "--format", "json"])
+        == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    lo, hi = clopper_pearson_interval(3, 10, 0.05)
+    assert data["overall"]["lower"] == pytest.approx(lo) and data["overall"]["upper"] == pytest.approx(hi)
+    assert data["overall"]["drift"] == "within_alpha"
+
+
+def test_audits_pool_across_runs_and_count_per_judge_rule(tmp_path: Path) -> None:
+    ruleset = parse_rules(RULES, source="<test>")
+    items = traces(120)
+    store = tmp_path / "s.db"
+    run_ids = []
+    for rate in (0.5, 0.1):
+        cfg = RunConfig(rules="-", traces="-", store=str(store), audit_rate=rate, concurrency=3, cache=False)
+        replies = [judge_output(t, ruleset, failed=[], decided=["read-first", "confirm"]) for t in items]
+        with Store(store) as db:
+            summary = asyncio.run(run_traces(cfg, ruleset, items, db, provider=ScriptedProvider(replies)))
+        run_ids.append(summary.run_id)
+    with Store(store) as db:
+        audits = {r: db.review_items(run=r, reason="audit") for r in run_ids}
+        # Run A: the first audit fails the judge rule; one more fails the trace without saying which rule.
+        a, b = audits[run_ids[0]], audits[run_ids[1]]
+        db.resolve_review(a[0].id, verdict="fail", rules={"confirm": "fail"}, reviewer="t")
+        db.resolve_review(a[1].id, verdict="fail", reviewer="t")
+        for item in a[2:6]:
+            db.resolve_review(item.id, verdict="pass", reviewer="t")
+        db.resolve_review(b[0].id, verdict="fail", rules={"confirm": "fail"}, reviewer="t")
+        db.resolve_review(b[1].id, verdict="pass", reviewer="t")
+        report = audit_report(db, run_ids, alpha=0.05)
+    assert report.auto_passed == 240 and report.rates == {run_ids[0]: [0.5], run_ids[1]: [0.1]}
+    overall = report.overall
+    assert (overall.resolved, overall.false_passes) == (8, 3)
+    assert overall.estimate == pytest.approx((2 + 2 + 10) / (6 * 2 + 2 * 10))
+    (confirm,) = report.by_rule
+    assert confirm.scope == "confirm" and confirm.unlabelled == 1  # the bare fail says nothing of the rule
+    assert (confirm.resolved, confirm.false_passes) == (7, 2)
+    assert confirm.estimate == pytest.approx((2 + 10) / (5 * 2 + 2 * 10))
