@@ -56,6 +56,8 @@ class RunConfig(BaseModel):
     catalog: str | None = None
     examples: str | None = None
     model: str | None = None
+    # An escalation cascade (seqjudge.cascade): what `model` cannot auto-decide goes to these, in order.
+    escalate: list[str] = Field(default_factory=list)
     model_options: ModelOptions = Field(default_factory=ModelOptions)
     risk_level: RiskLevel = "medium"
     threshold: float = Field(default=DEFAULT_THRESHOLD, ge=0.0, le=1.0)

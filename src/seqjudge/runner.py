@@ -24,15 +24,16 @@ import asyncio
 import gc
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seqjudge.audit import apply_audit
+from seqjudge.cascade import Ask, Stage, StageTally, build_stages, judge_cascade
 from seqjudge.config import RunConfig, judge_rule_ids
-from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
+from seqjudge.crosscheck import RuleDecision, StageRecord, TraceResult, agreement, reconcile
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.judge.providers.registry import provider_profile
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
@@ -100,6 +101,7 @@ class RunSummary:
     stopped: str | None = None  # why the run stopped early (the budget)
     notes: list[str] = field(default_factory=list)  # what the reader of the summary must know (judge-only)
     decisions: list[RuleDecision] = field(default_factory=list, repr=False)  # cross-checked, for agreement
+    stages: StageTally | None = None  # an escalation cascade's judges (seqjudge.cascade)
 
     @property
     def traces(self) -> int:
@@ -141,6 +143,7 @@ class RunSummary:
             "judge_skipped": self.judge_skipped,
             "stopped": self.stopped,
             "notes": list(self.notes),
+            **({"stages": self.stages.totals()} if self.stages is not None else {}),
         }
 
 
@@ -188,12 +191,14 @@ async def run_traces(
     limiter: RateLimiter | None = None,
     prices: Any = None,
     cache_dir: str | Path | None = None,
+    escalation: Sequence[Provider] | None = None,
 ) -> RunSummary:
     """Decide every trace of ``traces`` (an iterable) and store each result as it is decided.
 
     ``limiter`` replaces the one built from ``cfg.rpm``/``cfg.tpm`` (a benchmark scales the window);
     ``prices`` replaces ``cfg.prices``; ``cache_dir`` the response cache's folder (default: ``cache/``
-    beside the store)."""
+    beside the store); ``escalation`` the providers of ``cfg.escalate``'s models (default: built from
+    them), the later stages of a cascade (``seqjudge.cascade``)."""
     from seqjudge.redact import redact_trace
 
     engine = Engine(ruleset)
@@ -216,8 +221,15 @@ async def run_traces(
             hint="give it with --prices FILE (or prices: in seqjudge.yaml), e.g. "
             f"{cfg.model}: {{input: 2.5, cached_input: 1.25, output: 10}} in USD per million tokens",
         )
+    # An escalation cascade (seqjudge.cascade): the run's judge first, then each --escalate model.
+    stages: list[Stage] = []
+    if provider is not None and cfg.escalate:
+        later = list(escalation) if escalation is not None else escalation_providers(cfg)
+        table = load_prices(prices if prices is not None else cfg.prices)
+        stages = build_stages(cfg, ruleset, [provider, *later], table)
     fingerprint = {
         "model": cfg.model if provider is not None else None,
+        **({"escalate": list(cfg.escalate)} if provider is not None and cfg.escalate else {}),
         "judge_mode": cfg.judge_mode,
         "engine": "seqjudge-engine/1",
     }
@@ -233,6 +245,7 @@ async def run_traces(
         judge_skipped=skipped,
         model=cfg.model if provider is not None else None,
         price=price,
+        stages=StageTally({stage.model: stage.price for stage in stages}) if stages else None,
     )
     if ruleset.rules and all(r.type == "judge" for r in ruleset.rules):
         summary.notes.append(f"{JUDGE_ONLY_WARNING}. {JUDGE_ONLY_HINT}.")
@@ -243,28 +256,42 @@ async def run_traces(
             _count(summary, stored.result)
 
     gate: LimitedProvider | None = None
+    gates: list[LimitedProvider] = []
     cache = None
     lane: CpuLane | None = None
     if provider is not None:
         lane = CpuLane()
         rpm, tpm = run_limits(cfg, getattr(provider, "name", ""))
         budget = Budget(cfg.max_cost) if cfg.max_cost else None
-        gate = LimitedProvider(
-            provider,
-            concurrency=cfg.concurrency,
-            limiter=limiter or RateLimiter(rpm, tpm),
-            budget=budget,
-            estimate_cost=(lambda i, o: estimate_cost(i, o, price)) if price is not None else None,
-            cost_of=(lambda usage: cost_of(usage, price).total) if price is not None else None,
-            lane=lane,
-        )
+        gate = _gate(provider, price, cfg, limiter or RateLimiter(rpm, tpm), budget, lane)
+        gates = [gate]
+        for n, stage in enumerate(stages):
+            # Each judge of a cascade behind its own limits, all under the one budget.
+            if n == 0:
+                stage.provider = gate
+            else:
+                limits = RateLimiter(*run_limits(cfg, getattr(stage.provider, "name", "")))
+                stage.provider = _gate(stage.provider, stage.price, cfg, limits, budget, lane)
+                gates.append(stage.provider)
         from seqjudge.judge.cache import ResponseCache
 
         # --no-cache: answers are not read from the cache, but fresh ones are still written to it.
         folder = cache_dir if cache_dir is not None else Path(cfg.store).parent / "cache"
         cache = ResponseCache(folder, read=cfg.cache)
     rule_ids = judge_rule_ids(ruleset, cfg.judge_mode)
+    judge_only = {r.rule_id for r in ruleset.rules if r.type == "judge"}
     fatal: list[ProviderError] = []
+
+    def ask(trace: Trace) -> Ask:
+        async def one(stage: Stage, asked: list[str]) -> JudgeResult | None:
+            judged = await _judge(trace, ruleset, stage.provider, cfg, cache, asked, catalog, examples, fatal)
+            if judged is None:
+                for g in gates:  # one stage stopping (a fatal error, the budget) stops them all
+                    if g.stop_reason is None:
+                        g.stop(next(x.stop_reason for x in gates if x.stop_reason) or "the run is stopping")
+            return judged
+
+        return one
 
     async def decide(trace: Trace) -> None:
         if lane is None:
@@ -281,12 +308,19 @@ async def run_traces(
         report = engine.check(trace, threshold=cfg.threshold, risk_level=cfg.risk_level)
         redacted = redact_trace(trace, cfg.redact)
         judged = None
+        records: list[StageRecord] = []
         if gate is not None and rule_ids:
-            if gate.stop_reason is not None:
+            if _stopping(gates):
                 return  # stopping: leave the trace for --resume
-            judged = await _judge(redacted, ruleset, gate, cfg, cache, rule_ids, catalog, examples, fatal)
-            if judged is None:
-                return  # the run is stopping: leave the trace for --resume
+            if stages:
+                cascaded = await judge_cascade(stages, rule_ids, judge_only, ask(redacted))
+                if cascaded is None:
+                    return  # the run is stopping: leave the trace for --resume
+                judged, records = cascaded
+            else:
+                judged = await _judge(redacted, ruleset, gate, cfg, cache, rule_ids, catalog, examples, fatal)
+                if judged is None:
+                    return  # the run is stopping: leave the trace for --resume
         result = reconcile(
             report,
             judged,
@@ -294,6 +328,8 @@ async def run_traces(
             risk_level=cfg.risk_level,
             judge_skipped=skipped if provider is None else None,
         )
+        if records:
+            result.stages = records
         result = apply_audit(result, cfg.audit_rate, cfg.audit_seed)
         store.save_result(run_id, redacted, result, redacted_with=cfg.redact)
         _count(summary, result)
@@ -320,7 +356,7 @@ async def run_traces(
             for trace in traces:
                 if failed:
                     raise failed[0]  # a bug in one trace ends the run (marked interrupted below)
-                if gate is not None and gate.stop_reason is not None:
+                if _stopping(gates):
                     break
                 if trace.trace_id in done:
                     summary.skipped_stored += 1
@@ -336,8 +372,8 @@ async def run_traces(
             raise failed[0]
     except InputError as exc:  # a trace that cannot be judged or stored: say which, keep the run resumable
         await asyncio.gather(*pending, return_exceptions=True)  # the traces already started are stored
-        await _close_transport(provider)
-        _finish(summary, gate, cache)
+        await _close_transports(provider, gates)
+        _finish(summary, gates, cache)
         summary.status = "stopped"
         summary.stopped = f"bad input: {exc}"
         summary.error = str(exc)
@@ -351,20 +387,20 @@ async def run_traces(
         for t in pending:
             t.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-        await _close_transport(provider)
-        _finish(summary, gate, cache)
+        await _close_transports(provider, gates)
+        _finish(summary, gates, cache)
         summary.status = "interrupted"
         summary.error = f"{type(exc).__name__}: {exc}"
         store.finish_run(run_id, totals=summary.totals(), status="interrupted")
         raise
-    await _close_transport(provider)
-    _finish(summary, gate, cache)
+    await _close_transports(provider, gates)
+    _finish(summary, gates, cache)
     if fatal:
         summary.status = "interrupted"
         summary.error = str(fatal[0])
-    elif gate is not None and gate.stop_reason is not None:
+    elif _stopping(gates):
         summary.status = "stopped"
-        summary.stopped = gate.stop_reason
+        summary.stopped = next(g.stop_reason for g in gates if g.stop_reason)
     store.finish_run(run_id, totals=summary.totals(), status=summary.status)
     if fatal:
         raise fatal[0]
@@ -380,10 +416,75 @@ async def _close_transport(provider: Any) -> None:
         await close()
 
 
-def _finish(summary: RunSummary, gate: LimitedProvider | None, cache: Any) -> None:
+def _gate(
+    provider: Any,
+    price: Price | None,
+    cfg: RunConfig,
+    limiter: RateLimiter,
+    budget: Budget | None,
+    lane: CpuLane | None,
+) -> LimitedProvider:
+    """A judge behind the run's limits: at most ``cfg.concurrency`` calls in flight, the rate limits, and
+    the budget (priced at this judge's price)."""
+    return LimitedProvider(
+        provider,
+        concurrency=cfg.concurrency,
+        limiter=limiter,
+        budget=budget,
+        estimate_cost=(lambda i, o: estimate_cost(i, o, price)) if price is not None else None,
+        cost_of=(lambda usage: cost_of(usage, price).total) if price is not None else None,
+        lane=lane,
+    )
+
+
+def escalation_providers(cfg: RunConfig) -> list[Provider]:
+    """The providers of ``cfg.escalate``'s models. A model that cannot be used is an error (exit 2): a
+    cascade that silently lost a stage would send to review, or auto-pass, what its author meant to
+    escalate."""
+    from seqjudge.judge.providers.base import get_provider
+
+    opts = cfg.model_options
+    out = []
+    for model in cfg.escalate:
+        why = judge_unavailable(model)
+        if why is not None:
+            raise InputError(f"the escalation stage cannot run: {why}", where="--escalate")
+        out.append(
+            get_provider(model, base_url=opts.base_url, timeout=opts.timeout, max_retries=opts.max_retries)
+        )
+    return out
+
+
+def _add_calls(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two judges' call counts as one (``max_in_flight``: the larger)."""
+    out = dict(a)
+    for key, value in b.items():
+        if key == "errors":
+            out[key] = dict(Counter(a.get(key, {})) + Counter(value))
+        elif key == "max_in_flight":
+            out[key] = max(a.get(key, 0), value)
+        else:
+            out[key] = a.get(key, 0) + value
+    return out
+
+
+def _stopping(gates: Sequence[LimitedProvider]) -> bool:
+    return any(g.stop_reason is not None for g in gates)
+
+
+async def _close_transports(provider: Any, gates: Sequence[LimitedProvider]) -> None:
+    """The run's provider's connections, and those of a cascade's later judges."""
+    await _close_transport(provider)
+    for g in gates[1:]:
+        await _close_transport(g)
+
+
+def _finish(summary: RunSummary, gates: Sequence[LimitedProvider], cache: Any) -> None:
     summary.agreement = agreement([_Decided(summary.decisions)])  # type: ignore[list-item]  # reads .rules
-    if gate is not None:
-        summary.calls = gate.stats.as_dict()
+    if gates:
+        summary.calls = gates[0].stats.as_dict()
+        for g in gates[1:]:  # a cascade's calls, all judges together
+            summary.calls = _add_calls(summary.calls, g.stats.as_dict())
     if cache is not None:
         summary.cache_hits = cache.hits
 
@@ -456,7 +557,12 @@ def _count(summary: RunSummary, result: TraceResult) -> None:
         summary.tokens["cached_input"] += usage.cached_input_tokens
         summary.tokens["cache_write"] += usage.cache_write_tokens
         summary.tokens["output"] += usage.output_tokens
-        if summary.price is not None:
+        if result.stages and summary.stages is not None:
+            # A cascade's tokens are priced stage by stage: each judge at its own price.
+            trace_cost = summary.stages.add(result.stages)
+            summary.cost = summary.cost + trace_cost
+            summary.max_trace_cost = max(summary.max_trace_cost, trace_cost.total)
+        elif summary.price is not None:
             trace_cost = cost_of(usage, summary.price)
             summary.cost = summary.cost + trace_cost
             summary.max_trace_cost = max(summary.max_trace_cost, trace_cost.total)

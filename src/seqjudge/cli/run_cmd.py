@@ -38,6 +38,14 @@ def run(
         typer.Argument(help="CONFIG (seqjudge.yaml), or RULES TRACES; none with --resume (the run's own)."),
     ] = None,
     model: ModelOpt = None,
+    escalate: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--escalate",
+            help="provider:model to ask about the judge rules --model cannot auto-decide under its "
+            "certificate; repeat for a longer cascade (each model calibrated with `seqjudge calibrate`).",
+        ),
+    ] = None,
     catalog: CatalogOpt = None,
     examples: ExamplesOpt = None,
     risk_level: ConfigRiskOpt = None,
@@ -121,6 +129,7 @@ def run(
         args or [],
         {
             "model": model,
+            "escalate": escalate or None,
             "catalog": None if catalog is None else str(catalog),
             "examples": None if examples is None else str(examples),
             "risk_level": risk_level.value if risk_level else None,
