@@ -66,6 +66,7 @@ class RuleDecision(BaseModel):
     engine_explanation: str = ""
     judge_explanation: str | None = None
     judge_call_indices: list[int] = Field(default_factory=list)
+    confidence: float | None = None  # the judge's confidence in ``judge`` (None: none given, or not asked)
 
 
 class StageRecord(BaseModel):
@@ -118,6 +119,7 @@ def reconcile(
     """Reconcile one trace. ``judge`` is a JudgeResult or None (not run: say why in ``judge_skipped``)."""
     asked: set[str] = set(judge.rule_ids) if judge is not None else set()
     report = judge.report if judge is not None and judge.status == "scored" else None
+    confidences = _confidences(judge) if report is not None else {}
     scored = report is not None
     judge_fail: dict[str, list[JudgedViolation]] = defaultdict(list)
     if report is not None:
@@ -153,6 +155,7 @@ def reconcile(
                 judge_call_indices=sorted(
                     {v.offending_call_index for v in violations if v.offending_call_index is not None}
                 ),
+                confidence=confidences.get(r.rule_id) if said is not None else None,
             )
         )
     finals = [
@@ -185,6 +188,11 @@ def reconcile(
         judge=judge,
         judge_skipped=judge_skipped,
     )
+
+
+def _confidences(judge: Judged | None) -> dict[str, float]:
+    get = getattr(judge, "rule_confidences", None)
+    return get() if get is not None else {}
 
 
 class Agreement(BaseModel):

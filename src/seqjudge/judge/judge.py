@@ -35,6 +35,11 @@ from seqjudge.trace import Trace
 
 P = ParamSpec("P")
 
+# Where a rule decision's confidence comes from (``seqjudge run --confidence``): the reply's own
+# ``rule_decisions``, agreement across K samples, or the tokens' log-probabilities.
+ConfidenceSource = Literal["stated", "samples", "logprobs"]
+CONFIDENCE_SOURCES: tuple[str, ...] = ConfidenceSource.__args__  # type: ignore[attr-defined]
+
 DEFAULT_MAX_TOKENS = 4096
 DEFAULT_MAX_TOKENS_LIMIT = 16384
 # A reply longer than max_tokens could produce is not a judgement: a token is about four characters of
@@ -98,6 +103,18 @@ class JudgeResult(BaseModel):
     fingerprint: Fingerprint
     usage: Usage = Field(default_factory=Usage)  # tokens spent by this call (cached replies cost nothing)
     rule_ids: list[str] = Field(default_factory=list)  # the rules the judge was asked about
+    # Per rule, a confidence from another source than the reply itself (agreement across samples, token
+    # log-probabilities); None: the stated confidences of the reply are used (``rule_confidences``).
+    confidence: dict[str, float] | None = None
+    confidence_source: ConfidenceSource = "stated"
+
+    def rule_confidences(self) -> dict[str, float]:
+        """Per rule given to the judge, its confidence in its decision (a rule missing has none)."""
+        if self.confidence is not None:
+            return dict(self.confidence)
+        if self.report is None or self.report.rule_decisions is None or self.confidence_source != "stated":
+            return {}
+        return {d.rule_id: d.confidence for d in self.report.rule_decisions}
 
     def rule_outcomes(self) -> dict[str, Literal["passed", "failed"]]:
         """Per rule given to the judge: failed iff it appears in the violations. Empty when unscored."""

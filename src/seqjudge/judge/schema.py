@@ -53,6 +53,14 @@ class JudgeMissingPrerequisite(_Strict):
     impact: str = Field(description="What the missing prerequisite put at risk.")
 
 
+class JudgeRuleDecision(_Strict):
+    rule_id: str = Field(description="The id of a rule given, exactly as given.")
+    decision: Literal["passed", "failed"] = Field(
+        description="failed exactly when the rule has a violation; passed otherwise (also when not checked)."
+    )
+    confidence: float = Field(description="0.0 to 1.0: how likely this decision is right.")
+
+
 class JudgeOutput(_Strict):
     """Seed 000's output object, with the engine's eight violation types."""
 
@@ -65,6 +73,12 @@ class JudgeOutput(_Strict):
     rules_failed: int
     violations: list[JudgeViolation]
     missing_prerequisites: list[JudgeMissingPrerequisite]
+    # The judge's stated confidence per rule (seqjudge.guarantee thresholds it). Optional so that replies
+    # recorded before it existed still validate; a reply without it has no stated confidence, and a decision
+    # without a confidence is never auto-passed.
+    rule_decisions: list[JudgeRuleDecision] | None = Field(
+        default=None, description="One entry per rule given, with your confidence in its decision."
+    )
     summary: str
 
 
