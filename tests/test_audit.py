@@ -19,9 +19,9 @@ from seqjudge.audit import (
     apply_audit,
     audit_draw,
     audit_report,
-    clopper_pearson_interval,
     estimate,
 )
+from seqjudge.bounds import clopper_pearson_interval
 from seqjudge.cli import run
 from seqjudge.config import DEFAULT_AUDIT_SEED, RunConfig
 from seqjudge.crosscheck import reconcile
@@ -94,35 +94,12 @@ def test_only_auto_passed_traces_are_audited() -> None:
 
 
 # -- the estimate -------------------------------------------------------------------------------------------
-def binom_cdf(k: int, n: int, p: float) -> float:
-    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
-
-
-@pytest.mark.parametrize(("k", "n"), [(0, 59), (1, 20), (3, 20), (7, 40), (20, 20)])
-def test_the_interval_is_clopper_pearson_by_exact_binomial_sums(k: int, n: int) -> None:
-    lower, upper = clopper_pearson_interval(k, n, 0.1)
-    if k < n:
-        assert binom_cdf(k, n, upper) == pytest.approx(0.05, abs=1e-9)  # P(X <= k | upper) = delta / 2
-    else:
-        assert upper == 1.0
-    if k > 0:
-        assert 1 - binom_cdf(k - 1, n, lower) == pytest.approx(0.05, abs=1e-9)  # P(X >= k | lower)
-    else:
-        assert lower == 0.0
-    assert lower <= k / n <= upper
-
-
-def test_no_failure_in_59_bounds_the_rate_at_five_percent() -> None:
-    # The rule of three's exact form: 1 - 0.05 ** (1 / 59) = 0.0495, the "≈ 59 labels".
-    assert clopper_pearson_interval(0, 59, 0.1)[1] == pytest.approx(1 - 0.05 ** (1 / 59), rel=1e-9)
-
-
 def test_one_rate_gives_the_plain_share_and_flags_against_alpha() -> None:
     draws = [Draw(0.1, i < 3) for i in range(20)] + [Draw(0.1, None)] * 4
     fig = estimate(draws, alpha=0.01, scope="trace")
     assert (fig.audited, fig.resolved, fig.open, fig.false_passes) == (24, 20, 4, 3)
     assert fig.estimate == pytest.approx(0.15) and fig.effective_n == pytest.approx(20)
-    assert (fig.lower, fig.upper) == pytest.approx(clopper_pearson_interval(3, 20, 0.05))
+    assert (fig.lower, fig.upper) == pytest.approx(clopper_pearson_interval(3, 20, 0.95))
     assert fig.lower > 0.01 and fig.drift == "above_alpha"
     assert estimate(draws, alpha=0.6, scope="trace").drift == "within_alpha"
     assert estimate(draws, alpha=0.15, scope="trace").drift == "undetermined"
@@ -139,8 +116,8 @@ def test_pooled_runs_at_different_rates_are_weighted_by_one_over_p() -> None:
     assert fig.effective_n == pytest.approx(28**2 / (4 * 4 + 2 * 100))  # Kish: 3.63
     # Conservative rounding: upper on (ceil k, floor n), lower on (floor k, ceil n).
     k_eff = 12 / 28 * fig.effective_n
-    assert fig.upper == pytest.approx(clopper_pearson_interval(math.ceil(k_eff), 3, 0.05)[1])
-    assert fig.lower == pytest.approx(clopper_pearson_interval(math.floor(k_eff), 4, 0.05)[0])
+    assert fig.upper == pytest.approx(clopper_pearson_interval(math.ceil(k_eff), 3, 0.95)[1])
+    assert fig.lower == pytest.approx(clopper_pearson_interval(math.floor(k_eff), 4, 0.95)[0])
 
 
 # -- end to end ---------------------------------------------------------------------------------------------
@@ -184,7 +161,7 @@ def test_run_audits_a_share_keeps_the_exit_code_and_runs_show_estimates_it(
         == 0
     )
     data = json.loads(capsys.readouterr().out)
-    lo, hi = clopper_pearson_interval(3, 10, 0.05)
+    lo, hi = clopper_pearson_interval(3, 10, 0.95)
     assert data["overall"]["lower"] == pytest.approx(lo) and data["overall"]["upper"] == pytest.approx(hi)
     assert data["overall"]["drift"] == "within_alpha"
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
+from seqjudge.bounds import clopper_pearson_interval
 from seqjudge.crosscheck import TraceResult
 
 if TYPE_CHECKING:
@@ -112,15 +113,14 @@ def estimate(
     share = sum(w for w, d in zip(weights, resolved, strict=True) if d.false_pass) / total
     n_eff = total * total / sum(w * w for w in weights)
     if math.isclose(n_eff, len(resolved)):  # one rate: the exact counts
-        lower, upper = clopper_pearson_interval(fails, len(resolved), delta)
+        lower, upper = clopper_pearson_interval(fails, len(resolved), 1 - delta)
     else:
         k_eff = share * n_eff
         # Fewer trials and more failures widen the upper bound; more trials and fewer failures lower the
         # lower one: each bound is taken on the rounding that makes it more cautious.
-        upper = clopper_pearson_interval(min(math.ceil(k_eff), math.floor(n_eff)), math.floor(n_eff), delta)[
-            1
-        ]
-        lower = clopper_pearson_interval(math.floor(k_eff), math.ceil(n_eff), delta)[0]
+        n_low, k_high = math.floor(n_eff), min(math.ceil(k_eff), math.floor(n_eff))
+        upper = clopper_pearson_interval(k_high, n_low, 1 - delta)[1]
+        lower = clopper_pearson_interval(math.floor(k_eff), math.ceil(n_eff), 1 - delta)[0]
     return AuditFigure(
         scope=scope,
         audited=len(draws),
@@ -219,28 +219,3 @@ def _rule_label(verdict: str, rule: str | None) -> bool | None:
     if rule is not None:
         return rule == "fail"
     return False if verdict == "pass" else None
-
-
-# -- Clopper–Pearson (to be replaced by the calibration's bound code once merged) --
-def _binom_cdf(k: int, n: int, p: float) -> float:
-    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
-
-
-def _upper(k: int, n: int, delta: float) -> float:
-    if k >= n:
-        return 1.0
-    lo, hi = k / n, 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if _binom_cdf(k, n, mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-    return hi
-
-
-def clopper_pearson_interval(k: int, n: int, delta: float) -> tuple[float, float]:
-    """Two-sided ``1 - delta`` interval for a binomial share from ``k`` of ``n``."""
-    upper = _upper(k, n, delta / 2)
-    lower = 1.0 - _upper(n - k, n, delta / 2)
-    return lower, upper

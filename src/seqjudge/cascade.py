@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from seqjudge.crosscheck import StageRecord
+from seqjudge.crosscheck import StageRecord, TraceResult
 from seqjudge.errors import InputError
 from seqjudge.pricing import Cost, Price, cost_of, price_for
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from seqjudge.judge.judge import JudgeResult
     from seqjudge.rules.model import RuleSet
 
+ESCALATION_EXHAUSTED = "escalation_exhausted"
 # rule id -> (auto-pass threshold, auto-fail threshold) of one stage at the run's risk level; None: that side
 # is not certified (never auto-decided).
 StageThresholds = Mapping[str, tuple[float | None, float | None]]
@@ -187,7 +188,36 @@ def build_stages(
 def stage_thresholds(cfg: RunConfig, ruleset: RuleSet, model: str) -> StageThresholds | None:
     """Per judge rule, the (auto-pass, auto-fail) thresholds the certificate of ``model`` gives at the run's
     risk level; None when no certificate matches this model, prompt template and rules."""
-    return None  # filled in from seqjudge.certificate once it lands
+    from seqjudge.certificate import certificates_dir, certified_thresholds, rules_hash, template_hash
+
+    found = certified_thresholds(
+        model, template_hash(), rules_hash(ruleset), folder=certificates_dir(cfg.store)
+    )
+    if found is None:
+        return None
+    return {rid: (e.auto_pass, e.auto_fail) for (rid, level), e in found.items() if level == cfg.risk_level}
+
+
+def stage_notes(stages: Sequence[Stage]) -> list[str]:
+    """What the reader of a run's summary must know about its cascade: judges without a certificate."""
+    return [
+        f"escalation judge {n + 1} ({stage.model}) has no certificate for this prompt template and these "
+        "rules: it settles nothing and passes every judge rule on; `seqjudge calibrate DATASET --model "
+        f"{stage.model}` certifies it"
+        for n, stage in enumerate(stages)
+        if stage.thresholds is None
+    ]
+
+
+def attach(result: TraceResult, records: list[StageRecord]) -> TraceResult:
+    """``result`` with its cascade's records, routed to review when a judge rule was left unsettled by the
+    last judge (reason ``escalation_exhausted``): no judge could auto-decide it under its certificate."""
+    left = records[-1].unsettled if records else []
+    if not left:
+        return result.model_copy(update={"stages": records})
+    reasons = [*result.review_reasons, ESCALATION_EXHAUSTED]
+    verdict = "review" if result.verdict == "pass" else result.verdict
+    return result.model_copy(update={"stages": records, "review_reasons": reasons, "verdict": verdict})
 
 
 @dataclass

@@ -22,6 +22,7 @@ ReviewReason = Literal[
     "unscored",
     "judge_rule_undecided",
     "audit",  # a sampled auto-pass (seqjudge.audit): its verdict stays pass
+    "escalation_exhausted",  # no judge of a cascade could auto-decide a judge rule (seqjudge.cascade)
 ]
 REVIEW_REASONS: tuple[str, ...] = ReviewReason.__args__  # type: ignore[attr-defined]
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seqjudge.audit import apply_audit
-from seqjudge.cascade import Ask, Stage, StageTally, build_stages, judge_cascade
+from seqjudge.cascade import Ask, Stage, StageTally, attach, build_stages, judge_cascade, stage_notes
 from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import RuleDecision, StageRecord, TraceResult, agreement, reconcile
 from seqjudge.errors import InputError, ProviderError
@@ -249,6 +249,7 @@ async def run_traces(
     )
     if ruleset.rules and all(r.type == "judge" for r in ruleset.rules):
         summary.notes.append(f"{JUDGE_ONLY_WARNING}. {JUDGE_ONLY_HINT}.")
+    summary.notes.extend(stage_notes(stages))
     done = store.completed_trace_ids(run_id)
     if done:
         # Totals and cost cover the whole run, not only what this invocation adds.
@@ -329,7 +330,7 @@ async def run_traces(
             judge_skipped=skipped if provider is None else None,
         )
         if records:
-            result.stages = records
+            result = attach(result, records)
         result = apply_audit(result, cfg.audit_rate, cfg.audit_seed)
         store.save_result(run_id, redacted, result, redacted_with=cfg.redact)
         _count(summary, result)

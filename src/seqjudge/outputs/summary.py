@@ -42,6 +42,8 @@ def run_text(summary: RunSummary, out: IO[str] | None = None) -> None:
         )
         w(cost_line(summary) + "\n")
         w(calls_line(summary) + "\n")
+        for line in stage_lines(summary):
+            w(line + "\n")
     if summary.reasons:
         w("routed to review: " + ", ".join(f"{k} {v}" for k, v in summary.reasons.most_common()) + "\n")
     overall = summary.agreement.get("overall") or {}
@@ -85,6 +87,23 @@ def cost_line(summary: RunSummary) -> str:
         f"${cost['output_usd']:.4f}); ${cost['per_trace_usd']:.5f} a judged trace, at most "
         f"${cost['max_trace_usd']:.5f}; {summary.model} at {summary.price.describe()}"  # type: ignore[union-attr]
     )
+
+
+def stage_lines(summary: RunSummary) -> list[str]:
+    """An escalation cascade, judge by judge: what each settled, passed on, and cost."""
+    if summary.stages is None:
+        return []
+    rows = summary.stages.totals()
+    lines = ["escalation (judge rule decisions):"]
+    for n, row in enumerate(rows):
+        onward = "to review" if n == len(rows) - 1 else f"to {rows[n + 1]['model']}"
+        cost = "cost unknown (no price)" if row["cost_usd"] is None else f"${row['cost_usd']:.4f}"
+        lines.append(
+            f"  {n + 1}. {row['model']}: asked about {row['traces']} trace(s), settled {row['settled']}, "
+            f"passed {row['passed_on']} {onward}; {row['input_tokens']} input, {row['output_tokens']} output "
+            f"tokens, {cost}"
+        )
+    return lines
 
 
 def calls_line(summary: RunSummary) -> str:

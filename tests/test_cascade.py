@@ -1,0 +1,264 @@
+"""Escalation (issue 18, part 3): `--model cheap --escalate strong`. Judge rules the first judge cannot
+auto-decide under its certificate go to the next, only those; what the last cannot settle goes to review; the
+summary says what each stage settled and what it cost."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from calibrate_helpers import judge_output
+from seqjudge.certificate import (
+    CertifiedRule,
+    certificates_dir,
+    new_certificate,
+    rules_hash,
+    save_certificate,
+    template_hash,
+)
+from seqjudge.cli import run
+from seqjudge.config import RunConfig
+from seqjudge.judge.prompt import render_trace_data
+from seqjudge.judge.providers.base import JudgeRequest, ProviderReply
+from seqjudge.judge.providers.scripted import ScriptedProvider
+from seqjudge.redact import redact_trace
+from seqjudge.rules.load import parse_rules
+from seqjudge.rules.model import RuleSet
+from seqjudge.runner import run_traces
+from seqjudge.store import Store
+from seqjudge.trace import Trace
+
+READ, CONFIRM, POLITE = "d-read-first", "j-confirm-x1", "j-polite-x2"
+RULES = {
+    "rules": [
+        {"id": READ, "type": "before", "first": "Read", "then": "Write", "severity": "critical"},
+        {"id": CONFIRM, "type": "judge", "severity": "critical", "description": "Confirm before writing."},
+        {"id": POLITE, "type": "judge", "severity": "warning", "description": "Stay polite."},
+    ]
+}
+CHEAP, STRONG = "scripted:cheap", "scripted:strong"
+PRICES = {CHEAP: {"input": 0.1, "output": 0.4}, STRONG: {"input": 5.0, "output": 20.0}}
+
+
+def ruleset() -> RuleSet:
+    return parse_rules(RULES, source="<test>")
+
+
+def traces(n: int) -> list[Trace]:
+    def calls(i: int) -> list[dict[str, Any]]:  # distinct content: the judge tells traces apart by it
+        return [{"tool_name": "Read", "arguments": {"record": i}}, {"tool_name": "Write"}]
+
+    return [Trace.model_validate({"trace_id": f"t{i}", "calls": calls(i)}) for i in range(n)]
+
+
+def reply(trace: Trace, asked: list[str], said: Mapping[str, tuple[str, float]]) -> dict[str, Any]:
+    """A valid judge reply about ``asked``, each rule ``said[rule] = (decision, confidence)``."""
+    failed = [r for r in asked if said[r][0] == "failed"]
+    out = judge_output(trace, ruleset(), failed, asked)
+    out["rule_decisions"] = [{"rule_id": r, "decision": said[r][0], "confidence": said[r][1]} for r in asked]
+    return out
+
+
+Script = Mapping[str, Mapping[str, tuple[str, float]] | str]
+
+
+class Judge(ScriptedProvider):
+    """Answers each trace as ``script[trace_id][rule] = (decision, confidence)`` says, about exactly the rules
+    the prompt asks (a string instead: that text, as a broken reply), and remembers what it was asked."""
+
+    def __init__(self, items: Iterable[Trace], script: Script, model: str):
+        super().__init__([], model=model)
+        self.traces = {render_trace_data(redact_trace(t)).nonce: t for t in items}
+        self.script = script
+        self.asked: dict[str, list[str]] = {}
+
+    async def complete(self, request: JudgeRequest) -> ProviderReply:
+        trace = next(t for token, t in self.traces.items() if token in request.dynamic_prompt)
+        asked = [r for r in (READ, CONFIRM, POLITE) if r in request.static_prompt]
+        self.asked[trace.trace_id] = asked
+        said = self.script[trace.trace_id]
+        self.add(said if isinstance(said, str) else reply(trace, asked, said))
+        return await super().complete(request)
+
+
+def certify(
+    store: Path,
+    model: str,
+    auto_pass: Mapping[str, float | None],
+    auto_fail: Mapping[str, float | None] | None = None,
+) -> None:
+    entries = [
+        CertifiedRule(
+            rule_id=rid,
+            risk_level="medium",
+            auto_pass=t,
+            auto_fail=(auto_fail or {}).get(rid),
+            alpha=0.05,
+            delta=0.05,
+        )
+        for rid, t in auto_pass.items()
+    ]
+    cert = new_certificate(
+        model=model,
+        template_hash=template_hash(),
+        rules_hash=rules_hash(ruleset()),
+        dataset_hash="d" * 64,
+        dataset="test",
+        alpha=0.05,
+        delta=0.05,
+        rules=entries,
+    )
+    save_certificate(cert, certificates_dir(store))
+
+
+def run_cascade(
+    tmp_path: Path, cheap: Judge, strong: Judge, items: list[Trace], **kw: Any
+) -> tuple[Any, dict[str, Any]]:
+    cfg = RunConfig(
+        rules="-",
+        traces="-",
+        store=str(tmp_path / "s.db"),
+        model=CHEAP,
+        escalate=[STRONG],
+        concurrency=2,
+        cache=False,
+        prices=PRICES,
+        **kw,
+    )
+    with Store(cfg.store) as db:
+        summary = asyncio.run(run_traces(cfg, ruleset(), items, db, provider=cheap, escalation=[strong]))
+        stored = {s.trace_id: s.result for s in db.results(summary.run_id)}
+    return summary, stored
+
+
+def test_only_what_the_cheap_judge_cannot_settle_goes_to_the_strong_one(tmp_path: Path) -> None:
+    items = traces(4)
+    certify(tmp_path / "s.db", CHEAP, {CONFIRM: 0.9, POLITE: 0.9})
+    certify(tmp_path / "s.db", STRONG, {CONFIRM: 0.8, POLITE: 0.8}, auto_fail={CONFIRM: 0.85})
+    cheap_says = {
+        "t0": {READ: ("passed", 0.99), CONFIRM: ("passed", 0.95), POLITE: ("passed", 0.97)},  # settled
+        "t1": {READ: ("passed", 0.99), CONFIRM: ("passed", 0.6), POLITE: ("passed", 0.97)},  # confirm up
+        "t2": {READ: ("passed", 0.99), CONFIRM: ("passed", 0.5), POLITE: ("passed", 0.5)},  # both up
+        "t3": {READ: ("passed", 0.99), CONFIRM: ("passed", 0.5), POLITE: ("passed", 0.95)},  # confirm up
+    }
+    strong_says = {
+        "t1": {CONFIRM: ("failed", 0.9)},  # the strong judge finds the violation, confidently
+        "t2": {CONFIRM: ("passed", 0.85), POLITE: ("passed", 0.9)},
+        "t3": {CONFIRM: ("passed", 0.7)},  # still unsure: review
+    }
+    cheap, strong = Judge(items, cheap_says, "cheap"), Judge(items, strong_says, "strong")
+    summary, stored = run_cascade(tmp_path, cheap, strong, items)
+
+    assert set(cheap.asked) == {"t0", "t1", "t2", "t3"}
+    assert all(asked == [READ, CONFIRM, POLITE] for asked in cheap.asked.values())
+    # The strong judge is asked only about the judge rules left unsettled, never the engine's rule.
+    assert strong.asked == {"t1": [CONFIRM], "t2": [CONFIRM, POLITE], "t3": [CONFIRM]}
+
+    t0, t1, t2, t3 = (stored[f"t{i}"] for i in range(4))
+    assert t0.verdict == "pass" and [s.model for s in t0.stages] == [CHEAP]
+    final = {d.rule_id: (d.final, d.confidence) for d in t1.rules}
+    assert final[CONFIRM] == ("failed", 0.9) and final[POLITE] == ("passed", 0.97)  # each from its settler
+    assert t1.verdict == "fail" and [s.settled for s in t1.stages] == [[POLITE], [CONFIRM]]
+    assert t2.verdict == "pass" and t2.stages[1].settled == [CONFIRM, POLITE]
+    assert t3.verdict == "review" and "escalation_exhausted" in t3.review_reasons
+    assert t3.stages[1].unsettled == [CONFIRM]
+    # Every stage's raw replies are kept with the trace.
+    assert len(t2.judge.attempts) == 2 and t2.judge.usage.input_tokens == sum(
+        s.input_tokens for s in t2.stages
+    )
+
+    rows = {row["model"]: row for row in summary.totals()["stages"]}
+    assert rows[CHEAP]["traces"] == 4 and rows[CHEAP]["settled"] == 2 + 1 + 0 + 1  # t0 both, t1/t3 polite
+    assert rows[CHEAP]["passed_on"] == 4 and rows[STRONG]["traces"] == 3
+    assert rows[STRONG]["settled"] == 3 and rows[STRONG]["passed_on"] == 1
+    # Each judge's tokens at its own price; the run's cost is their sum.
+    cheap_cost = sum(
+        s.input_tokens * 0.1e-6 + s.output_tokens * 0.4e-6
+        for r in stored.values()
+        for s in r.stages
+        if s.model == CHEAP
+    )
+    strong_cost = sum(
+        s.input_tokens * 5e-6 + s.output_tokens * 20e-6
+        for r in stored.values()
+        for s in r.stages
+        if s.model == STRONG
+    )
+    assert rows[CHEAP]["cost_usd"] == pytest.approx(cheap_cost, abs=1e-6)
+    assert rows[STRONG]["cost_usd"] == pytest.approx(strong_cost, abs=1e-6)
+    assert summary.totals()["cost"]["usd"] == pytest.approx(cheap_cost + strong_cost, abs=1e-6)
+    assert summary.reasons["escalation_exhausted"] == 1
+
+
+def test_an_uncertified_judge_settles_nothing_and_the_summary_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    items = traces(2)
+    certify(tmp_path / "s.db", STRONG, {CONFIRM: 0.8, POLITE: 0.8})  # none for the cheap judge
+    sure = {READ: ("passed", 0.99), CONFIRM: ("passed", 0.99), POLITE: ("passed", 0.99)}
+    cheap = Judge(items, {t.trace_id: sure for t in items}, "cheap")
+    strong = Judge(items, {t.trace_id: sure for t in items}, "strong")
+    summary, stored = run_cascade(tmp_path, cheap, strong, items)
+    assert strong.asked == {"t0": [CONFIRM, POLITE], "t1": [CONFIRM, POLITE]}
+    assert all(r.verdict == "pass" and r.stages[0].certified is False for r in stored.values())
+    assert any("(scripted:cheap) has no certificate" in n for n in summary.notes)
+    from seqjudge.outputs.summary import run_text
+
+    run_text(summary)
+    out = capsys.readouterr().out
+    assert "1. scripted:cheap: asked about 2 trace(s), settled 0, passed 4 to scripted:strong" in out
+    assert "2. scripted:strong: asked about 2 trace(s), settled 4, passed 0 to review" in out
+
+
+def test_a_certified_auto_fail_settles_a_fail_and_an_unscored_stage_passes_everything_on(
+    tmp_path: Path,
+) -> None:
+    items = traces(2)
+    certify(tmp_path / "s.db", CHEAP, {CONFIRM: 0.9, POLITE: 0.9}, auto_fail={CONFIRM: 0.8})
+    certify(tmp_path / "s.db", STRONG, {CONFIRM: 0.8, POLITE: 0.8})
+    cheap_says: Script = {
+        "t0": {READ: ("passed", 0.99), CONFIRM: ("failed", 0.85), POLITE: ("failed", 0.99)},
+        "t1": "not json at all",  # never validates: unscored after one attempt
+    }
+    strong_says = {"t0": {POLITE: ("passed", 0.9)}, "t1": {CONFIRM: ("passed", 0.9), POLITE: ("passed", 0.9)}}
+    cheap, strong = Judge(items, cheap_says, "cheap"), Judge(items, strong_says, "strong")
+    _, stored = run_cascade(tmp_path, cheap, strong, items, max_attempts=1)
+    t0, t1 = stored["t0"], stored["t1"]
+    # confirm failed at 0.85 >= the certified auto-fail 0.8: settled; polite has no auto-fail: escalated.
+    assert t0.stages[0].settled == [CONFIRM] and strong.asked["t0"] == [POLITE]
+    assert {d.rule_id: d.final for d in t0.rules}[POLITE] == "passed" and t0.verdict == "fail"
+    # An unscored first answer settles nothing: the strong judge gets every judge rule.
+    assert t1.stages[0].status == "unscored" and strong.asked["t1"] == [CONFIRM, POLITE]
+    assert t1.verdict == "pass" and t1.judge.status == "scored"
+
+
+def test_an_escalation_model_without_its_key_is_an_input_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps(RULES))
+    trace_file = tmp_path / "t.jsonl"
+    trace_file.write_text(traces(1)[0].model_dump_json() + "\n")
+    code = run(
+        [
+            "run",
+            str(rules),
+            str(trace_file),
+            "--store",
+            str(tmp_path / "s.db"),
+            "--model",
+            "openai:gpt-4o-mini",
+            "--escalate",
+            "anthropic:claude-sonnet-4-5",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "--escalate" in err and "ANTHROPIC_API_KEY is not set" in err
+    assert "Traceback" not in err and "sk-test" not in err
