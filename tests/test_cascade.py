@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from calibrate_helpers import judge_output
+from fakes.server import FakeLLMServer, FakeReply, RecordedRequest, openai_chat
 from seqjudge.certificate import (
     CertifiedRule,
     certificates_dir,
@@ -262,3 +263,86 @@ def test_an_escalation_model_without_its_key_is_an_input_error(
     err = capsys.readouterr().err
     assert code == 2 and "--escalate" in err and "ANTHROPIC_API_KEY is not set" in err
     assert "Traceback" not in err and "sk-test" not in err
+
+
+def test_the_cascade_through_the_openai_sdk_with_two_models(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cascade-0123456789")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    items = traces(3)
+    store = tmp_path / "s.db"
+    small, large = "openai:judge-small", "openai:judge-large"
+    certify(store, small, {CONFIRM: 0.9, POLITE: 0.9})
+    certify(store, large, {CONFIRM: 0.8, POLITE: 0.8})
+    sure = {READ: ("passed", 0.99), CONFIRM: ("passed", 0.95), POLITE: ("passed", 0.95)}
+    says: dict[str, dict[str, Any]] = {
+        "judge-small": {
+            "t0": sure,
+            "t1": {**sure, CONFIRM: ("passed", 0.4)},
+            "t2": {**sure, POLITE: ("passed", 0.3)},
+        },
+        "judge-large": {"t1": {CONFIRM: ("passed", 0.9)}, "t2": {POLITE: ("passed", 0.5)}},
+    }
+    nonces = {render_trace_data(redact_trace(t)).nonce: t for t in items}
+    asked: list[tuple[str, str, list[str]]] = []
+
+    def respond(request: RecordedRequest) -> FakeReply:
+        model, text = request.body["model"], json.dumps(request.body["messages"])
+        trace = next(t for token, t in nonces.items() if token in text)
+        rules = [r for r in (READ, CONFIRM, POLITE) if r in text]
+        asked.append((model, trace.trace_id, rules))
+        said = says[model][trace.trace_id]
+        return openai_chat(reply(trace, rules, said), model=model, prompt_tokens=1000, completion_tokens=100)
+
+    rules_file, trace_file, prices = tmp_path / "rules.json", tmp_path / "t.jsonl", tmp_path / "prices.json"
+    rules_file.write_text(json.dumps(RULES))
+    trace_file.write_text("".join(t.model_dump_json() + "\n" for t in items))
+    prices.write_text(
+        json.dumps({small: {"input": 0.1, "output": 0.4}, large: {"input": 5.0, "output": 20.0}})
+    )
+    with FakeLLMServer(responder=respond) as server:
+        code = run(
+            [
+                "run",
+                str(rules_file),
+                str(trace_file),
+                "--store",
+                str(store),
+                "--model",
+                small,
+                "--escalate",
+                large,
+                "--base-url",
+                server.openai_base_url,
+                "--prices",
+                str(prices),
+                "--no-cache",
+                "--format",
+                "json",
+            ]
+        )
+        paths = set(server.paths())
+    out = capsys.readouterr().out
+    assert code == 1  # t2: the large judge was not sure of polite either: review
+    assert paths == {"/v1/chat/completions"}
+    assert sorted(a for a in asked if a[0] == "judge-small") == [
+        ("judge-small", f"t{i}", [READ, CONFIRM, POLITE]) for i in range(3)
+    ]
+    assert sorted(a for a in asked if a[0] == "judge-large") == [
+        ("judge-large", "t1", [CONFIRM]),
+        ("judge-large", "t2", [POLITE]),
+    ]
+    totals = json.loads(out)
+    stages = {row["model"]: row for row in totals["stages"]}
+    assert (stages[small]["traces"], stages[small]["settled"], stages[small]["passed_on"]) == (3, 4, 2)
+    assert (stages[large]["traces"], stages[large]["settled"], stages[large]["passed_on"]) == (2, 1, 1)
+    # The SDK's usage, each model at its price: 3 x (1000 in, 100 out) small, 2 x the same large.
+    assert stages[small]["cost_usd"] == pytest.approx(3 * (1000 * 0.1 + 100 * 0.4) / 1e6)
+    assert stages[large]["cost_usd"] == pytest.approx(2 * (1000 * 5.0 + 100 * 20.0) / 1e6)
+    assert totals["cost"]["usd"] == pytest.approx(stages[small]["cost_usd"] + stages[large]["cost_usd"])
+    assert totals["calls"]["calls"] == 5 and totals["review_reasons"] == {"escalation_exhausted": 1}
+    assert "sk-test-cascade" not in out
+    with Store(store) as db:
+        info = db.run_info(db.resolve_run("latest"))
+        assert info.config["escalate"] == [large] and info.fingerprint["escalate"] == [large]
