@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from seqjudge.calibrate import Calibration, Settings, Stability, calibrate, stability, writable
+from seqjudge.calibrate_guarantee import GuaranteeReport, GuaranteeSettings
 from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import TraceResult
 from seqjudge.errors import InputError
@@ -86,7 +87,7 @@ def expected_prompts(dataset: GoldenDataset, cfg: RunConfig) -> dict[str, tuple[
     return out
 
 
-_SAME_CONFIG = ("rules", "traces", "model", "judge_mode", "risk_level")
+_SAME_CONFIG = ("rules", "traces", "model", "judge_mode", "risk_level", "confidence", "samples")
 _SAME_OPTIONS = ("temperature", "seed", "base_url")
 
 
@@ -254,6 +255,7 @@ class CalibrationReport(BaseModel):
     contradictions: list[dict[str, Any]] = Field(default_factory=list)
     dataset_warnings: list[str] = Field(default_factory=list)
     written: str | None = None
+    guarantee: GuaranteeReport | None = None
 
 
 def dataset_config(dataset: GoldenDataset, **overrides: Any) -> RunConfig:
@@ -298,12 +300,17 @@ def calibrate_golden(
     explicit_objective: bool = False,
     reuse: bool = True,
     say: Any = None,
+    guarantee: GuaranteeSettings | None = None,
+    confidence: str | None = None,
+    samples: int | None = None,
 ) -> CalibrationReport:
     """Calibrate the judge on a golden dataset (the Python entry point of `seqjudge calibrate`).
 
     ``provider``: a Provider instance to judge with (tests and embedding programs); without one it is built
     from the model. ``explicit_objective``: the objective of ``settings`` was asked for, so the risk level
-    ``risk_level`` (default medium) uses it instead of its default objective."""
+    ``risk_level`` (default medium) uses it instead of its default objective. ``guarantee``: also certify
+    confidence thresholds per judge rule (``seqjudge.calibrate_guarantee``) and, when a judge was run,
+    write the certificate beside the store."""
     import asyncio
 
     from seqjudge.crosscheck import agreement
@@ -326,6 +333,8 @@ def calibrate_golden(
         judge_mode=judge_mode,
         store=str(store) if store is not None else None,
         concurrency=concurrency,
+        confidence=confidence,
+        samples=samples,
     )
     judged: JudgedRepeats | None = None
     if scores_file is not None:
@@ -389,7 +398,56 @@ def calibrate_golden(
         agreement=agreement_figures,
         contradictions=[c.as_dict() for c in contradictions],
         dataset_warnings=[p.render() for p in problems if p.level == "warning"],
+        guarantee=_guarantee(dataset, cfg, judged, guarantee) if guarantee is not None else None,
     )
+
+
+def dataset_files(dataset: GoldenDataset) -> list[Path]:
+    """The files a certificate's dataset hash covers: rules, traces, labels, and catalog/examples if any."""
+    files = [dataset.rules_path, dataset.traces_path, dataset.labels_path]
+    return files + [p for p in (dataset.catalog_path, dataset.examples_path) if p is not None]
+
+
+def _guarantee(
+    dataset: GoldenDataset, cfg: RunConfig, judged: JudgedRepeats | None, settings: GuaranteeSettings
+) -> GuaranteeReport:
+    """The guarantee per judge rule from the first judged run, and its certificate when a judge ran."""
+    from seqjudge.calibrate_guarantee import guarantee_report, labelled_decisions, make_certificate
+    from seqjudge.certificate import certificates_dir, save_certificate, template_hash
+
+    rule_ids = [r.rule_id for r in dataset.ruleset.rules if r.type == "judge"]
+    results = list(judged.results[0].values()) if judged is not None else []
+    decisions, unlabelled = labelled_decisions(results, dataset.labels, rule_ids)
+    report, certified = guarantee_report(
+        decisions,
+        rule_ids,
+        settings,
+        risk_level=cfg.risk_level,
+        confidence_source=cfg.confidence,
+        unlabelled=unlabelled,
+    )
+    if judged is None:
+        report.note = (
+            "external scores carry no rule decisions or confidences: no judge rule can be certified and no "
+            "certificate is written (judge the dataset with --model to certify)"
+        )
+        return report
+    if not rule_ids:
+        report.note = "the rules have no `judge` rule: nothing to certify, no certificate written"
+        return report
+    cert = make_certificate(
+        certified,
+        settings,
+        model=cfg.model or "",
+        template_hash=template_hash(),
+        ruleset=dataset.ruleset,
+        dataset_files=dataset_files(dataset),
+        dataset=dataset.name,
+        confidence_source=cfg.confidence,
+        samples=cfg.samples,
+    )
+    report.certificate = str(save_certificate(cert, certificates_dir(cfg.store)))
+    return report
 
 
 THRESHOLDS_COMMENT = "# Thresholds per risk level, written by `seqjudge calibrate --write`"
@@ -471,3 +529,36 @@ def _replace_block(lines: list[str], block: list[str]) -> list[str]:
     ):
         first -= 2
     return [*lines[:first], *block, *lines[end:]]
+
+
+def certificate_status(
+    directory: str | Path, *, model: str | None = None, store: str | Path | None = None
+) -> tuple[Any, list[str], str]:
+    """`seqjudge calibrate --check`: (the certificate, what changed since it, the folder looked in)."""
+    from seqjudge.certificate import certificates_dir, rules_hash, staleness, template_hash
+    from seqjudge.golden import load_dataset
+
+    dataset = load_dataset(directory)
+    cfg = dataset_config(dataset, model=model, store=str(store) if store is not None else None)
+    if not cfg.model:
+        raise InputError(
+            "--check compares the certificate with the judge model, and no model is configured",
+            where="--model",
+            hint="give --model provider:model, set `model:` in the dataset's seqjudge.yaml or SEQJUDGE_MODEL",
+        )
+    folder = certificates_dir(cfg.store)
+    cert, changes = staleness(
+        folder,
+        dataset=dataset.name,
+        model=cfg.model,
+        template=template_hash(),
+        rules=rules_hash(dataset.ruleset),
+        data=dataset_hash_of(dataset),
+    )
+    return cert, changes, str(folder)
+
+
+def dataset_hash_of(dataset: GoldenDataset) -> str:
+    from seqjudge.certificate import dataset_hash
+
+    return dataset_hash(dataset_files(dataset))

@@ -183,3 +183,32 @@ def certified_thresholds(
         for key, entry in cert.thresholds().items():
             out.setdefault(key, entry)
     return out
+
+
+def staleness(
+    folder: str | Path, *, dataset: str, model: str, template: str, rules: str, data: str
+) -> tuple[Certificate | None, list[str]]:
+    """Whether the dataset's calibration still holds: the certificate that matches all four (then no
+    change), else the dataset's newest certificate and what changed since it (empty list: fresh)."""
+    mine = [c for c in load_certificates(folder) if c.dataset == dataset]
+    for cert in mine:
+        if (cert.model, cert.template_hash, cert.rules_hash, cert.dataset_hash) == (
+            model,
+            template,
+            rules,
+            data,
+        ):
+            return cert, []
+    if not mine:
+        return None, [f"no certificate for dataset {dataset!r} in {folder}"]
+    newest = mine[0]
+    changes = []
+    if newest.model != model:
+        changes.append(f"the judge model changed ({newest.model} -> {model})")
+    if newest.template_hash != template:
+        changes.append(f"the prompt template changed ({newest.template_hash[:12]} -> {template[:12]})")
+    if newest.rules_hash != rules:
+        changes.append(f"the rules changed ({newest.rules_hash[:12]} -> {rules[:12]})")
+    if newest.dataset_hash != data:
+        changes.append(f"the labelled dataset changed ({newest.dataset_hash[:12]} -> {data[:12]})")
+    return newest, changes

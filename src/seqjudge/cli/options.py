@@ -130,3 +130,31 @@ JudgeModeOpt = Annotated[
     ),
 ]
 ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", min=1, help="Judge calls at once.")]
+
+
+# -- the judge's confidence and its certificate (issue 18) --
+class Confidence(StrEnum):
+    stated = "stated"
+    samples = "samples"
+    logprobs = "logprobs"
+
+
+ConfidenceOpt = Annotated[
+    Confidence | None,
+    typer.Option(
+        "--confidence",
+        help="Where each judged rule decision's confidence comes from: stated (the model says it), samples "
+        "(agreement across --samples K calls) or logprobs (token log-probabilities, OpenAI chat); default: "
+        "the config's (stated).",
+    ),
+]
+SamplesOpt = Annotated[
+    int | None,
+    typer.Option("--samples", min=1, help="Judge calls per trace, examples reordered each time (default 1)."),
+]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict", help="Make what is otherwise reported and let through an error: no matching certificate."
+    ),
+]

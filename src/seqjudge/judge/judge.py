@@ -22,6 +22,7 @@ from typing import Any, Literal, ParamSpec
 from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_none
 
+from seqjudge.config import ConfidenceSource
 from seqjudge.errors import InputError, JudgeOutputError, ProviderError
 from seqjudge.judge.cache import ResponseCache, cache_reply
 from seqjudge.judge.prompt import MAX_FIELD_CHARS, MAX_TRACE_CHARS, RenderedPrompt, catalog_names, render
@@ -34,11 +35,6 @@ from seqjudge.rules.model import RuleSet
 from seqjudge.trace import Trace
 
 P = ParamSpec("P")
-
-# Where a rule decision's confidence comes from (``seqjudge run --confidence``): the reply's own
-# ``rule_decisions``, agreement across K samples, or the tokens' log-probabilities.
-ConfidenceSource = Literal["stated", "samples", "logprobs"]
-CONFIDENCE_SOURCES: tuple[str, ...] = ConfidenceSource.__args__  # type: ignore[attr-defined]
 
 DEFAULT_MAX_TOKENS = 4096
 DEFAULT_MAX_TOKENS_LIMIT = 16384
