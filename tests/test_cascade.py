@@ -346,3 +346,88 @@ def test_the_cascade_through_the_openai_sdk_with_two_models(
     with Store(store) as db:
         info = db.run_info(db.resolve_run("latest"))
         assert info.config["escalate"] == [large] and info.fingerprint["escalate"] == [large]
+
+
+def test_calibrate_certifies_each_stage_then_run_uses_each_certificate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seqjudge.certificate import load_certificates
+    from seqjudge.golden import load_dataset
+    from seqjudge.judge.providers import ProviderProfile, registry
+    from test_calibrate_guarantee import PLAN, make_dataset, replies
+
+    suite = make_dataset(tmp_path / "suite")
+    dataset = load_dataset(suite)
+    script = replies(dataset)
+    made: dict[str, Any] = {}
+
+    def factory(model: str, **options: Any) -> Any:
+        from calibrate_helpers import ByTraceProvider
+
+        made[model] = ByTraceProvider(dataset.traces, script, model=model, **options)
+        return made[model]
+
+    monkeypatch.setitem(registry._REGISTRY, "conf", ProviderProfile(name="conf", factory=factory))
+    store = tmp_path / "db" / "seqjudge.db"
+    base = [
+        "calibrate",
+        str(suite),
+        "--model",
+        "conf:small",
+        "--escalate",
+        "conf:large",
+        "--store",
+        str(store),
+    ]
+    assert run([*base, "-o", str(tmp_path / "cal.json")]) == 0
+    out = capsys.readouterr().out
+    assert "escalation stage 1 of 2: conf:small" in out and "escalation stage 2 of 2: conf:large" in out
+    certs = {c.model: c for c in load_certificates(store.parent / "certificates")}
+    assert set(certs) == {"conf:small", "conf:large"}
+    assert all(c.rules[0].auto_pass == 0.95 for c in certs.values())
+    for tag in ("conf-small", "conf-large"):
+        assert json.loads((tmp_path / f"cal.{tag}.json").read_text())["guarantee"]["rules"][0]["rule_id"]
+    assert run([*base, "--check"]) == 0
+    assert (
+        run(
+            [
+                "calibrate",
+                str(suite),
+                "--check",
+                "--model",
+                "conf:small",
+                "--escalate",
+                "conf:new",
+                "--store",
+                str(store),
+            ]
+        )
+        == 1
+    )
+    assert "the judge model changed" in capsys.readouterr().out
+    assert run([*base, "--write"]) == 2
+
+    # The run: the small judge settles its 0.95 passes, the rest go to the large one and then to review.
+    code = run(
+        [
+            "run",
+            str(suite / "rules.yaml"),
+            str(suite / "traces.jsonl"),
+            "--model",
+            "conf:small",
+            "--escalate",
+            "conf:large",
+            "--store",
+            str(store),
+            "--format",
+            "json",
+            "--no-cache",
+        ]
+    )
+    totals = json.loads(capsys.readouterr().out)
+    assert code == 1
+    rows = {row["model"]: row for row in totals["stages"]}
+    unsure = sum(1 for _, said, conf in PLAN if conf < 0.95 or said == "failed")
+    assert rows["conf:small"]["settled"] == 65 and rows["conf:small"]["passed_on"] == unsure
+    assert rows["conf:large"]["traces"] == unsure and rows["conf:large"]["settled"] == 0
+    assert totals["review_reasons"]["escalation_exhausted"] == unsure

@@ -191,7 +191,11 @@ def stage_thresholds(cfg: RunConfig, ruleset: RuleSet, model: str) -> StageThres
     from seqjudge.certificate import certificates_dir, certified_thresholds, rules_hash, template_hash
 
     found = certified_thresholds(
-        model, template_hash(), rules_hash(ruleset), folder=certificates_dir(cfg.store)
+        model,
+        template_hash(),
+        rules_hash(ruleset),
+        folder=certificates_dir(cfg.store),
+        confidence_source=cfg.confidence,
     )
     if found is None:
         return None
