@@ -196,3 +196,55 @@ def test_audits_pool_across_runs_and_count_per_judge_rule(tmp_path: Path) -> Non
     assert confirm.scope == "confirm" and confirm.unlabelled == 1  # the bare fail says nothing of the rule
     assert (confirm.resolved, confirm.false_passes) == (7, 2)
     assert confirm.estimate == pytest.approx((2 + 10) / (5 * 2 + 2 * 10))
+
+
+def test_runs_show_audit_takes_alpha_from_the_runs_certificate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from seqjudge.certificate import (
+        CertifiedRule,
+        certificates_dir,
+        new_certificate,
+        rules_hash,
+        save_certificate,
+        template_hash,
+    )
+
+    ruleset = parse_rules(RULES, source="<test>")
+    rules_file, _ = write_suite(tmp_path, RULES, [])
+    items = traces(60)
+    store = tmp_path / "s.db"
+    cert = new_certificate(
+        model="scripted:audited",
+        template_hash=template_hash(),
+        rules_hash=rules_hash(ruleset),
+        dataset_hash="d" * 64,
+        dataset="golden",
+        alpha=0.02,
+        delta=0.1,
+        rules=[CertifiedRule(rule_id="confirm", risk_level="medium", auto_pass=0.9, alpha=0.02, delta=0.1)],
+    )
+    save_certificate(cert, certificates_dir(store))
+    cfg = RunConfig(
+        rules=str(rules_file),
+        traces="-",
+        store=str(store),
+        model="scripted:audited",
+        audit_rate=0.2,
+        cache=False,
+    )
+    replies = [judge_output(t, ruleset, failed=[], decided=["read-first", "confirm"]) for t in items]
+    with Store(store) as db:
+        summary = asyncio.run(run_traces(cfg, ruleset, items, db, provider=ScriptedProvider(replies)))
+        items_ = db.review_items(run=summary.run_id, reason="audit")
+        for item in items_:
+            db.resolve_review(item.id, verdict="pass", reviewer="t")
+    assert run(["runs", "show", "latest", "--audit", "--store", str(store), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["alpha_source"].startswith("α 0.02 from the certificate (scripted:audited, golden,")
+    assert data["delta"] == 0.1 and data["overall"]["alpha"] == 0.02
+    assert data["by_rule"][0]["scope"] == "confirm" and data["by_rule"][0]["alpha"] == 0.02
+    # No failure in every resolved audit: the 90% upper bound is (1 - 0.05 ** (1 / n)), still above 0.02.
+    n = len(items_)
+    assert data["overall"]["upper"] == pytest.approx(1 - 0.05 ** (1 / n), rel=1e-6)
+    assert data["overall"]["drift"] == "undetermined"

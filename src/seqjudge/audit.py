@@ -148,6 +148,7 @@ def drift(lower: float, upper: float, alpha: float | None) -> Drift:
 
 class AuditReport(BaseModel):
     runs: list[str]
+    alpha_source: str = ""  # where α came from: the run's certificate, --alpha, or why there is none
     rates: dict[str, list[float]]  # run id -> the inclusion probabilities its audits were drawn with
     auto_passed: int  # traces of these runs that auto-passed (the audited ones included)
     delta: float
@@ -219,3 +220,50 @@ def _rule_label(verdict: str, rule: str | None) -> bool | None:
     if rule is not None:
         return rule == "fail"
     return False if verdict == "pass" else None
+
+
+class CertifiedAlpha(BaseModel):
+    """What the run's judge was certified at: α overall and per judge rule (at the run's risk level), δ."""
+
+    alpha: float
+    delta: float
+    by_rule: dict[str, float]
+    certificate: str  # model, created, dataset: which one
+
+
+def certified_alpha(db: Store, run_id: str) -> tuple[CertifiedAlpha | None, str]:
+    """The certificate the run's (first) judge model, prompt template and rules match, or None and why."""
+    from seqjudge.certificate import certificates_dir, find_certificates, rules_hash, template_hash
+    from seqjudge.errors import SeqjudgeError
+    from seqjudge.inputs import read_rules
+
+    config = db.run_info(run_id).config
+    model = config.get("model")
+    if not model:
+        return None, "the run had no judge model"
+    try:
+        if config.get("rules") in (None, "-"):
+            raise KeyError("rules")
+        ruleset = read_rules(config["rules"], warn=None)
+    except (SeqjudgeError, KeyError, OSError):
+        return None, f"the run's rule file ({config.get('rules')}) cannot be read to match a certificate"
+    template = template_hash()
+    for stored in db.results(run_id):  # the template the run's judge used, if it changed since
+        fingerprint = getattr(stored.result.judge, "fingerprint", None)
+        if fingerprint is not None:
+            template = fingerprint.template_hash
+            break
+    found = find_certificates(
+        model,
+        template,
+        rules_hash(ruleset),
+        folder=certificates_dir(db.path),
+        confidence_source=config.get("confidence"),
+    )
+    if not found:
+        return None, f"no certificate matches {model} with the run's prompt template and rules"
+    cert = found[0]
+    level = config.get("risk_level", "medium")
+    by_rule = {r.rule_id: r.alpha for r in cert.rules if r.risk_level == level}
+    name = f"{cert.model}, {cert.dataset}, {cert.created}"
+    return CertifiedAlpha(alpha=cert.alpha, delta=cert.delta, by_rule=by_rule, certificate=name), ""

@@ -76,14 +76,22 @@ def runs_show(
     ] = None,
     alpha: Annotated[
         float | None,
-        typer.Option("--alpha", min=0.0, max=1.0, help="With --audit: the α to compare with."),
+        typer.Option(
+            "--alpha",
+            min=0.0,
+            max=1.0,
+            help="With --audit: the α to compare with (default: the certificate's).",
+        ),
     ] = None,
     delta: Annotated[
-        float,
+        float | None,
         typer.Option(
-            "--delta", min=0.0001, max=0.5, help="With --audit: the interval misses with this chance."
+            "--delta",
+            min=0.0001,
+            max=0.5,
+            help="With --audit: the interval misses with this chance (default: the certificate's, or 0.05).",
         ),
-    ] = 0.05,
+    ] = None,
     fmt: Annotated[str, format_option("audit", help="With --audit: text or json.")] = "text",
 ) -> int:
     """A run's summary: counts, judge-engine agreement, fingerprints; with --trace, one trace's rules; with
@@ -103,10 +111,28 @@ def runs_show(
     return 0
 
 
-def show_audit(db: Store, run_ids: list[str], alpha: float | None, delta: float, fmt: str) -> int:
-    from seqjudge.audit import audit_report
+def show_audit(db: Store, run_ids: list[str], alpha: float | None, delta: float | None, fmt: str) -> int:
+    from seqjudge.audit import audit_report, certified_alpha
 
-    report = audit_report(db, list(dict.fromkeys(run_ids)), alpha=alpha, delta=delta)
+    rule_alpha: dict[str, float] = {}
+    if alpha is not None:
+        source = f"α {alpha:g} from --alpha"
+    else:
+        cert, why = certified_alpha(db, run_ids[0])
+        if cert is None:
+            source = f"no α: {why} (give --alpha)"
+        else:
+            alpha, rule_alpha = cert.alpha, cert.by_rule
+            delta = cert.delta if delta is None else delta
+            source = f"α {alpha:g} from the certificate ({cert.certificate})"
+    report = audit_report(
+        db,
+        list(dict.fromkeys(run_ids)),
+        alpha=alpha,
+        rule_alpha=rule_alpha,
+        delta=0.05 if delta is None else delta,
+    )
+    report.alpha_source = source
     writer("audit", fmt)(report)
     drifted = [f for f in (report.overall, *report.by_rule) if f.drift == "above_alpha"]
     return 1 if drifted else 0

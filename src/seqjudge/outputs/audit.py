@@ -41,6 +41,8 @@ def audit_text(report: AuditReport, out: IO[str] | None = None) -> None:
         f"{run} at {', '.join(f'{p:g}' for p in ps) or '(none)'}" for run, ps in report.rates.items()
     )
     w(f"Audit of {', '.join(report.runs)}: {report.auto_passed} auto-passed trace(s); audit rate: {rates}\n")
+    if report.alpha_source:
+        w(f"  {report.alpha_source}\n")
     if len({p for ps in report.rates.values() for p in ps}) > 1:
         w("  the rates differ: each audit counts 1/p (Horvitz–Thompson), the interval uses the effective n\n")
     w(f"  false-pass rate (traces): {figure_line(report.overall, confidence)}\n")
