@@ -248,3 +248,25 @@ def test_runs_show_audit_takes_alpha_from_the_runs_certificate(
     n = len(items_)
     assert data["overall"]["upper"] == pytest.approx(1 - 0.05 ** (1 / n), rel=1e-6)
     assert data["overall"]["drift"] == "undetermined"
+
+
+@pytest.mark.parametrize("rates", [(0.1,), (0.05, 0.3)])
+def test_the_interval_covers_the_true_false_pass_rate_in_simulation(rates: tuple[float, ...]) -> None:
+    """Seeded: populations of auto-passed traces with a known false-pass rate, audited at ``rates`` (one run
+    per rate, pooled); the 90% interval should miss the truth in about 10% of draws at most (exact intervals
+    are conservative), with slack for 400 draws (3 standard errors)."""
+    import random
+
+    rng = random.Random(20261201)
+    truth, size, delta, draws_n = 0.04, 1500, 0.1, 400
+    misses = 0
+    for _ in range(draws_n):
+        draws = []
+        for rate in rates:
+            for _ in range(size):
+                if rng.random() < rate:
+                    draws.append(Draw(rate, rng.random() < truth))
+        fig = estimate(draws, alpha=None, delta=delta, scope="trace")
+        assert fig.lower is not None and fig.upper is not None
+        misses += not (fig.lower <= truth <= fig.upper)
+    assert misses / draws_n <= delta + 3 * math.sqrt(delta * (1 - delta) / draws_n)
