@@ -34,6 +34,7 @@ from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.judge.providers.registry import provider_profile
+from seqjudge.judge_gate import run_gate
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
 from seqjudge.rules.engine import Engine
@@ -98,6 +99,7 @@ class RunSummary:
     cache_hits: int = 0
     stopped: str | None = None  # why the run stopped early (the budget)
     notes: list[str] = field(default_factory=list)  # what the reader of the summary must know (judge-only)
+    advisory_fails: Counter[str] = field(default_factory=Counter)  # judge rule -> advisory fails (no gate)
     decisions: list[RuleDecision] = field(default_factory=list, repr=False)  # cross-checked, for agreement
 
     @property
@@ -140,6 +142,7 @@ class RunSummary:
             "judge_skipped": self.judge_skipped,
             "stopped": self.stopped,
             "notes": list(self.notes),
+            "advisory_judge_fails": dict(self.advisory_fails),
         }
 
 
@@ -187,12 +190,16 @@ async def run_traces(
     limiter: RateLimiter | None = None,
     prices: Any = None,
     cache_dir: str | Path | None = None,
+    strict: bool = False,
+    gated: bool = True,
 ) -> RunSummary:
     """Decide every trace of ``traces`` (an iterable) and store each result as it is decided.
 
     ``limiter`` replaces the one built from ``cfg.rpm``/``cfg.tpm`` (a benchmark scales the window);
     ``prices`` replaces ``cfg.prices``; ``cache_dir`` the response cache's folder (default: ``cache/``
-    beside the store)."""
+    beside the store). ``strict``: a judge rule without a matching calibration certificate is an error
+    (``seqjudge.judge_gate``) instead of advice. ``gated=False``: every judge decision stands, certificate
+    or not (a calibration's own runs, which measure the judge the certificate is about)."""
     from seqjudge.redact import redact_trace
 
     engine = Engine(ruleset)
@@ -215,6 +222,11 @@ async def run_traces(
             hint="give it with --prices FILE (or prices: in seqjudge.yaml), e.g. "
             f"{cfg.model}: {{input: 2.5, cached_input: 1.25, output: 10}} in USD per million tokens",
         )
+    routing = run_gate(cfg, ruleset, provider) if gated else None
+    if strict:
+        from seqjudge.judge_gate import require_certificate
+
+        require_certificate(routing)
     fingerprint = {
         "model": cfg.model if provider is not None else None,
         "judge_mode": cfg.judge_mode,
@@ -235,6 +247,9 @@ async def run_traces(
     )
     if ruleset.rules and all(r.type == "judge" for r in ruleset.rules):
         summary.notes.append(f"{JUDGE_ONLY_WARNING}. {JUDGE_ONLY_HINT}.")
+    gate_note = routing.note() if routing is not None else None
+    if gate_note:
+        summary.notes.append(gate_note)
     done = store.completed_trace_ids(run_id)
     if done:
         # Totals and cost cover the whole run, not only what this invocation adds.
@@ -292,6 +307,7 @@ async def run_traces(
             threshold=cfg.threshold,
             risk_level=cfg.risk_level,
             judge_skipped=skipped if provider is None else None,
+            gate=routing,
         )
         store.save_result(run_id, redacted, result, redacted_with=cfg.redact)
         _count(summary, result)
@@ -380,6 +396,9 @@ async def _close_transport(provider: Any) -> None:
 
 def _finish(summary: RunSummary, gate: LimitedProvider | None, cache: Any) -> None:
     summary.agreement = agreement([_Decided(summary.decisions)])  # type: ignore[list-item]  # reads .rules
+    if summary.advisory_fails:
+        fails = ", ".join(f"{rule} on {n} trace(s)" for rule, n in summary.advisory_fails.most_common())
+        summary.notes.append(f"advice only, not gating: the judge failed {fails}")
     if gate is not None:
         summary.calls = gate.stats.as_dict()
     if cache is not None:
@@ -443,6 +462,8 @@ def _count(summary: RunSummary, result: TraceResult) -> None:
     for d in result.rules:
         if d.final == "failed":
             summary.violated[d.rule_id] += 1
+        if d.route == "advisory" and d.judge == "failed":
+            summary.advisory_fails[d.rule_id] += 1
         if d.agree is not None and d.judge is not None:
             summary.decisions.append(d)
     judge = result.judge
