@@ -120,6 +120,41 @@ def test_pooled_runs_at_different_rates_are_weighted_by_one_over_p() -> None:
     assert fig.lower == pytest.approx(clopper_pearson_interval(math.floor(k_eff), 4, 0.95)[0])
 
 
+def confident_pass(trace: Trace, ruleset: Any) -> dict[str, Any]:
+    """The judge passes both rules at confidence 0.95."""
+    reply = judge_output(trace, ruleset, failed=[], decided=["read-first", "confirm"])
+    reply["rule_decisions"] = [
+        {"rule_id": rid, "decision": "passed", "confidence": 0.95} for rid in ("read-first", "confirm")
+    ]
+    return reply
+
+
+def certify_confirm(store: Path, ruleset: Any, model: str = "scripted:scripted", **fields: Any) -> None:
+    """A certificate auto-passing `confirm` from confidence 0.9 (alpha and delta 0.05 unless given)."""
+    from seqjudge.certificate import (
+        CertifiedRule,
+        certificates_dir,
+        new_certificate,
+        rules_hash,
+        save_certificate,
+        template_hash,
+    )
+
+    alpha, delta = fields.get("alpha", 0.05), fields.get("delta", 0.05)
+    entry = CertifiedRule(rule_id="confirm", risk_level="medium", auto_pass=0.9, alpha=alpha, delta=delta)
+    cert = new_certificate(
+        model=model,
+        template_hash=template_hash(),
+        rules_hash=rules_hash(ruleset),
+        dataset_hash="d" * 64,
+        dataset="golden",
+        alpha=alpha,
+        delta=delta,
+        rules=[entry],
+    )
+    save_certificate(cert, certificates_dir(store))
+
+
 # -- end to end ---------------------------------------------------------------------------------------------
 def test_run_audits_a_share_keeps_the_exit_code_and_runs_show_estimates_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
@@ -171,9 +206,10 @@ def test_audits_pool_across_runs_and_count_per_judge_rule(tmp_path: Path) -> Non
     items = traces(120)
     store = tmp_path / "s.db"
     run_ids = []
+    certify_confirm(store, ruleset)
     for rate in (0.5, 0.1):
         cfg = RunConfig(rules="-", traces="-", store=str(store), audit_rate=rate, concurrency=3, cache=False)
-        replies = [judge_output(t, ruleset, failed=[], decided=["read-first", "confirm"]) for t in items]
+        replies = [confident_pass(t, ruleset) for t in items]
         with Store(store) as db:
             summary = asyncio.run(run_traces(cfg, ruleset, items, db, provider=ScriptedProvider(replies)))
         run_ids.append(summary.run_id)
@@ -201,30 +237,11 @@ def test_audits_pool_across_runs_and_count_per_judge_rule(tmp_path: Path) -> Non
 def test_runs_show_audit_takes_alpha_from_the_runs_certificate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from seqjudge.certificate import (
-        CertifiedRule,
-        certificates_dir,
-        new_certificate,
-        rules_hash,
-        save_certificate,
-        template_hash,
-    )
-
     ruleset = parse_rules(RULES, source="<test>")
     rules_file, _ = write_suite(tmp_path, RULES, [])
     items = traces(60)
     store = tmp_path / "s.db"
-    cert = new_certificate(
-        model="scripted:audited",
-        template_hash=template_hash(),
-        rules_hash=rules_hash(ruleset),
-        dataset_hash="d" * 64,
-        dataset="golden",
-        alpha=0.02,
-        delta=0.1,
-        rules=[CertifiedRule(rule_id="confirm", risk_level="medium", auto_pass=0.9, alpha=0.02, delta=0.1)],
-    )
-    save_certificate(cert, certificates_dir(store))
+    certify_confirm(store, ruleset, model="scripted:audited", alpha=0.02, delta=0.1)
     cfg = RunConfig(
         rules=str(rules_file),
         traces="-",
@@ -233,7 +250,7 @@ def test_runs_show_audit_takes_alpha_from_the_runs_certificate(
         audit_rate=0.2,
         cache=False,
     )
-    replies = [judge_output(t, ruleset, failed=[], decided=["read-first", "confirm"]) for t in items]
+    replies = [confident_pass(t, ruleset) for t in items]  # auto-passed under the certificate's 0.9
     with Store(store) as db:
         summary = asyncio.run(run_traces(cfg, ruleset, items, db, provider=ScriptedProvider(replies)))
         items_ = db.review_items(run=summary.run_id, reason="audit")

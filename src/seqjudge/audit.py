@@ -164,8 +164,9 @@ def audit_report(
     rule_alpha: dict[str, float] | None = None,
     delta: float = DEFAULT_DELTA,
 ) -> AuditReport:
-    """The audit figures of ``run_ids`` pooled: the trace-level false-pass rate, and each judge rule's (a
-    rule's false pass is the reviewer failing that rule; a bare ``fail`` verdict leaves it unlabelled)."""
+    """The audit figures of ``run_ids`` pooled: the trace-level false-pass rate, and each judge rule's over
+    its auto-passed decisions (the judge's pass that gated; a rule's false pass is the reviewer failing
+    that rule; a bare ``fail`` verdict leaves it unlabelled)."""
     resolutions = {
         (item.run_id, item.trace_id): item.resolution
         for run_id in run_ids
@@ -190,8 +191,8 @@ def audit_report(
             res = resolutions.get((run_id, result.trace_id))
             overall.append(Draw(p, None if res is None else res.verdict == "fail"))
             for d in result.rules:
-                if d.type != "judge" or d.judge is None:
-                    continue
+                if d.type != "judge" or d.judge != "passed" or d.final != "passed":
+                    continue  # not an auto-passed judge decision (advice only, or no judge)
                 said = _rule_label(res.verdict, res.rules.get(d.rule_id)) if res is not None else None
                 if res is not None and said is None:
                     unlabelled[d.rule_id] = unlabelled.get(d.rule_id, 0) + 1

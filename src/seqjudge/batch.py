@@ -50,6 +50,7 @@ from seqjudge.judge.judge import (
     prepare_request,
 )
 from seqjudge.judge.providers.base import JudgeRequest
+from seqjudge.judge_gate import run_gate
 from seqjudge.redact import redact_trace
 from seqjudge.report import Report
 from seqjudge.rules.engine import Engine
@@ -171,7 +172,7 @@ async def submit_run(
     try:
         for trace, report, session in immediate:
             judged = None if session is None else await _finish_online(session, trace, cfg.max_attempts)
-            _save(store, run_id, cfg, trace, report, judged)
+            _save(store, run_id, cfg, trace, report, judged, run_gate(cfg, ruleset, provider))
             summary.stored += 1
     except ProviderError:
         # Nothing was submitted yet: an ordinary interrupted run, which `seqjudge run --resume` finishes.
@@ -207,10 +208,19 @@ def _cache(cfg: RunConfig, store: Store) -> Any:
 
 
 def _save(
-    store: Store, run_id: str, cfg: RunConfig, trace: Trace, report: Report, judged: JudgeResult | None
+    store: Store,
+    run_id: str,
+    cfg: RunConfig,
+    trace: Trace,
+    report: Report,
+    judged: JudgeResult | None,
+    gate: Any = None,
 ) -> None:
-    """What the online runner does with a decided trace: reconcile and store it."""
-    result = reconcile(report, judged, threshold=cfg.threshold, risk_level=cfg.risk_level, judge_skipped=None)
+    """What the online runner does with a decided trace: reconcile (``gate``: ``runner.run_gate``'s) and
+    store it."""
+    result = reconcile(
+        report, judged, threshold=cfg.threshold, risk_level=cfg.risk_level, judge_skipped=None, gate=gate
+    )
     result = apply_audit(result, cfg.audit_rate, cfg.audit_seed)
     # Every trace reaching here was redacted with the run's names at submit time.
     store.save_result(run_id, trace, result, redacted_with=cfg.redact)
@@ -438,6 +448,17 @@ class _Collector:
         self.parts = store.prompt_parts(parts)
         self.bases = {tid: unpack_request(t.request, self.parts) for tid, t in traces.items()}
         self.default_api = batch_api(provider)
+        self._gate: Any = None
+        self._gated = False
+
+    def gate(self) -> Any:
+        """The run's judge gate (``runner.run_gate``), from the run's rules file, worked out once."""
+        if not self._gated:
+            from seqjudge.rules.load import load_rules
+
+            self._gate = run_gate(self.cfg, load_rules(self.cfg.rules), self.provider)
+            self._gated = True
+        return self._gate
 
     def _item(self, trace_id: str) -> _Item:
         t = self.traces[trace_id]
@@ -557,7 +578,15 @@ class _Collector:
         t = self.traces[req.trace_id]
         # Another collect of this run may have stored it meanwhile: one result per trace, theirs.
         with suppress(DuplicateTraceError):
-            _save(self.store, self.run_id, self.cfg, t.trace, Report.model_validate(t.engine), judged)
+            _save(
+                self.store,
+                self.run_id,
+                self.cfg,
+                t.trace,
+                Report.model_validate(t.engine),
+                judged,
+                self.gate(),
+            )
         self.store.mark_handled([(req.batch_id, req.custom_id)])
 
     async def _reask_online(self, work: list[tuple[BatchRequest, JudgeSession]]) -> int:

@@ -1,10 +1,11 @@
 """Scores for a calibration: judged runs of a golden dataset (stored ones reused), or an external scores file.
 
 Reuse: a stored run counts as a judgement of the dataset when it is *completed*, was made with the same
-rules and traces files, model, judge mode and sampling options, and, trace by trace, the judge was sent
-exactly the prompt it would be sent now (the stored ``prompt_hash`` equals a fresh render's, which covers
-the template, rules, catalog, examples, risk level, redaction and the trace itself) under the same template
-hash. Then its scores are used and no model is called.
+rules and traces files, model, judge mode, confidence source and sampling options, no judge decision in it
+was routed by a certificate (``seqjudge.judge_gate``: calibration runs are ungated), and, trace by trace,
+the judge was sent exactly the prompt it would be sent now (the stored ``prompt_hash`` equals a fresh
+render's, which covers the template, rules, catalog, examples, risk level, redaction and the trace itself)
+under the same template hash. Then its scores are used and no model is called.
 
 Repeats (``--repeats K``): each repeat is one stored run made with ``run_traces``. With K = 1 the response
 cache is used as ``seqjudge run`` uses it. With K > 1 every new repeat runs with the response cache off, so
@@ -125,6 +126,8 @@ def _same_prompts(
             return False
         if independent_only and any(a.cached for a in judge.attempts):
             return False
+        if any(d.route is not None for d in stored.result.rules):
+            return False  # a gated run's scores leave out (or route) judge decisions: not the judge's own
         seen.add(stored.trace_id)
     return seen == set(expected)
 
@@ -184,6 +187,7 @@ async def judge_repeats(
             provider=provider,
             catalog=dataset.catalog,
             examples=dataset.examples,
+            gated=False,  # the calibration measures the judge itself: no certificate applies yet
         )
         run_ids.append(summary.run_id)
     results = [{s.trace_id: s.result for s in store.results(run_id)} for run_id in run_ids]

@@ -1,11 +1,12 @@
 """Escalation: a cascade of judges, cheapest first (``seqjudge run --model cheap --escalate strong``).
 
-Every stage has its own calibration certificate (``seqjudge calibrate`` certifies each model). The first
-stage is asked what a one-judge run asks. A `judge` rule it cannot auto-decide under its certified
-thresholds (a pass below its auto-pass threshold, a fail below its auto-fail one, any decision without a
-confidence, every decision of a stage no certificate matches, every rule of an unscored reply) is asked
-again of the next stage, and only those rules: a stronger judge is paid only for what the cheaper one could
-not settle. What the last stage cannot settle goes to review like any decision under its threshold.
+Every stage has its own calibration certificate (``seqjudge calibrate`` certifies each model) and so its
+own gate (``seqjudge.judge_gate``). The first stage is asked what a one-judge run asks. A `judge` rule whose
+decision its gate would not let stand (a pass below the auto-pass threshold, a fail below a certified
+auto-fail threshold, a decision without a confidence, every decision of a stage no certificate matches,
+every rule of an unscored reply) is asked again of the next stage, and only those rules: a stronger judge
+is paid only for what the cheaper one could not settle. The last stage's answer is routed by its own gate
+as a one-judge run's is: to review (``low_confidence``), or advice only when it has no certificate.
 
 Deterministic rules are the engine's and are cross-checked by the first stage only: escalating them would
 buy nothing the engine does not already know.
@@ -22,40 +23,33 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from seqjudge.crosscheck import StageRecord, TraceResult
+from seqjudge.crosscheck import StageRecord
 from seqjudge.errors import InputError
 from seqjudge.pricing import Cost, Price, cost_of, price_for
 
 if TYPE_CHECKING:
     from seqjudge.config import RunConfig
     from seqjudge.judge.judge import JudgeResult
+    from seqjudge.judge_gate import JudgeGate
     from seqjudge.rules.model import RuleSet
-
-ESCALATION_EXHAUSTED = "escalation_exhausted"
-# rule id -> (auto-pass threshold, auto-fail threshold) of one stage at the run's risk level; None: that side
-# is not certified (never auto-decided).
-StageThresholds = Mapping[str, tuple[float | None, float | None]]
 
 
 @dataclass
 class Stage:
-    """One judge of the cascade: its model, the provider that asks it, its price and its certificate's
-    thresholds (None: no certificate matches this model, prompt and rules)."""
+    """One judge of the cascade: its model, the provider that asks it, its price and its gate (None: every
+    decision stands, as in a calibration's own runs)."""
 
     model: str
     provider: Any
     price: Price | None = None
-    thresholds: StageThresholds | None = None
+    gate: JudgeGate | None = None
 
+    @property
+    def certified(self) -> bool:
+        return self.gate is None or bool(self.gate.certified)
 
-def auto_decided(
-    said: str, confidence: float | None, entry: tuple[float | None, float | None] | None
-) -> bool:
-    """Whether a stage settles a decision by itself: its side is certified and its confidence reaches it."""
-    if entry is None or confidence is None:
-        return False
-    threshold = entry[0] if said == "passed" else entry[1]
-    return threshold is not None and confidence >= threshold
+    def settles(self, rule_id: str, said: str, confidence: float | None) -> bool:
+        return self.gate is None or self.gate.route(rule_id, said, confidence) == "gate"
 
 
 Ask = Callable[[Stage, list[str]], Awaitable["JudgeResult | None"]]
@@ -73,7 +67,7 @@ async def judge_cascade(
         result = await ask(stage, asked)
         if result is None:
             return None
-        settled = settled_rules(result, asked, judge_rules, stage.thresholds)
+        settled = settled_rules(result, asked, judge_rules, stage)
         unsettled = [r for r in asked if r in judge_rules and r not in settled]
         answers.append((stage, result, settled))
         records.append(_record(stage, result, asked, settled, unsettled))
@@ -84,16 +78,15 @@ async def judge_cascade(
 
 
 def settled_rules(
-    result: JudgeResult, asked: Sequence[str], judge_rules: set[str], thresholds: StageThresholds | None
+    result: JudgeResult, asked: Sequence[str], judge_rules: set[str], stage: Stage
 ) -> list[str]:
-    if result.status != "scored" or thresholds is None:
+    """The judge rules of ``asked`` whose decision in ``result`` the stage's gate lets stand."""
+    if result.status != "scored":
         return []
     said = result.rule_outcomes()
     confidence = result.rule_confidences()
     return [
-        r
-        for r in asked
-        if r in judge_rules and r in said and auto_decided(said[r], confidence.get(r), thresholds.get(r))
+        r for r in asked if r in judge_rules and r in said and stage.settles(r, said[r], confidence.get(r))
     ]
 
 
@@ -107,7 +100,7 @@ def _record(
         settled=settled,
         unsettled=unsettled,
         status=result.status,
-        certified=stage.thresholds is not None,
+        certified=stage.certified,
         input_tokens=usage.input_tokens,
         cached_input_tokens=usage.cached_input_tokens,
         cache_write_tokens=usage.cache_write_tokens,
@@ -165,13 +158,20 @@ def merge(answers: Sequence[tuple[JudgeResult, list[str]]]) -> JudgeResult:
 
 # -- building a cascade and adding up what it did -----------------------------------------------------------
 def build_stages(
-    cfg: RunConfig, ruleset: RuleSet, providers: Sequence[Any], prices: Mapping[str, Price]
+    cfg: RunConfig,
+    ruleset: RuleSet,
+    providers: Sequence[Any],
+    prices: Mapping[str, Price],
+    first_gate: JudgeGate | None,
 ) -> list[Stage]:
     """The judges of ``cfg.model`` then ``cfg.escalate`` (``providers`` in that order), each with its price
-    from ``prices`` and its certificate's thresholds."""
+    from ``prices`` and the gate of its own certificate (``first_gate``: the run's, already looked up; None:
+    an ungated run, where every stage's decisions stand)."""
+    from seqjudge.judge_gate import judge_gate
+
     models = [cfg.model or "", *cfg.escalate]
     stages = []
-    for model, provider in zip(models, providers, strict=True):
+    for n, (model, provider) in enumerate(zip(models, providers, strict=True)):
         price = price_for(model, prices)
         if cfg.max_cost and price is None:
             raise InputError(
@@ -181,47 +181,51 @@ def build_stages(
                 hint=f"give it with --prices FILE, e.g. {model}: {{input: 2.5, output: 10}} in USD per "
                 "million tokens",
             )
-        stages.append(Stage(model, provider, price, stage_thresholds(cfg, ruleset, model)))
+        gate = first_gate
+        if n and first_gate is not None:
+            gate = judge_gate(
+                model, ruleset, store=cfg.store, risk_level=cfg.risk_level, confidence_source=cfg.confidence
+            )
+        stages.append(Stage(model, provider, price, gate))
     return stages
-
-
-def stage_thresholds(cfg: RunConfig, ruleset: RuleSet, model: str) -> StageThresholds | None:
-    """Per judge rule, the (auto-pass, auto-fail) thresholds the certificate of ``model`` gives at the run's
-    risk level; None when no certificate matches this model, prompt template and rules."""
-    from seqjudge.certificate import certificates_dir, certified_thresholds, rules_hash, template_hash
-
-    found = certified_thresholds(
-        model,
-        template_hash(),
-        rules_hash(ruleset),
-        folder=certificates_dir(cfg.store),
-        confidence_source=cfg.confidence,
-    )
-    if found is None:
-        return None
-    return {rid: (e.auto_pass, e.auto_fail) for (rid, level), e in found.items() if level == cfg.risk_level}
 
 
 def stage_notes(stages: Sequence[Stage]) -> list[str]:
     """What the reader of a run's summary must know about its cascade: judges without a certificate."""
-    return [
-        f"escalation judge {n + 1} ({stage.model}) has no certificate for this prompt template and these "
-        "rules: it settles nothing and passes every judge rule on; `seqjudge calibrate DATASET --model "
-        f"{stage.model}` certifies it"
-        for n, stage in enumerate(stages)
-        if stage.thresholds is None
-    ]
+    notes = []
+    for n, stage in enumerate(stages):
+        advisory = stage.gate.advisory if stage.gate is not None else ()
+        if advisory:
+            last = (
+                "the last judge: its decisions on them are advice only"
+                if n == len(stages) - 1
+                else ("it settles none of them and passes them on")
+            )
+            notes.append(
+                f"escalation judge {n + 1} ({stage.model}) has no certificate for judge rule(s) "
+                f"{', '.join(advisory)} with this prompt template and these rules: {last}; `seqjudge "
+                f"calibrate DATASET --model {stage.model}` certifies it"
+            )
+    return notes
 
 
-def attach(result: TraceResult, records: list[StageRecord]) -> TraceResult:
-    """``result`` with its cascade's records, routed to review when a judge rule was left unsettled by the
-    last judge (reason ``escalation_exhausted``): no judge could auto-decide it under its certificate."""
-    left = records[-1].unsettled if records else []
-    if not left:
-        return result.model_copy(update={"stages": records})
-    reasons = [*result.review_reasons, ESCALATION_EXHAUSTED]
-    verdict = "review" if result.verdict == "pass" else result.verdict
-    return result.model_copy(update={"stages": records, "review_reasons": reasons, "verdict": verdict})
+@dataclass
+class CascadeRouting:
+    """The gate of a cascade's merged answer: each judge rule routed by the gate of the stage whose answer
+    is final for it (the last stage asked about it)."""
+
+    gates: dict[str, JudgeGate | None]
+
+    def route(self, rule_id: str, said: str, confidence: float | None) -> str:
+        gate = self.gates.get(rule_id)
+        return "gate" if gate is None else gate.route(rule_id, said, confidence)
+
+
+def cascade_routing(stages: Sequence[Stage], records: Sequence[StageRecord]) -> CascadeRouting:
+    gates: dict[str, JudgeGate | None] = {}
+    for stage, record in zip(stages, records, strict=False):  # a record per stage asked, in order
+        gates.update(dict.fromkeys(record.asked, stage.gate))
+    return CascadeRouting(gates)
 
 
 @dataclass

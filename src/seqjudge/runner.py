@@ -31,11 +31,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seqjudge.audit import apply_audit
-from seqjudge.cascade import Ask, Stage, StageTally, attach, build_stages, judge_cascade, stage_notes
+from seqjudge.cascade import (
+    Ask,
+    Stage,
+    StageTally,
+    build_stages,
+    cascade_routing,
+    judge_cascade,
+    stage_notes,
+)
 from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import RuleDecision, StageRecord, TraceResult, agreement, reconcile
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.judge.providers.registry import provider_profile
+from seqjudge.judge_gate import run_gate
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
 from seqjudge.rules.engine import Engine
@@ -100,6 +109,7 @@ class RunSummary:
     cache_hits: int = 0
     stopped: str | None = None  # why the run stopped early (the budget)
     notes: list[str] = field(default_factory=list)  # what the reader of the summary must know (judge-only)
+    advisory_fails: Counter[str] = field(default_factory=Counter)  # judge rule -> advisory fails (no gate)
     decisions: list[RuleDecision] = field(default_factory=list, repr=False)  # cross-checked, for agreement
     stages: StageTally | None = None  # an escalation cascade's judges (seqjudge.cascade)
 
@@ -144,6 +154,7 @@ class RunSummary:
             "stopped": self.stopped,
             "notes": list(self.notes),
             **({"stages": self.stages.totals()} if self.stages is not None else {}),
+            "advisory_judge_fails": dict(self.advisory_fails),
         }
 
 
@@ -192,13 +203,18 @@ async def run_traces(
     prices: Any = None,
     cache_dir: str | Path | None = None,
     escalation: Sequence[Provider] | None = None,
+    strict: bool = False,
+    gated: bool = True,
 ) -> RunSummary:
     """Decide every trace of ``traces`` (an iterable) and store each result as it is decided.
 
     ``limiter`` replaces the one built from ``cfg.rpm``/``cfg.tpm`` (a benchmark scales the window);
     ``prices`` replaces ``cfg.prices``; ``cache_dir`` the response cache's folder (default: ``cache/``
     beside the store); ``escalation`` the providers of ``cfg.escalate``'s models (default: built from
-    them), the later stages of a cascade (``seqjudge.cascade``)."""
+    them), the later stages of a cascade (``seqjudge.cascade``). ``strict``: a judge rule without a matching
+    calibration certificate is an error (``seqjudge.judge_gate``) instead of advice. ``gated=False``: every
+    judge decision stands, certificate or not (a calibration's own runs, which measure the judge the
+    certificate is about)."""
     from seqjudge.redact import redact_trace
 
     engine = Engine(ruleset)
@@ -221,12 +237,18 @@ async def run_traces(
             hint="give it with --prices FILE (or prices: in seqjudge.yaml), e.g. "
             f"{cfg.model}: {{input: 2.5, cached_input: 1.25, output: 10}} in USD per million tokens",
         )
+    routing = run_gate(cfg, ruleset, provider) if gated else None
     # An escalation cascade (seqjudge.cascade): the run's judge first, then each --escalate model.
     stages: list[Stage] = []
     if provider is not None and cfg.escalate:
         later = list(escalation) if escalation is not None else escalation_providers(cfg)
         table = load_prices(prices if prices is not None else cfg.prices)
-        stages = build_stages(cfg, ruleset, [provider, *later], table)
+        stages = build_stages(cfg, ruleset, [provider, *later], table, routing if gated else None)
+    if strict:
+        from seqjudge.judge_gate import require_certificate
+
+        for stage_gate in [stage.gate for stage in stages] or [routing]:
+            require_certificate(stage_gate)
     fingerprint = {
         "model": cfg.model if provider is not None else None,
         **({"escalate": list(cfg.escalate)} if provider is not None and cfg.escalate else {}),
@@ -249,6 +271,9 @@ async def run_traces(
     )
     if ruleset.rules and all(r.type == "judge" for r in ruleset.rules):
         summary.notes.append(f"{JUDGE_ONLY_WARNING}. {JUDGE_ONLY_HINT}.")
+    gate_note = routing.note() if routing is not None and not stages else None
+    if gate_note:
+        summary.notes.append(gate_note)
     summary.notes.extend(stage_notes(stages))
     done = store.completed_trace_ids(run_id)
     if done:
@@ -328,9 +353,11 @@ async def run_traces(
             threshold=cfg.threshold,
             risk_level=cfg.risk_level,
             judge_skipped=skipped if provider is None else None,
+            # A cascade's decisions gate by the certificate of the judge whose answer is final.
+            gate=cascade_routing(stages, records) if records else routing,
         )
         if records:
-            result = attach(result, records)
+            result = result.model_copy(update={"stages": records})
         result = apply_audit(result, cfg.audit_rate, cfg.audit_seed)
         store.save_result(run_id, redacted, result, redacted_with=cfg.redact)
         _count(summary, result)
@@ -482,6 +509,9 @@ async def _close_transports(provider: Any, gates: Sequence[LimitedProvider]) -> 
 
 def _finish(summary: RunSummary, gates: Sequence[LimitedProvider], cache: Any) -> None:
     summary.agreement = agreement([_Decided(summary.decisions)])  # type: ignore[list-item]  # reads .rules
+    if summary.advisory_fails:
+        fails = ", ".join(f"{rule} on {n} trace(s)" for rule, n in summary.advisory_fails.most_common())
+        summary.notes.append(f"advice only, not gating: the judge failed {fails}")
     if gates:
         summary.calls = gates[0].stats.as_dict()
         for g in gates[1:]:  # a cascade's calls, all judges together
@@ -547,6 +577,8 @@ def _count(summary: RunSummary, result: TraceResult) -> None:
     for d in result.rules:
         if d.final == "failed":
             summary.violated[d.rule_id] += 1
+        if d.route == "advisory" and d.judge == "failed":
+            summary.advisory_fails[d.rule_id] += 1
         if d.agree is not None and d.judge is not None:
             summary.decisions.append(d)
     judge = result.judge
