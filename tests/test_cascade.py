@@ -441,3 +441,38 @@ def test_calibrate_certifies_each_stage_then_run_uses_each_certificate(
     assert rows["conf:small"]["settled"] == 65 + 4 and rows["conf:small"]["passed_on"] == unsure == 11
     assert rows["conf:large"]["traces"] == unsure and rows["conf:large"]["settled"] == 0
     assert totals["review_reasons"]["low_confidence"] == unsure
+
+
+def test_strict_wants_every_judge_certified_and_batch_or_dry_run_say_what_they_cannot_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seqjudge.errors import InputError
+
+    items = traces(1)
+    certify(tmp_path / "s.db", CHEAP, {CONFIRM: 0.9, POLITE: 0.9})  # the strong judge has none
+    sure = {READ: ("passed", 0.99), CONFIRM: ("passed", 0.99), POLITE: ("passed", 0.99)}
+    cheap, strong = Judge(items, {"t0": sure}, "cheap"), Judge(items, {"t0": sure}, "strong")
+    cfg = RunConfig(rules="-", traces="-", store=str(tmp_path / "s.db"), model=CHEAP, escalate=[STRONG])
+    with Store(cfg.store) as db, pytest.raises(InputError, match="no calibration certificate") as caught:
+        asyncio.run(run_traces(cfg, ruleset(), items, db, provider=cheap, escalation=[strong], strict=True))
+    assert "scripted:strong" in str(caught.value) and cheap.requests == []
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps(RULES))
+    trace_file = tmp_path / "t.jsonl"
+    trace_file.write_text(items[0].model_dump_json() + "\n")
+    args = [
+        "run",
+        str(rules),
+        str(trace_file),
+        "--store",
+        str(tmp_path / "s.db"),
+        "--model",
+        "openai:gpt-4o-mini",
+    ]
+    args += ["--escalate", "openai:gpt-4o"]
+    assert run([*args, "--batch"]) == 2
+    assert "--batch cannot escalate" in capsys.readouterr().err
+    assert run([*args, "--dry-run"]) == 0
+    assert "not estimated: escalation to openai:gpt-4o" in capsys.readouterr().out

@@ -616,6 +616,7 @@ class RunEstimate:
     model: str | None = None
     price: Price | None = None
     judge_skipped: str | None = None
+    escalate: list[str] = field(default_factory=list)  # a cascade's later judges: not estimated
 
     def cost(self, *, prompt_cache: bool = False) -> float | None:
         """USD; ``prompt_cache``: the static part of every call but the first read from the prompt cache."""
@@ -639,6 +640,7 @@ class RunEstimate:
             "cost_usd": _round(self.cost()),
             "cost_usd_with_prompt_cache": _round(self.cost(prompt_cache=True)),
             "judge_skipped": self.judge_skipped,
+            "not_estimated": [f"escalation to {m}" for m in self.escalate],
             "token_estimate": "characters / 4",
         }
 
@@ -664,7 +666,9 @@ def estimate_run(
     from seqjudge.judge.prompt import catalog_names, render
     from seqjudge.judge.validate import check_inputs
 
-    est = RunEstimate(model=cfg.model, price=run_price(cfg, prices) if cfg.model else None)
+    est = RunEstimate(
+        model=cfg.model, price=run_price(cfg, prices) if cfg.model else None, escalate=list(cfg.escalate)
+    )
     if not cfg.model:
         est.judge_skipped = judge_unavailable(cfg.model)
     rule_ids = judge_rule_ids(ruleset, cfg.judge_mode)

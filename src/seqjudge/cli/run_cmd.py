@@ -186,6 +186,12 @@ def run(
         return 0
     # -- batch runs: submitted here, collected by `seqjudge batch collect` (seqjudge.cli.batch_cmd) --
     if batch:
+        if cfg.escalate:
+            raise InputError(
+                "--batch cannot escalate: a cascade asks the next judge only after the first has answered",
+                where="--escalate",
+                hint="run the cascade online (drop --batch), or --batch with one --model",
+            )
         return submit_batch(cfg, ruleset, traces, catalog_obj, examples_obj, resume=resume, fmt=fmt)
     # -- end batch runs --
     from seqjudge.cli.progress import RunProgress, progress_wanted

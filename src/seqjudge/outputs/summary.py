@@ -140,4 +140,9 @@ def estimate_text(est: RunEstimate, out: IO[str] | None = None) -> None:
             f"estimated cost: ${cost:.4f} at {est.model} prices ({est.price.describe()}); "
             f"${cached:.4f} if the static part is read from the provider's prompt cache\n"
         )
+    if est.escalate:
+        w(
+            f"not estimated: escalation to {', '.join(est.escalate)} (what it is asked depends on the first "
+            "judge's confidence; each judge's calls are added to its cost once the run is made)\n"
+        )
     w("no model was called and no run was written.\n")
