@@ -196,6 +196,14 @@ def test_only_what_the_cheap_judge_cannot_settle_goes_to_the_strong_one(tmp_path
     assert rows[STRONG]["cost_usd"] == pytest.approx(strong_cost, abs=1e-6)
     assert summary.totals()["cost"]["usd"] == pytest.approx(cheap_cost + strong_cost, abs=1e-6)
     assert summary.reasons["low_confidence"] == 1
+    from seqjudge.outputs.listings import review_lines
+
+    with Store(tmp_path / "s.db") as db:
+        [item] = db.review_items(reason="low_confidence")
+        shown = "\n".join(review_lines(db.review_item(item.id)))
+    assert f"escalation 1. {CHEAP} (scored): asked {READ}, {CONFIRM}, {POLITE}; settled {POLITE}" in shown
+    assert f"escalation 2. {STRONG} (scored): asked {CONFIRM}; settled -; passed to review" in shown
+    assert "Raw judge replies (2)" in shown
 
 
 def test_an_uncertified_judge_settles_nothing_and_the_summary_says_so(

@@ -280,6 +280,7 @@ def review_lines(detail: ReviewDetail) -> list[str]:
             lines.append(f"      engine: {d.engine_explanation or '-'}")
             lines.append(f"      judge: {d.judge_explanation or '(reported no violation of this rule)'}")
     lines += ["", "  Judge: " + _judge_status_text(result)]
+    lines += [f"    {line}" for line in stage_lines(result)]
     j = judge_data(result.judge)
     report = (j or {}).get("report")
     if report:
@@ -315,6 +316,19 @@ def review_lines(detail: ReviewDetail) -> list[str]:
             f"  Decide: seqjudge review resolve {detail.id} --verdict pass|fail "
             "[--rule RULE=pass|fail ...] [--note TEXT]",
         ]
+    return lines
+
+
+def stage_lines(result: TraceResult) -> list[str]:
+    """An escalated trace: which judge answered which rule (its raw replies are listed in that order)."""
+    lines = []
+    for n, stage in enumerate(result.stages):
+        onward = "review or advice" if n == len(result.stages) - 1 else "the next judge"
+        lines.append(
+            f"escalation {n + 1}. {stage.model} ({stage.status}): asked {', '.join(stage.asked) or '-'}; "
+            f"settled {', '.join(stage.settled) or '-'}; "
+            f"passed to {onward}: {', '.join(stage.unsettled) or '-'}"
+        )
     return lines
 
 
