@@ -362,6 +362,10 @@ def test_the_cascade_through_the_openai_sdk_with_two_models(
     with Store(store) as db:
         info = db.run_info(db.resolve_run("latest"))
         assert info.config["escalate"] == [large] and info.fingerprint["escalate"] == [large]
+    assert run(["runs", "show", "latest", "--store", str(store)]) == 0
+    shown = capsys.readouterr().out
+    assert "escalation 1. openai:judge-small: 3 trace(s), settled 4, passed on 2, $0.0004" in shown
+    assert "escalation 2. openai:judge-large: 2 trace(s), settled 1, passed on 1, $0.0140" in shown
 
 
 def test_calibrate_certifies_each_stage_then_run_uses_each_certificate(

@@ -119,6 +119,12 @@ def run_lines(info: RunInfo, results: list[TraceResult]) -> list[str]:
     scalars = {k: v for k, v in (info.totals or {}).items() if isinstance(v, int | float) and k != "traces"}
     if scalars:
         lines.append("  totals: " + ", ".join(f"{k} {v}" for k, v in scalars.items()))
+    for n, row in enumerate((info.totals or {}).get("stages") or []):  # an escalation cascade
+        cost = "no price" if row["cost_usd"] is None else f"${row['cost_usd']:.4f}"
+        lines.append(
+            f"  escalation {n + 1}. {row['model']}: {row['traces']} trace(s), settled {row['settled']}, "
+            f"passed on {row['passed_on']}, {cost}"
+        )
     figures = agreement(results)
     lines.append(f"  judge-engine agreement: {_agreement_text(figures['overall'])}")
     for title, key in (("by rule type", "by_type"), ("by rule", "by_rule")):
