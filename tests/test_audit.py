@@ -287,3 +287,17 @@ def test_the_interval_covers_the_true_false_pass_rate_in_simulation(rates: tuple
         assert fig.lower is not None and fig.upper is not None
         misses += not (fig.lower <= truth <= fig.upper)
     assert misses / draws_n <= delta + 3 * math.sqrt(delta * (1 - delta) / draws_n)
+
+
+def test_a_batch_run_audits_its_collected_traces_the_same_way(tmp_path: Path) -> None:
+    from seqjudge.batch import _save
+
+    ruleset = parse_rules(ENGINE_ONLY, source="<test>")
+    cfg = RunConfig(rules="-", traces="-", store=str(tmp_path / "s.db"), audit_rate=0.5, audit_seed=3)
+    items = traces(40)
+    with Store(cfg.store) as db:
+        run_id = db.create_run(config=cfg.model_dump(mode="json"), fingerprint={}, label=None)
+        for t in items:
+            _save(db, run_id, cfg, t, check(t, ruleset), None)
+        audited = {i.trace_id for i in db.review_items(run=run_id, reason="audit")}
+    assert audited == {t.trace_id for t in items if audit_draw(t.trace_id, 3) < 0.5} and audited
