@@ -157,3 +157,24 @@ def test_without_a_matching_certificate_judge_rules_are_advisory(tmp_path: Path,
     with pytest.raises(InputError) as err:
         judge_run(tmp_path / "strict", strict=True)
     assert "no calibration certificate" in str(err.value) and "--strict" in str(err.value)
+
+
+class _Advisory:
+    def route(self, rule_id: str, said: str, confidence: float | None) -> str:
+        return "advisory"
+
+
+def test_compare_leaves_advisory_judge_rules_out_and_says_so() -> None:
+    from seqjudge.compare import compare
+    from seqjudge.crosscheck import reconcile
+    from test_compare import make_run
+
+    def advisory(pairs: list[Any]) -> list[Any]:
+        return [reconcile(r.engine, r.judge, gate=_Advisory()) for _, r in pairs]
+
+    base = advisory(make_run(20))
+    cand = advisory(make_run(20, judge_fail=range(10)))  # the judge fails half: advice, not a regression
+    out = compare(base, cand)
+    judge = next(d for d in out.decisions if d.rule == "judge_paired")
+    assert not judge.fired and not out.regression
+    assert judge.reason.startswith("judge rules advisory on 20 trace(s)") and "never gating" in judge.reason

@@ -102,6 +102,13 @@ async def submit_run(
 ) -> SubmitSummary:
     """Create a run, store the traces that need no model call, and submit the others' judge requests."""
     api = api or batch_api(provider)  # an unsupported provider fails before anything is stored
+    if cfg.confidence != "stated":
+        raise InputError(
+            f"--batch sends one request per trace and keeps no log-probabilities: --confidence "
+            f"{cfg.confidence} needs an online run",
+            where="--confidence",
+            hint="drop --batch, or use --confidence stated (the model's own confidence) with --batch",
+        )
     if cfg.model is None:
         cfg = cfg.model_copy(update={"model": f"{provider.name}:{provider.model}"})
     engine = Engine(ruleset)

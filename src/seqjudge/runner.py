@@ -43,6 +43,7 @@ from seqjudge.cascade import (
 from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import RuleDecision, StageRecord, TraceResult, agreement, reconcile
 from seqjudge.errors import InputError, ProviderError
+from seqjudge.judge.confidence import check_source
 from seqjudge.judge.providers.registry import provider_profile
 from seqjudge.judge_gate import run_gate
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
@@ -222,13 +223,18 @@ async def run_traces(
     if provider is None and skipped is None:
         from seqjudge.judge.providers.base import get_provider
 
+        # Before the provider is built: it would refuse an option it lacks in less helpful words.
+        check_source(cfg.confidence, cfg.samples, str(cfg.model).split(":", 1)[0])
         opts = cfg.model_options
         provider = get_provider(
             cfg.model,  # type: ignore[arg-type]
             base_url=opts.base_url,
             timeout=opts.timeout,
             max_retries=opts.max_retries,
+            **({"logprobs": True} if cfg.confidence == "logprobs" else {}),
         )
+    if provider is not None:
+        check_source(cfg.confidence, cfg.samples, getattr(provider, "name", None))
     price = run_price(cfg, prices) if provider is not None else None
     if provider is not None and cfg.max_cost and price is None:
         raise InputError(
@@ -539,25 +545,39 @@ async def _judge(
     examples: Any,
     fatal: list[ProviderError],
 ) -> JudgeResult | None:
+    from seqjudge.judge.confidence import combine_samples, reordered, sample_temperature, with_source
     from seqjudge.judge.judge import JudgeFailure, settle_trace  # cheap once imported; deps stay lazy
 
-    outcome = await settle_trace(
-        trace,
-        ruleset,
-        gate,
-        catalog=catalog,
-        examples=examples,
-        risk_level=cfg.risk_level,
-        max_attempts=cfg.max_attempts,
-        cache=cache,
-        rule_ids=rule_ids,
-        max_tokens=cfg.model_options.max_tokens,
-        temperature=cfg.model_options.temperature,
-        seed=cfg.model_options.seed,
-        redact=cfg.redact,
-    )
-    if not isinstance(outcome, JudgeFailure):
-        return outcome
+    k = cfg.samples if cfg.confidence == "samples" else 1
+    temperature = cfg.model_options.temperature
+    if k > 1:
+        temperature = sample_temperature(gate, temperature)
+
+    async def one(i: int) -> JudgeResult | JudgeFailure:
+        rules_i, examples_i = reordered(ruleset, examples, i)
+        return await settle_trace(
+            trace,
+            rules_i,
+            gate,
+            catalog=catalog,
+            examples=examples_i,
+            risk_level=cfg.risk_level,
+            max_attempts=cfg.max_attempts,
+            # Samples after the first never read the cache: a repeated request would repeat its answer.
+            cache=cache if i == 0 else None,
+            rule_ids=rule_ids,
+            max_tokens=cfg.model_options.max_tokens,
+            temperature=temperature,
+            seed=cfg.model_options.seed,
+            redact=cfg.redact,
+        )
+
+    outcomes = list(await asyncio.gather(*(one(i) for i in range(k))))
+    failures = [o for o in outcomes if isinstance(o, JudgeFailure)]
+    if not failures or (k > 1 and len(failures) < k and not _stops(failures, gate)):
+        results = [o.unscored if isinstance(o, JudgeFailure) else o for o in outcomes]
+        return with_source(combine_samples(results) if k > 1 else results[0], cfg.confidence)
+    outcome = failures[0]
     exc = outcome.error
     if exc.kind in ("stopped", "budget"):
         return None  # gate.stop_reason says why (the budget, or a fatal error in another trace)
@@ -568,6 +588,16 @@ async def _judge(
     # Rate limits, server errors, timeouts that outlived the SDK's own retries: this trace is unscored,
     # with the reason, and goes to review; the run goes on.
     return outcome.unscored
+
+
+def _stops(failures: list[Any], gate: LimitedProvider) -> bool:
+    """Whether one of the failures ends the run (or this trace's turn): stopped, budget, or fatal."""
+    return any(
+        f.error.kind in ("stopped", "budget")
+        or f.error.kind in FATAL_KINDS
+        or (f.error.kind in FATAL_UNTIL_SUCCESS and gate.stats.calls == 0)
+        for f in failures
+    )
 
 
 def _count(summary: RunSummary, result: TraceResult) -> None:

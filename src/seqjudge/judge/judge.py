@@ -478,6 +478,11 @@ class JudgeSession:
             sampling_controlled=last.sampling_controlled if last else False,
             attempts_used=len(self.attempts),
         )
+        confidence = None
+        if report is not None and last is not None and last.token_logprobs is not None:
+            from seqjudge.judge.confidence import decision_confidences
+
+            confidence = decision_confidences(last.text, last.token_logprobs)
         return JudgeResult(
             trace_id=trace.trace_id,
             status="scored" if report is not None else "unscored",
@@ -487,4 +492,6 @@ class JudgeSession:
             fingerprint=fingerprint,
             usage=usage,
             rule_ids=list(self.prompt.rule_ids),
+            confidence=confidence,
+            confidence_source="logprobs" if confidence is not None else "stated",
         )

@@ -62,8 +62,15 @@ class JudgeRuleDecision(_Strict):
 
 
 class JudgeOutput(_Strict):
-    """Seed 000's output object, with the engine's eight violation types."""
+    """Seed 000's output object, with the engine's eight violation types, led by the decision per rule."""
 
+    # The judge's confidence per rule (seqjudge.guarantee thresholds it). First, so that each decision is
+    # written before the violations that follow from it: its tokens' log-probabilities then measure the
+    # decision itself (seqjudge.judge.confidence). Optional so that replies recorded before it existed still
+    # validate; a reply without it has no stated confidence, and a decision without one is never auto-passed.
+    rule_decisions: list[JudgeRuleDecision] | None = Field(
+        default=None, description="One entry per rule given, with your confidence in its decision."
+    )
     sequence_correctness_score: float = Field(
         description="0.0 to 1.0: 0.0 if any critical rule failed, else rules_passed / total_rules_checked, "
         "1.0 when no rule was checked."
@@ -73,12 +80,6 @@ class JudgeOutput(_Strict):
     rules_failed: int
     violations: list[JudgeViolation]
     missing_prerequisites: list[JudgeMissingPrerequisite]
-    # The judge's stated confidence per rule (seqjudge.guarantee thresholds it). Optional so that replies
-    # recorded before it existed still validate; a reply without it has no stated confidence, and a decision
-    # without a confidence is never auto-passed.
-    rule_decisions: list[JudgeRuleDecision] | None = Field(
-        default=None, description="One entry per rule given, with your confidence in its decision."
-    )
     summary: str
 
 
