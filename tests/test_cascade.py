@@ -488,3 +488,20 @@ def test_strict_wants_every_judge_certified_and_batch_or_dry_run_say_what_they_c
     assert "--batch cannot escalate" in capsys.readouterr().err
     assert run([*args, "--dry-run"]) == 0
     assert "not estimated: escalation to openai:gpt-4o" in capsys.readouterr().out
+
+
+def test_when_the_next_judge_does_not_answer_the_earlier_answer_is_not_held_to_its_threshold(
+    tmp_path: Path,
+) -> None:
+    items = traces(1)
+    certify(tmp_path / "s.db", CHEAP, {CONFIRM: 0.9, POLITE: 0.9})
+    certify(tmp_path / "s.db", STRONG, {CONFIRM: 0.5, POLITE: 0.5})  # a laxer threshold than 0.6 below
+    cheap_says: Script = {"t0": {READ: ("passed", 0.99), CONFIRM: ("passed", 0.6), POLITE: ("passed", 0.95)}}
+    cheap, strong = Judge(items, cheap_says, "cheap"), Judge(items, {"t0": "no json"}, "strong")
+    _, stored = run_cascade(tmp_path, cheap, strong, items, max_attempts=1)
+    t0 = stored["t0"]
+    assert [s.status for s in t0.stages] == ["scored", "unscored"] and strong.asked == {"t0": [CONFIRM]}
+    # The cheap judge's 0.6 would clear the strong judge's 0.5, but the strong judge never said it: review.
+    assert t0.verdict == "review" and t0.review_reasons == ["low_confidence"]
+    assert {d.rule_id: (d.final, d.route) for d in t0.rules}[CONFIRM] == ("deferred", "review")
+    assert len(t0.judge.attempts) == 2 and t0.judge.attempts[1].error_stage == "parse"

@@ -60,7 +60,7 @@ async def judge_cascade(
 ) -> tuple[JudgeResult, list[StageRecord]] | None:
     """Ask the stages in turn (``ask(stage, rule_ids)`` judges the trace; None: the run is stopping) and
     return the merged result and what each stage did; None when the run stops before it is finished."""
-    answers: list[tuple[Stage, JudgeResult, list[str]]] = []
+    answers: list[JudgeResult] = []
     records: list[StageRecord] = []
     asked = list(rule_ids)
     for stage in stages:
@@ -69,12 +69,12 @@ async def judge_cascade(
             return None
         settled = settled_rules(result, asked, judge_rules, stage)
         unsettled = [r for r in asked if r in judge_rules and r not in settled]
-        answers.append((stage, result, settled))
+        answers.append(result)
         records.append(_record(stage, result, asked, settled, unsettled))
         asked = unsettled
         if not asked:
             break
-    return merge([(result, settled) for _, result, settled in answers]), records
+    return merge(answers), records
 
 
 def settled_rules(
@@ -116,21 +116,20 @@ def stage_cost(record: StageRecord, price: Price | None) -> Cost:
     return cost_of(record, price) if price is not None else Cost()
 
 
-def merge(answers: Sequence[tuple[JudgeResult, list[str]]]) -> JudgeResult:
-    """One result from the stages' (result, settled rules), in stage order: each rule answered by the stage
-    that settled it, else by the last scored stage asked about it."""
-    scored = [(r, s) for r, s in answers if r.status == "scored" and r.report is not None]
-    attempts = [a for r, _ in answers for a in r.attempts]
-    usage = answers[0][0].usage
-    for r, _ in answers[1:]:
+def merge(answers: Sequence[JudgeResult]) -> JudgeResult:
+    """One result from the stages' results, in stage order: each rule answered by the last scored stage
+    asked about it (a stage is asked only what the ones before it left unsettled, so that is the stage that
+    settled it, or the last one that answered)."""
+    scored = [r for r in answers if r.status == "scored" and r.report is not None]
+    attempts = [a for r in answers for a in r.attempts]
+    usage = answers[0].usage
+    for r in answers[1:]:
         usage = usage + r.usage
-    rule_ids = list(dict.fromkeys(rid for r, _ in answers for rid in r.rule_ids))
+    rule_ids = list(dict.fromkeys(rid for r in answers for rid in r.rule_ids))
     if not scored:
-        last = answers[-1][0]
-        return last.model_copy(update={"attempts": attempts, "usage": usage, "rule_ids": rule_ids})
-    # A stage is asked only what the stages before it left unsettled: the last stage asked has the answer.
-    by_rule = {rid: result for result, _ in scored for rid in result.rule_ids}
-    base = scored[0][0]
+        return answers[-1].model_copy(update={"attempts": attempts, "usage": usage, "rule_ids": rule_ids})
+    by_rule = {rid: result for result in scored for rid in result.rule_ids}
+    base = scored[0]
     assert base.report is not None
     violations = [
         v for rid, r in by_rule.items() for v in (r.report.violations if r.report else []) if v.rule_id == rid
@@ -212,20 +211,29 @@ def stage_notes(stages: Sequence[Stage]) -> list[str]:
 @dataclass
 class CascadeRouting:
     """The gate of a cascade's merged answer: each judge rule routed by the gate of the stage whose answer
-    is final for it (the last stage asked about it)."""
+    is final for it (the last scored stage asked about it). A rule whose last stage asked did not answer
+    (unscored) goes to review: the earlier answer it falls back on was not good enough to settle it, and no
+    other judge's threshold may be applied to it."""
 
     gates: dict[str, JudgeGate | None]
+    unanswered: set[str] = field(default_factory=set)
 
     def route(self, rule_id: str, said: str, confidence: float | None) -> str:
+        if rule_id in self.unanswered:
+            return "review"
         gate = self.gates.get(rule_id)
         return "gate" if gate is None else gate.route(rule_id, said, confidence)
 
 
 def cascade_routing(stages: Sequence[Stage], records: Sequence[StageRecord]) -> CascadeRouting:
-    gates: dict[str, JudgeGate | None] = {}
+    routing = CascadeRouting({})
     for stage, record in zip(stages, records, strict=False):  # a record per stage asked, in order
-        gates.update(dict.fromkeys(record.asked, stage.gate))
-    return CascadeRouting(gates)
+        if record.status == "scored":
+            routing.gates.update(dict.fromkeys(record.asked, stage.gate))
+            routing.unanswered.difference_update(record.asked)
+        else:
+            routing.unanswered.update(r for r in record.asked if r in routing.gates)
+    return routing
 
 
 @dataclass
