@@ -505,3 +505,41 @@ def test_when_the_next_judge_does_not_answer_the_earlier_answer_is_not_held_to_i
     assert t0.verdict == "review" and t0.review_reasons == ["low_confidence"]
     assert {d.rule_id: (d.final, d.route) for d in t0.rules}[CONFIRM] == ("deferred", "review")
     assert len(t0.judge.attempts) == 2 and t0.judge.attempts[1].error_stage == "parse"
+
+
+def test_a_fatal_error_of_a_later_judge_stops_the_whole_run_and_resume_finishes_it(tmp_path: Path) -> None:
+    from seqjudge.errors import ProviderError
+
+    items = traces(4)
+    certify(tmp_path / "s.db", CHEAP, {CONFIRM: 0.9, POLITE: 0.9})
+    certify(tmp_path / "s.db", STRONG, {CONFIRM: 0.8, POLITE: 0.8})
+    sure = {READ: ("passed", 0.99), CONFIRM: ("passed", 0.99), POLITE: ("passed", 0.99)}
+    unsure = {**sure, CONFIRM: ("passed", 0.5)}
+    script: Script = {"t0": sure, "t1": unsure, "t2": sure, "t3": sure}
+    cheap = Judge(items, script, "cheap")
+    broken = ScriptedProvider([ProviderError("bad key", kind="auth", provider="scripted")], model="strong")
+    cfg = RunConfig(
+        rules="-", traces="-", store=str(tmp_path / "s.db"), model=CHEAP, escalate=[STRONG], concurrency=1
+    )
+    with Store(cfg.store) as db:
+        with pytest.raises(ProviderError, match="bad key"):
+            asyncio.run(run_traces(cfg, ruleset(), items, db, provider=cheap, escalation=[broken]))
+        run_id = db.resolve_run("latest")
+        assert db.run_info(run_id).status == "interrupted"
+        assert db.completed_trace_ids(run_id) == {
+            "t0"
+        }  # t1 needed the strong judge; nothing after it started
+        strong = Judge(items, {"t1": {CONFIRM: ("passed", 0.9)}}, "strong")
+        summary = asyncio.run(
+            run_traces(
+                cfg,
+                ruleset(),
+                items,
+                db,
+                provider=Judge(items, script, "cheap"),
+                escalation=[strong],
+                run_id=run_id,
+            )
+        )
+        assert db.completed_trace_ids(run_id) == {"t0", "t1", "t2", "t3"} and summary.status == "completed"
+        assert strong.asked == {"t1": [CONFIRM]} and summary.skipped_stored == 1

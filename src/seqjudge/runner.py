@@ -318,9 +318,10 @@ async def run_traces(
         async def one(stage: Stage, asked: list[str]) -> JudgeResult | None:
             judged = await _judge(trace, ruleset, stage.provider, cfg, cache, asked, catalog, examples, fatal)
             if judged is None:
+                why = next((g.stop_reason for g in gates if g.stop_reason), None) or "the run is stopping"
                 for g in gates:  # one stage stopping (a fatal error, the budget) stops them all
                     if g.stop_reason is None:
-                        g.stop(next(x.stop_reason for x in gates if x.stop_reason) or "the run is stopping")
+                        g.stop(why)
             return judged
 
         return one
