@@ -120,6 +120,11 @@ def test_certified_passes_stand_above_the_threshold_and_go_to_review_below(tmp_p
             assert "judge_rule_undecided" not in res.review_reasons
             seen["review"] += 1
     assert all(seen.values()), seen  # every path is exercised by the slice
+    # `runs show` shows the judge's word with its confidence and why it did not gate.
+    from seqjudge.outputs.listings import result_lines
+
+    routed = next(r for r in stored if judge_decision(r).route == "review")
+    assert any(JUDGE_RULE in line and "passed (0.50, review)" in line for line in result_lines(routed))
     assert summary.reasons["low_confidence"] == seen["review"]
     assert not any("advisory" in note for note in summary.notes)
 
@@ -178,3 +183,29 @@ def test_compare_leaves_advisory_judge_rules_out_and_says_so() -> None:
     judge = next(d for d in out.decisions if d.rule == "judge_paired")
     assert not judge.fired and not out.regression
     assert judge.reason.startswith("judge rules advisory on 20 trace(s)") and "never gating" in judge.reason
+
+
+def test_run_cli_says_advisory_and_strict_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json as _json
+
+    from seqjudge.cli import run
+    from seqjudge.judge.providers import ProviderProfile, registry
+
+    ruleset = load_rules(SUITE / "rules.yaml")
+    script = replies(ruleset)
+    monkeypatch.setitem(
+        registry._REGISTRY,
+        "gatep",
+        ProviderProfile(name="gatep", factory=lambda model, **o: ScriptedProvider(list(script), model=model)),
+    )
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("".join(_json.dumps(t.model_dump(mode="json")) + "\n" for t in suite_traces()))
+    base = ["run", str(SUITE / "rules.yaml"), str(traces), "--model", "gatep:m", "--store", str(tmp_path / "s.db")]
+    assert run([*base, "--strict"]) == 2
+    err = capsys.readouterr().err
+    assert "no calibration certificate" in err and "--strict" in err
+    run([*base, "--no-cache"])
+    out = capsys.readouterr().out
+    assert f"judge rule(s) {JUDGE_RULE} are advisory" in out

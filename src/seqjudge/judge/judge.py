@@ -22,7 +22,7 @@ from typing import Any, Literal, ParamSpec
 from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_none
 
-from seqjudge.config import ConfidenceSource
+from seqjudge.config import CONFIDENCE_SOURCES, ConfidenceSource  # noqa: F401  (re-exported: first named here)
 from seqjudge.errors import InputError, JudgeOutputError, ProviderError
 from seqjudge.judge.cache import ResponseCache, cache_reply
 from seqjudge.judge.prompt import MAX_FIELD_CHARS, MAX_TRACE_CHARS, RenderedPrompt, catalog_names, render
