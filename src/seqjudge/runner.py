@@ -35,7 +35,7 @@ from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.judge.confidence import check_source
 from seqjudge.judge.providers.registry import provider_profile
-from seqjudge.judge_gate import run_gate
+from seqjudge.judge_gate import gate_data, run_gate
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
 from seqjudge.rules.engine import Engine
@@ -237,6 +237,7 @@ async def run_traces(
         "model": cfg.model if provider is not None else None,
         "judge_mode": cfg.judge_mode,
         "engine": "seqjudge-engine/1",
+        "judge_gate": gate_data(routing),  # which certificate thresholds the judge rules ran under
     }
     if run_id is not None:
         store.reopen_run(run_id)
