@@ -458,7 +458,9 @@ async def _judge(
             redact=cfg.redact,
         )
 
-    outcomes = list(await asyncio.gather(*(one(i) for i in range(k))))
+    # One after another in this task, never gathered: the CPU lane belongs to the task that entered it, and
+    # LimitedProvider gives the turn up only from that task while it waits on the network.
+    outcomes = [await one(i) for i in range(k)]
     failures = [o for o in outcomes if isinstance(o, JudgeFailure)]
     if not failures or (k > 1 and len(failures) < k and not _stops(failures, gate)):
         results = [o.unscored if isinstance(o, JudgeFailure) else o for o in outcomes]
