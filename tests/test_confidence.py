@@ -98,8 +98,9 @@ def test_worked_examples_show_filled_rule_decisions_never_null() -> None:
     from seqjudge.judge.prompt import Example, example_view, load_examples
 
     static = render(TRACE, RULES).static  # exact rules: the worked examples are shown
-    assert '"rule_decisions": [{"rule_id": "verify_before_delete", "decision": "passed", "confidence": 0.98}' in (
-        static
+    assert (
+        '"rule_decisions": [{"rule_id": "verify_before_delete", "decision": "passed", "confidence": 0.98}'
+        in (static)
     )
     assert '"rule_decisions": null' not in static
     # An examples file written before rule_decisions existed shows no such key at all.

@@ -234,3 +234,24 @@ def test_the_gate_is_kept_with_the_run_and_rebuilt_exactly(tmp_path: Path) -> No
     summary, _ = judge_run(tmp_path)
     with Store(tmp_path / "s.db") as db:
         assert gate_from_data(db.run_info(summary.run_id).fingerprint["judge_gate"]) == gate
+
+
+def test_a_resumed_run_routes_as_it_started(tmp_path: Path) -> None:
+    from seqjudge.errors import ProviderError
+
+    cfg = make_cfg(tmp_path, judge_mode="full")
+    ruleset = load_rules(cfg.rules)
+    script = replies(ruleset)
+    traces = suite_traces()
+    with Store(cfg.store) as db:
+        # Four answers for fourteen traces: the script runs out, the run stops, resumable.
+        with pytest.raises(ProviderError):
+            asyncio.run(run_traces(cfg, ruleset, traces, db, provider=ScriptedProvider(script[:4])))
+        run_id = db.list_runs()[0].id
+        done = db.completed_trace_ids(run_id)
+        certify(tmp_path, ruleset)  # a certificate appears before the resume
+        rest = [s for t, s in zip(traces, script, strict=True) if t.trace_id not in done]
+        asyncio.run(run_traces(cfg, ruleset, traces, db, provider=ScriptedProvider(rest), run_id=run_id))
+        stored = [s.result for s in db.results(run_id)]
+    assert len(stored) == len(traces)
+    assert all(judge_decision(r).route == "advisory" for r in stored)

@@ -35,7 +35,7 @@ from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.judge.confidence import check_source
 from seqjudge.judge.providers.registry import provider_profile
-from seqjudge.judge_gate import gate_data, run_gate
+from seqjudge.judge_gate import gate_data, gate_from_data, run_gate
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
 from seqjudge.rules.engine import Engine
@@ -240,7 +240,10 @@ async def run_traces(
         "judge_gate": gate_data(routing),  # which certificate thresholds the judge rules ran under
     }
     if run_id is not None:
-        store.reopen_run(run_id)
+        info = store.reopen_run(run_id)
+        if gated and "judge_gate" in info.fingerprint:
+            # A resumed run routes as it started, whatever certificates came or went meanwhile.
+            routing = gate_from_data(info.fingerprint["judge_gate"])
     else:
         run_id = store.create_run(
             config=cfg.model_dump(mode="json"), fingerprint=fingerprint, label=cfg.label
