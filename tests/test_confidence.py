@@ -92,3 +92,20 @@ async def test_no_judge_or_no_stated_confidence_leaves_none() -> None:
     assert all(d.confidence is None for d in reconcile(report, None).rules)
     judged = await judge_trace(TRACE, RULES, ScriptedProvider([VALID]))
     assert all(d.confidence is None for d in reconcile(report, judged).rules)
+
+
+def test_worked_examples_show_filled_rule_decisions_never_null() -> None:
+    from seqjudge.judge.prompt import Example, example_view, load_examples
+
+    static = render(TRACE, RULES).static  # exact rules: the worked examples are shown
+    assert (
+        '"rule_decisions": [{"rule_id": "verify_before_delete", "decision": "passed", "confidence": 0.98}'
+        in (static)
+    )
+    assert '"rule_decisions": null' not in static
+    # An examples file written before rule_decisions existed shows no such key at all.
+    old = load_examples()[0]
+    bare = Example.model_validate(
+        {**old.model_dump(), "expected": old.expected.model_copy(update={"rule_decisions": None})}
+    )
+    assert "rule_decisions" not in example_view(bare)["expected"]

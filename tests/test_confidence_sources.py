@@ -64,12 +64,10 @@ def run_cfg(tmp_path: Path, **kw: Any) -> RunConfig:
     )
 
 
-def test_logprobs_through_the_real_openai_sdk(
-    tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def logprobs_run(tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, reply: Any) -> Any:
+    """One trace judged by the real OpenAI SDK against the fake server with --confidence logprobs."""
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    text = json.dumps(WITH_CONFIDENCE)
-    fake_llm.enqueue(logprob_reply(text, {"read_first": 0.9, "one_refund": 0.7, "confirm": 0.55}))
+    fake_llm.enqueue(reply)
     cfg = run_cfg(
         tmp_path,
         model="openai:gpt-4o",
@@ -78,7 +76,15 @@ def test_logprobs_through_the_real_openai_sdk(
     )
     with Store(cfg.store) as db:
         summary = asyncio.run(run_traces(cfg, RULES, [TRACE], db))
-        stored = db.result(summary.run_id, "t-1").result
+        return db.result(summary.run_id, "t-1").result
+
+
+def test_logprobs_through_the_real_openai_sdk(
+    tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = json.dumps(WITH_CONFIDENCE)
+    reply = logprob_reply(text, {"read_first": 0.9, "one_refund": 0.7, "confirm": 0.55})
+    stored = logprobs_run(tmp_path, fake_llm, monkeypatch, reply)
     assert fake_llm.requests[0].body["logprobs"] is True
     got = {d.rule_id: d.confidence for d in stored.rules}
     # The stated confidences (0.97, 0.9, 0.62) are not used: the source is the tokens.
@@ -89,17 +95,8 @@ def test_logprobs_through_the_real_openai_sdk(
 def test_logprobs_missing_from_the_reply_means_no_confidence(
     tmp_path: Path, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    fake_llm.enqueue(openai_chat(json.dumps(WITH_CONFIDENCE)))  # a compatible server that ignores logprobs
-    cfg = run_cfg(
-        tmp_path,
-        model="openai:gpt-4o",
-        confidence="logprobs",
-        model_options=ModelOptions(base_url=fake_llm.openai_base_url),
-    )
-    with Store(cfg.store) as db:
-        summary = asyncio.run(run_traces(cfg, RULES, [TRACE], db))
-        stored = db.result(summary.run_id, "t-1").result
+    # A compatible server that ignores the logprobs request: no confidence, never the stated one instead.
+    stored = logprobs_run(tmp_path, fake_llm, monkeypatch, openai_chat(json.dumps(WITH_CONFIDENCE)))
     assert all(d.confidence is None for d in stored.rules)
 
 

@@ -202,10 +202,56 @@ def test_run_cli_says_advisory_and_strict_exits_2(
     )
     traces = tmp_path / "traces.jsonl"
     traces.write_text("".join(_json.dumps(t.model_dump(mode="json")) + "\n" for t in suite_traces()))
-    base = ["run", str(SUITE / "rules.yaml"), str(traces), "--model", "gatep:m", "--store", str(tmp_path / "s.db")]
+    base = [
+        "run",
+        str(SUITE / "rules.yaml"),
+        str(traces),
+        "--model",
+        "gatep:m",
+        "--store",
+        str(tmp_path / "s.db"),
+    ]
     assert run([*base, "--strict"]) == 2
     err = capsys.readouterr().err
     assert "no calibration certificate" in err and "--strict" in err
     run([*base, "--no-cache"])
     out = capsys.readouterr().out
     assert f"judge rule(s) {JUDGE_RULE} are advisory" in out
+
+
+def test_the_gate_is_kept_with_the_run_and_rebuilt_exactly(tmp_path: Path) -> None:
+    from seqjudge.judge_gate import gate_data, gate_from_data, judge_gate
+
+    ruleset = load_rules(SUITE / "rules.yaml")
+    certify(tmp_path, ruleset, auto_fail=0.8)
+    gate = judge_gate(
+        "scripted:scripted", ruleset, store=tmp_path / "s.db", risk_level="medium", confidence_source="stated"
+    )
+    assert (
+        gate.route(JUDGE_RULE, "passed", 0.95) == "gate" and gate.route(JUDGE_RULE, "failed", 0.7) == "review"
+    )
+    assert gate_from_data(gate_data(gate)) == gate and gate_from_data(None) is None
+    summary, _ = judge_run(tmp_path)
+    with Store(tmp_path / "s.db") as db:
+        assert gate_from_data(db.run_info(summary.run_id).fingerprint["judge_gate"]) == gate
+
+
+def test_a_resumed_run_routes_as_it_started(tmp_path: Path) -> None:
+    from seqjudge.errors import ProviderError
+
+    cfg = make_cfg(tmp_path, judge_mode="full")
+    ruleset = load_rules(cfg.rules)
+    script = replies(ruleset)
+    traces = suite_traces()
+    with Store(cfg.store) as db:
+        # Four answers for fourteen traces: the script runs out, the run stops, resumable.
+        with pytest.raises(ProviderError):
+            asyncio.run(run_traces(cfg, ruleset, traces, db, provider=ScriptedProvider(script[:4])))
+        run_id = db.list_runs()[0].id
+        done = db.completed_trace_ids(run_id)
+        certify(tmp_path, ruleset)  # a certificate appears before the resume
+        rest = [s for t, s in zip(traces, script, strict=True) if t.trace_id not in done]
+        asyncio.run(run_traces(cfg, ruleset, traces, db, provider=ScriptedProvider(rest), run_id=run_id))
+        stored = [s.result for s in db.results(run_id)]
+    assert len(stored) == len(traces)
+    assert all(judge_decision(r).route == "advisory" for r in stored)

@@ -50,7 +50,7 @@ from seqjudge.judge.judge import (
     prepare_request,
 )
 from seqjudge.judge.providers.base import JudgeRequest
-from seqjudge.judge_gate import run_gate
+from seqjudge.judge_gate import gate_data, gate_from_data, run_gate
 from seqjudge.redact import redact_trace
 from seqjudge.report import Report
 from seqjudge.rules.engine import Engine
@@ -172,14 +172,17 @@ async def submit_run(
         items.append(_Item(report.trace_id, cid, prompt.prompt_hash, request, row))
 
     plan = _plan(api, [(it, "first", SessionState(request=it.request), None) for it in items])
+    gate = run_gate(cfg, ruleset, provider)
     run_id = store.create_run(
-        config=cfg.model_dump(mode="json"), fingerprint=run_fingerprint(cfg), label=cfg.label
+        config=cfg.model_dump(mode="json"),
+        fingerprint={**run_fingerprint(cfg), "judge_gate": gate_data(gate)},
+        label=cfg.label,
     )
     summary = SubmitSummary(run_id=run_id, submitted=len(items))
     try:
         for trace, report, session in immediate:
             judged = None if session is None else await _finish_online(session, trace, cfg.max_attempts)
-            _save(store, run_id, cfg, trace, report, judged, run_gate(cfg, ruleset, provider))
+            _save(store, run_id, cfg, trace, report, judged, gate)
             summary.stored += 1
     except ProviderError:
         # Nothing was submitted yet: an ordinary interrupted run, which `seqjudge run --resume` finishes.
@@ -459,11 +462,10 @@ class _Collector:
         self._gated = False
 
     def gate(self) -> Any:
-        """The run's judge gate (``runner.run_gate``), from the run's rules file, worked out once."""
+        """The run's judge gate as its submission stored it (``judge_gate.gate_data``; none for a run
+        submitted before gates existed), read once."""
         if not self._gated:
-            from seqjudge.rules.load import load_rules
-
-            self._gate = run_gate(self.cfg, load_rules(self.cfg.rules), self.provider)
+            self._gate = gate_from_data(self.store.run_info(self.run_id).fingerprint.get("judge_gate"))
             self._gated = True
         return self._gate
 

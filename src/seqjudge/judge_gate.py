@@ -92,6 +92,29 @@ def run_gate(cfg: Any, ruleset: Any, provider: Any) -> JudgeGate | None:
     )
 
 
+def gate_data(gate: JudgeGate | None) -> dict[str, Any] | None:
+    """The gate as JSON, kept with a batch run so that its collection routes as the submission decided."""
+    if gate is None:
+        return None
+    return {
+        "risk_level": gate.risk_level,
+        "certified": {rid: entry.model_dump(mode="json") for rid, entry in gate.certified.items()},
+        "advisory": list(gate.advisory),
+        "why": gate.why,
+    }
+
+
+def gate_from_data(data: Mapping[str, Any] | None) -> JudgeGate | None:
+    if not data:
+        return None
+    return JudgeGate(
+        data["risk_level"],
+        {rid: CertifiedRule.model_validate(entry) for rid, entry in data["certified"].items()},
+        tuple(data["advisory"]),
+        data.get("why"),
+    )
+
+
 def require_certificate(gate: JudgeGate | None) -> None:
     """``--strict``: a judge rule without a certificate is an error (exit 2), not advice."""
     if gate is not None and gate.advisory:

@@ -45,7 +45,7 @@ from seqjudge.crosscheck import RuleDecision, StageRecord, TraceResult, agreemen
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.judge.confidence import check_source
 from seqjudge.judge.providers.registry import provider_profile
-from seqjudge.judge_gate import run_gate
+from seqjudge.judge_gate import gate_data, gate_from_data, run_gate
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
 from seqjudge.rules.engine import Engine
@@ -260,9 +260,13 @@ async def run_traces(
         **({"escalate": list(cfg.escalate)} if provider is not None and cfg.escalate else {}),
         "judge_mode": cfg.judge_mode,
         "engine": "seqjudge-engine/1",
+        "judge_gate": gate_data(routing),  # which certificate thresholds the judge rules ran under
     }
     if run_id is not None:
-        store.reopen_run(run_id)
+        info = store.reopen_run(run_id)
+        if gated and "judge_gate" in info.fingerprint:
+            # A resumed run routes as it started, whatever certificates came or went meanwhile.
+            routing = gate_from_data(info.fingerprint["judge_gate"])
     else:
         run_id = store.create_run(
             config=cfg.model_dump(mode="json"), fingerprint=fingerprint, label=cfg.label
@@ -573,7 +577,9 @@ async def _judge(
             redact=cfg.redact,
         )
 
-    outcomes = list(await asyncio.gather(*(one(i) for i in range(k))))
+    # One after another in this task, never gathered: the CPU lane belongs to the task that entered it, and
+    # LimitedProvider gives the turn up only from that task while it waits on the network.
+    outcomes = [await one(i) for i in range(k)]
     failures = [o for o in outcomes if isinstance(o, JudgeFailure)]
     if not failures or (k > 1 and len(failures) < k and not _stops(failures, gate)):
         results = [o.unscored if isinstance(o, JudgeFailure) else o for o in outcomes]

@@ -127,8 +127,12 @@ def calibration_png(cal: Calibration, *, title: str | None = None, dpi: int = 11
 
 
 def write_plot(cal: Calibration, path: str | Path, *, title: str | None = None) -> Path:
+    return write_png(calibration_png(cal, title=title), path)
+
+
+def write_png(data: bytes, path: str | Path) -> Path:
+    """Write a drawn plot; an unwritable path is bad input (exit 2), not a traceback."""
     p = Path(path)
-    data = calibration_png(cal, title=title)
     try:
         p.write_bytes(data)
     except OSError as exc:

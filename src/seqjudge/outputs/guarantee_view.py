@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from seqjudge.calibrate_guarantee import GuaranteeReport
-from seqjudge.errors import InputError
 
 
 def _pct(value: float | None) -> str:
@@ -87,12 +86,6 @@ def guarantee_png(report: GuaranteeReport, *, title: str | None = None, dpi: int
 
 
 def write_guarantee_plot(report: GuaranteeReport, path: str | Path, *, title: str | None = None) -> Path:
-    p = Path(path)
-    data = guarantee_png(report, title=title)
-    try:
-        p.write_bytes(data)
-    except OSError as exc:
-        raise InputError(
-            f"cannot write the plot ({exc.strerror})", source=str(p), hint="choose a writable path"
-        ) from None
-    return p
+    from seqjudge.outputs.calibrate_plot import write_png
+
+    return write_png(guarantee_png(report, title=title), path)
