@@ -530,6 +530,12 @@ def test_a_fatal_error_of_a_later_judge_stops_the_whole_run_and_resume_finishes_
             "t0"
         }  # t1 needed the strong judge; nothing after it started
         strong = Judge(items, {"t1": {CONFIRM: ("passed", 0.9)}}, "strong")
+        # A stricter certificate in place of the strong judge's does not change how the run started routes.
+        folder = certificates_dir(tmp_path / "s.db")
+        for path in folder.glob("*.json"):
+            if f'"model": "{STRONG}"' in path.read_text():
+                path.unlink()
+        certify(tmp_path / "s.db", STRONG, {CONFIRM: 0.95, POLITE: 0.95})
         summary = asyncio.run(
             run_traces(
                 cfg,
@@ -543,3 +549,5 @@ def test_a_fatal_error_of_a_later_judge_stops_the_whole_run_and_resume_finishes_
         )
         assert db.completed_trace_ids(run_id) == {"t0", "t1", "t2", "t3"} and summary.status == "completed"
         assert strong.asked == {"t1": [CONFIRM]} and summary.skipped_stored == 1
+        t1 = db.result(run_id, "t1").result
+        assert t1.verdict == "pass" and t1.stages[1].settled == [CONFIRM]  # 0.9 >= 0.8, the run's threshold

@@ -261,12 +261,16 @@ async def run_traces(
         "judge_mode": cfg.judge_mode,
         "engine": "seqjudge-engine/1",
         "judge_gate": gate_data(routing),  # which certificate thresholds the judge rules ran under
+        **({"escalation_gates": [gate_data(stage.gate) for stage in stages[1:]]} if stages else {}),
     }
     if run_id is not None:
         info = store.reopen_run(run_id)
         if gated and "judge_gate" in info.fingerprint:
             # A resumed run routes as it started, whatever certificates came or went meanwhile.
             routing = gate_from_data(info.fingerprint["judge_gate"])
+            kept = info.fingerprint.get("escalation_gates") or []
+            for stage, data in zip(stages, [info.fingerprint["judge_gate"], *kept], strict=False):
+                stage.gate = gate_from_data(data)
     else:
         run_id = store.create_run(
             config=cfg.model_dump(mode="json"), fingerprint=fingerprint, label=cfg.label
