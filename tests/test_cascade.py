@@ -254,28 +254,21 @@ def test_fails_gate_as_in_a_one_judge_run_and_an_unscored_stage_passes_everythin
     assert t1.verdict == "pass" and t1.judge.status == "scored"
 
 
+def cli_run(tmp_path: Path, items: list[Trace]) -> list[str]:
+    """`seqjudge run RULES TRACES --store ... --model openai:gpt-4o-mini` over ``items``, files written."""
+    rules, trace_file = tmp_path / "rules.json", tmp_path / "t.jsonl"
+    rules.write_text(json.dumps(RULES))
+    trace_file.write_text("".join(t.model_dump_json() + "\n" for t in items))
+    store = str(tmp_path / "s.db")
+    return ["run", str(rules), str(trace_file), "--store", store, "--model", "openai:gpt-4o-mini"]
+
+
 def test_an_escalation_model_without_its_key_is_an_input_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
-    rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps(RULES))
-    trace_file = tmp_path / "t.jsonl"
-    trace_file.write_text(traces(1)[0].model_dump_json() + "\n")
-    code = run(
-        [
-            "run",
-            str(rules),
-            str(trace_file),
-            "--store",
-            str(tmp_path / "s.db"),
-            "--model",
-            "openai:gpt-4o-mini",
-            "--escalate",
-            "anthropic:claude-sonnet-4-5",
-        ]
-    )
+    code = run([*cli_run(tmp_path, traces(1)), "--escalate", "anthropic:claude-sonnet-4-5"])
     err = capsys.readouterr().err
     assert code == 2 and "--escalate" in err and "ANTHROPIC_API_KEY is not set" in err
     assert "Traceback" not in err and "sk-test" not in err
@@ -470,20 +463,7 @@ def test_strict_wants_every_judge_certified_and_batch_or_dry_run_say_what_they_c
     assert "scripted:strong" in str(caught.value) and cheap.requests == []
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
-    rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps(RULES))
-    trace_file = tmp_path / "t.jsonl"
-    trace_file.write_text(items[0].model_dump_json() + "\n")
-    args = [
-        "run",
-        str(rules),
-        str(trace_file),
-        "--store",
-        str(tmp_path / "s.db"),
-        "--model",
-        "openai:gpt-4o-mini",
-    ]
-    args += ["--escalate", "openai:gpt-4o"]
+    args = [*cli_run(tmp_path, items), "--escalate", "openai:gpt-4o"]
     assert run([*args, "--batch"]) == 2
     assert "--batch cannot escalate" in capsys.readouterr().err
     assert run([*args, "--dry-run"]) == 0
