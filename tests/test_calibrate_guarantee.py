@@ -166,3 +166,57 @@ def test_cli_json_text_plot_and_check(
     assert run(check) == 1
     assert "the labelled dataset changed" in capsys.readouterr().out
     assert run(["calibrate", str(suite), "--alpha", "0", "--model", "conf:m", "--store", str(store)]) == 2
+
+
+def scores_file(path: Path, dataset: Any, **line_extra: Any) -> Path:
+    lines = []
+    for i, trace in enumerate(dataset.traces):
+        _, said, confidence = PLAN[i]
+        record = {
+            "trace_id": trace.trace_id,
+            "score": 0.0 if said == "failed" else 1.0,
+            "rules": {"confirm-before-delete": {"decision": said, "confidence": confidence}},
+            **line_extra,
+        }
+        lines.append(json.dumps(record))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_external_scores_with_rule_decisions_certify_without_a_certificate(
+    suite: Path, tmp_path: Path
+) -> None:
+    dataset = load_dataset(suite)
+    report = calibrate_golden(
+        suite,
+        scores_file=scores_file(tmp_path / "s.jsonl", dataset),
+        store=tmp_path / "db" / "x.db",
+        guarantee=GuaranteeSettings(),
+    )
+    g = report.guarantee
+    assert g is not None and g.rules[0].guarantee["threshold"] == 0.95
+    assert g.rules[0].guarantee["n_auto_passed"] == 65 and g.certificate is None
+    assert "no certificate is written" in (g.note or "")
+    assert not (tmp_path / "db" / "certificates").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ({"labell": "x"}, "unknown key(s) labell"),
+        ({"rules": {"lookup-required": {"decision": "passed", "confidence": 1.0}}}, "is not a `judge` rule"),
+        ({"rules": {"confirm-before-delete": {"decision": "ok", "confidence": 1.0}}}, "expected exactly"),
+        ({"rules": {"confirm-before-delete": {"decision": "passed", "confidence": 2}}}, "expected exactly"),
+    ],
+)
+def test_bad_rule_scores_are_located_errors(
+    suite: Path, tmp_path: Path, extra: dict[str, Any], words: str
+) -> None:
+    from seqjudge.calibrate_runs import read_scores
+    from seqjudge.errors import InputError
+
+    dataset = load_dataset(suite)
+    path = scores_file(tmp_path / "s.jsonl", dataset, **extra)
+    with pytest.raises(InputError) as err:
+        read_scores(path, dataset, {})
+    assert words in str(err.value) and "line 1" in str(err.value)

@@ -82,6 +82,23 @@ def labelled_decisions(
     return out, unlabelled
 
 
+def external_decisions(
+    rules: Mapping[str, Mapping[str, tuple[str, float]]], labels: Mapping[str, Any]
+) -> tuple[list[LabelledDecision], dict[str, int]]:
+    """A scores file's ``rules`` (trace id -> rule id -> (decision, confidence)) with their labels."""
+    out: list[LabelledDecision] = []
+    unlabelled: dict[str, int] = {}
+    for tid, decided in rules.items():
+        label = labels[tid].rules if tid in labels else {}
+        for rid, (decision, confidence) in decided.items():
+            verdict = label.get(rid)
+            if verdict not in ("pass", "fail"):
+                unlabelled[rid] = unlabelled.get(rid, 0) + 1
+                continue
+            out.append(LabelledDecision(rid, decision, confidence, verdict, tid))  # type: ignore[arg-type]
+    return out, unlabelled
+
+
 def guarantee_report(
     decisions: Sequence[LabelledDecision],
     rule_ids: Sequence[str],

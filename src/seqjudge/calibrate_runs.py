@@ -194,8 +194,19 @@ async def judge_repeats(
     return JudgedRepeats(run_ids=run_ids, reused=reused, results=results)
 
 
-def read_scores(path: str | Path, dataset: GoldenDataset) -> dict[str, float]:
-    """An external scores file: exactly one score in [0, 1] per labelled trace."""
+RULES_HINT = (
+    'optional "rules": {"RULE_ID": {"decision": "passed" | "failed", "confidence": 0.0 to 1.0}} per `judge` '
+    "rule the judge decided, for the guarantee (calibrate --alpha)"
+)
+
+
+def read_scores(
+    path: str | Path,
+    dataset: GoldenDataset,
+    rule_decisions: dict[str, dict[str, tuple[str, float]]] | None = None,
+) -> dict[str, float]:
+    """An external scores file: exactly one score in [0, 1] per labelled trace. ``rule_decisions``, when
+    given, is filled with each line's optional ``rules`` (trace id -> rule id -> (decision, confidence))."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -234,6 +245,16 @@ def read_scores(path: str | Path, dataset: GoldenDataset) -> dict[str, float]:
         if tid in scores:
             raise InputError(f"trace {tid} is scored twice", source=str(p), where=where, hint=SCORES_HINT)
         scores[tid] = float(score)
+        extra = sorted(set(record) - {"trace_id", "score", "rules"})
+        if extra:
+            raise InputError(
+                f"unknown key(s) {', '.join(extra)}",
+                source=str(p),
+                where=where,
+                hint=f"{SCORES_HINT}; {RULES_HINT}",
+            )
+        if "rules" in record and rule_decisions is not None:
+            rule_decisions[tid] = _rule_scores(record["rules"], dataset, str(p), where)
     missing = [t for t in dataset.labels if t not in scores]
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
@@ -243,6 +264,36 @@ def read_scores(path: str | Path, dataset: GoldenDataset) -> dict[str, float]:
             hint="a calibration on part of the dataset would not say what it left out: score every trace",
         )
     return scores
+
+
+def _rule_scores(raw: Any, dataset: GoldenDataset, source: str, where: str) -> dict[str, tuple[str, float]]:
+    judge_rules = {r.rule_id for r in dataset.ruleset.rules if r.type == "judge"}
+    if not isinstance(raw, dict):
+        raise InputError("rules must be an object", source=source, where=f"{where}, rules", hint=RULES_HINT)
+    out: dict[str, tuple[str, float]] = {}
+    for rid, entry in raw.items():
+        at = f"{where}, rules.{rid}"
+        if rid not in judge_rules:
+            raise InputError(
+                f"{rid!r} is not a `judge` rule of the dataset", source=source, where=at, hint=RULES_HINT
+            )
+        decision = entry.get("decision") if isinstance(entry, dict) else None
+        confidence = entry.get("confidence") if isinstance(entry, dict) else None
+        if (
+            decision not in ("passed", "failed")
+            or isinstance(confidence, bool)
+            or not isinstance(confidence, int | float)
+            or not 0.0 <= confidence <= 1.0
+            or set(entry) - {"decision", "confidence"}
+        ):
+            raise InputError(
+                "expected exactly a decision (passed or failed) and a confidence between 0 and 1",
+                source=source,
+                where=at,
+                hint=RULES_HINT,
+            )
+        out[rid] = (decision, float(confidence))
+    return out
 
 
 # -- the whole calibration of a golden dataset -------------------------------------------------------------
@@ -342,7 +393,8 @@ def calibrate_golden(
     )
     judged: JudgedRepeats | None = None
     if scores_file is not None:
-        scores = read_scores(scores_file, dataset)
+        external_rules: dict[str, dict[str, tuple[str, float]]] = {}
+        scores = read_scores(scores_file, dataset, external_rules)
         source: dict[str, Any] = {"kind": "scores", "file": str(scores_file), "repeats": 1}
         excluded: dict[str, str] = {}
     else:
@@ -402,7 +454,9 @@ def calibrate_golden(
         agreement=agreement_figures,
         contradictions=[c.as_dict() for c in contradictions],
         dataset_warnings=[p.render() for p in problems if p.level == "warning"],
-        guarantee=_guarantee(dataset, cfg, judged, guarantee) if guarantee is not None else None,
+        guarantee=_guarantee(dataset, cfg, judged, guarantee, external_rules if scores_file else None)
+        if guarantee is not None
+        else None,
     )
 
 
@@ -413,15 +467,28 @@ def dataset_files(dataset: GoldenDataset) -> list[Path]:
 
 
 def _guarantee(
-    dataset: GoldenDataset, cfg: RunConfig, judged: JudgedRepeats | None, settings: GuaranteeSettings
+    dataset: GoldenDataset,
+    cfg: RunConfig,
+    judged: JudgedRepeats | None,
+    settings: GuaranteeSettings,
+    external: dict[str, dict[str, tuple[str, float]]] | None = None,
 ) -> GuaranteeReport:
-    """The guarantee per judge rule from the first judged run, and its certificate when a judge ran."""
-    from seqjudge.calibrate_guarantee import guarantee_report, labelled_decisions, make_certificate
+    """The guarantee per judge rule from the first judged run (or the scores file's ``rules``), and its
+    certificate when a judge ran."""
+    from seqjudge.calibrate_guarantee import (
+        external_decisions,
+        guarantee_report,
+        labelled_decisions,
+        make_certificate,
+    )
     from seqjudge.certificate import certificates_dir, save_certificate, template_hash
 
     rule_ids = [r.rule_id for r in dataset.ruleset.rules if r.type == "judge"]
-    results = list(judged.results[0].values()) if judged is not None else []
-    decisions, unlabelled = labelled_decisions(results, dataset.labels, rule_ids)
+    if external is not None:
+        decisions, unlabelled = external_decisions(external, dataset.labels)
+    else:
+        results = list(judged.results[0].values()) if judged is not None else []
+        decisions, unlabelled = labelled_decisions(results, dataset.labels, rule_ids)
     report, certified = guarantee_report(
         decisions,
         rule_ids,
@@ -432,8 +499,9 @@ def _guarantee(
     )
     if judged is None:
         report.note = (
-            "external scores carry no rule decisions or confidences: no judge rule can be certified and no "
-            "certificate is written (judge the dataset with --model to certify)"
+            "external scores: no certificate is written (it needs the judge model and seqjudge's prompt; "
+            "judge the dataset with --model to certify)"
+            + ("" if decisions else '; the scores file has no "rules" decisions, so no rule can be certified')
         )
         return report
     if not rule_ids:

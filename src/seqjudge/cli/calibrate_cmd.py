@@ -73,7 +73,9 @@ def calibrate(
     scores: Annotated[
         Path | None,
         typer.Option(
-            "--scores", help='Calibrate external scores (JSONL of {"trace_id", "score"}), no judge.'
+            "--scores",
+            help='Calibrate external scores (JSONL of {"trace_id", "score"}, optionally "rules": {id: '
+            '{"decision", "confidence"}} for --alpha), no judge.',
         ),
     ] = None,
     judge_mode: JudgeModeOpt = None,
