@@ -109,7 +109,9 @@ def figures(decisions: list[LabelledDecision], alpha: float, delta: float) -> di
         "more_passes_needed": None if need is None else max(0, need - len(passes)),
         # The bound every judge pass (auto-passed at confidence 1) has now, and with twice the labels.
         "bound_now": clopper_pearson_upper(wrong, len(passes), delta) if passes else 1.0,
-        "bound_with_2x_labels": more_labels(g) if g.threshold is not None else _doubled(wrong, len(passes), delta),
+        "bound_with_2x_labels": more_labels(g)
+        if g.threshold is not None
+        else _doubled(wrong, len(passes), delta),
         "smallest_alpha_with_no_error": clopper_pearson_upper(0, len(passes), delta) if passes else 1.0,
     }
 
@@ -142,18 +144,21 @@ def main() -> int:
         for judge, decisions in judges.items():
             for rid in rule_ids:
                 mine = [d for d in decisions if d.rule_id == rid]
-                rows.append({"suite": name, "rule": rid, "judge": judge, **figures(mine, args.alpha, args.delta)})
+                rows.append(
+                    {"suite": name, "rule": rid, "judge": judge, **figures(mine, args.alpha, args.delta)}
+                )
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     print(
-        f"alpha {args.alpha:g}, delta {args.delta:g}: auto-pass is certified when the Clopper-Pearson upper bound "
-        f"of label-fail among auto-passed judge decisions is <= alpha ({labels_needed(args.alpha, args.delta)} "
-        "labelled passes with no error at the least)\n"
+        f"alpha {args.alpha:g}, delta {args.delta:g}: auto-pass is certified when the Clopper-Pearson "
+        "upper bound of label-fail among auto-passed judge decisions is <= alpha "
+        f"({labels_needed(args.alpha, args.delta)} labelled passes with no error at the least)\n"
     )
     head = (
         f"{'suite':<17} {'rule':<22} {'judge':<8} {'n':>3} {'passes':>6} {'wrong':>5} {'threshold':>9} "
-        f"{'bound':>6} {'coverage':>8} {'bound now':>9} {'min alpha':>9} {'need':>5} {'more':>5} {'2x labels':>9}"
+        f"{'bound':>6} {'coverage':>8} {'bound now':>9} {'min alpha':>9} {'need':>5} {'more':>5} "
+        f"{'2x labels':>9}"
     )
     print(head)
     print("-" * len(head))
@@ -167,10 +172,11 @@ def main() -> int:
             f"{_f(r['bound_with_2x_labels']):>9}"
         )
     print(
-        "\nn: labelled decisions of the rule; passes/wrong: the judge's passes and those labelled fail; bound "
-        "now: the upper bound if every judge pass were auto-passed; min alpha: the smallest alpha these passes "
-        "could certify with no error; need/more: labelled judge passes needed for alpha at the error rate seen "
-        "(and how many more); 2x labels: the bound with twice the labels at the same error rate."
+        "\nn: labelled decisions of the rule; passes/wrong: the judge's passes and those labelled fail; "
+        "bound now: the upper bound if every judge pass were auto-passed; min alpha: the smallest alpha "
+        "these passes could certify with no error; need/more: labelled judge passes needed for alpha at the "
+        "error rate seen (and how many more); 2x labels: the bound with twice the labels at the same error "
+        "rate."
     )
     return 0
 

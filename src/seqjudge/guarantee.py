@@ -57,12 +57,13 @@ class LabelledDecision:
 
 
 class Step(BaseModel):
-    """One tested threshold: how many decisions it would auto-decide, how many of them wrongly, the bound."""
+    """One tested threshold: how many decisions it would auto-decide, how many of them wrongly, whether its
+    null was rejected, and the bound (worked out for the chosen step and the one that stopped the walk)."""
 
     threshold: float
     n: int
     errors: int
-    upper_bound: float
+    upper_bound: float | None
     rejected: bool
 
 
@@ -130,13 +131,14 @@ def certify(
             i += 1
         if n < testable and i < len(scored):
             continue  # untestable: see the module docstring
-        rejected = upper_bound_at_most(errors, n, delta, alpha)
-        bound = clopper_pearson_upper(errors, n, delta) if n else 1.0
-        steps.append(Step(threshold=t, n=n, errors=errors, upper_bound=bound, rejected=rejected))
+        rejected = upper_bound_at_most(errors, n, delta, alpha)  # one CDF; the bound itself only if shown
+        steps.append(Step(threshold=t, n=n, errors=errors, upper_bound=None, rejected=rejected))
         if not rejected:
             break
         chosen = steps[-1]
         floor = scored[i - 1][0]  # rejected means n > 0
+    for step in {id(s): s for s in (chosen, steps[-1] if steps else None) if s is not None}.values():
+        step.upper_bound = clopper_pearson_upper(step.errors, step.n, delta) if step.n else 1.0
     total = len(decisions)
     base = {
         "side": side,

@@ -117,6 +117,12 @@ def calibrate(
     objective; the --risk-level level takes --objective when you give one) and high (1.0: every imperfect
     score goes to review). --target-recall R picks the best precision among thresholds with recall >= R.
 
+    Per `judge` rule it also certifies a confidence threshold: with probability >= 1 - --delta the share of
+    label-fail decisions among those auto-passed is <= --alpha (Learn-then-Test with a Clopper-Pearson bound;
+    --auto-fail does the same for fails), or says how many labels that would take; and writes the
+    certificate (model, prompt template, rules, dataset hashes) that `seqjudge run` gates by. --check exits 1
+    when the certificate is stale.
+
     The judge is required: without a model (--model, `model:` in DATASET/seqjudge.yaml or SEQJUDGE_MODEL)
     it exits 2 and says what to set, unless --scores gives the scores. Exit 0 when the calibration ran,
     2 on bad input, 3 when the provider cannot be reached.
