@@ -103,8 +103,8 @@ def demo(
     print(f"seqjudge demo: `seqjudge run` over {root}/")
     print(f"LLM judge: {'skipped — ' + why if why else 'on — ' + str(model)}.")
     if why:
-        print("           The engine decides every exact rule; `judge` rules stay deferred,")
-        print("           and their traces go to review.")
+        print("           The engine decides every exact rule; `judge` rules stay deferred (no model)")
+        print("           and count in no verdict: each suite says which.")
     with Store(store) as db:
         for suite in _suites(root):
             cfg = RunConfig(
