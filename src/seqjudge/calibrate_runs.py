@@ -23,12 +23,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from seqjudge.calibrate import Calibration, Settings, Stability, calibrate, stability, writable
-from seqjudge.config import RunConfig, judge_rule_ids
+from seqjudge.config import CONFIG_FILE, RunConfig, judge_rule_ids
 from seqjudge.crosscheck import TraceResult
 from seqjudge.errors import InputError
 from seqjudge.golden import GoldenDataset
 
-CONFIG_FILE = "seqjudge.yaml"
 SCORES_HINT = 'a scores file is JSONL, one {"trace_id": ..., "score": 0.0 to 1.0} per labelled trace'
 
 

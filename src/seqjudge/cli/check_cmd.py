@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Generator
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -14,12 +15,11 @@ from seqjudge.cli.options import (
     OutputOpt,
     Risk,
     RiskOpt,
-    RulesArg,
     ThresholdOpt,
-    TracesArg,
     format_option,
 )
 from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat, Verbose
+from seqjudge.errors import InputError
 from seqjudge.ingest.base import Done
 from seqjudge.inputs import load_suite
 from seqjudge.outputs.check import CheckOutput
@@ -40,8 +40,14 @@ VerboseOpt = Verbose
 
 @app.command()
 def check(
-    rules: RulesArg,
-    traces: TracesArg,
+    rules: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Rule file (YAML or JSON, any supported shape); none: the rules, traces and catalog of "
+            "./seqjudge.yaml, or of DIR/seqjudge.yaml when this is a folder (as `seqjudge init` writes)."
+        ),
+    ] = None,
+    traces: Annotated[str | None, typer.Argument(help="Trace file, directory, or - for stdin.")] = None,
     catalog: CatalogOpt = None,
     threshold: ThresholdOpt = DEFAULT_THRESHOLD,
     risk_level: RiskOpt = Risk.medium,
@@ -70,6 +76,8 @@ def check(
     from seqjudge.ingest import IngestStats, load_checkable, load_traces
     from seqjudge.ingest.stats import report as report_ingest
 
+    if rules is None or traces is None:
+        rules, traces, catalog = _from_config(rules, catalog)
     ruleset = load_suite(rules, catalog).ruleset
     output_class: type[CheckOutput] = writer("check", fmt)
     checker = Checker(Engine(ruleset), threshold, risk_level.value)
@@ -112,3 +120,19 @@ def check(
     if verbose:
         report_ingest(stats)
     return 0 if totals.verdicts["pass"] == totals.n else 1
+
+
+def _from_config(arg: Path | None, catalog: Path | None) -> tuple[Path, str, Path | None]:
+    """`check` or `check DIR`: the suite that DIR's (or this folder's) seqjudge.yaml names."""
+    from seqjudge.config import load_config
+    from seqjudge.inputs import project_config
+
+    if arg is not None and not arg.is_dir():
+        raise InputError(
+            "missing TRACES",
+            where="arguments",
+            hint="seqjudge check RULES TRACES, or seqjudge check [DIR] for the suite of DIR/seqjudge.yaml",
+        )
+    cfg = load_config(project_config(None if arg is None else str(arg)))
+    shown = Path(cfg.catalog) if cfg.catalog and catalog is None else catalog
+    return Path(cfg.rules), cfg.traces, shown
