@@ -142,3 +142,32 @@ def test_demo_ends_by_saying_where_seqjudge_is_and_how_to_type_it(tmp_path: Path
         check=True,
     )
     assert done.stdout.strip().splitlines()[-2] == f"seqjudge is on your PATH ({script})."
+
+
+def test_check_in_a_suite_folder_uses_the_configs_threshold_as_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["init"]) == 0
+    extra = {
+        "trace_id": "two-emails",
+        "calls": [
+            {"tool_name": "find_customer", "arguments": {"email": "cy@example.com"}},
+            {"tool_name": "verify_identity", "arguments": {"customer_id": "C-3", "answer": "Oslo"}},
+            {"tool_name": "send_email", "arguments": {"customer_id": "C-3", "subject": "Hello"}},
+            {"tool_name": "send_email", "arguments": {"customer_id": "C-3", "subject": "Hello again"}},
+        ],
+    }
+    with (tmp_path / "traces.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps(extra) + "\n")
+    config = tmp_path / "seqjudge.yaml"
+    config.write_text(config.read_text(encoding="utf-8").replace("threshold: 0.85", "threshold: 0.7"))
+    capsys.readouterr()
+    # 3 of 4 checked rules pass (one-email, a warning, fails): 0.75, review at 0.85 but a pass at 0.7
+    assert run(["check", "--format", "jsonl"]) == 1
+    verdicts = {r["trace_id"]: r["verdict"] for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert verdicts["two-emails"] == "pass"
+    assert run(["run", "--format", "json"]) == 1
+    assert json.loads(capsys.readouterr().out)["pass"] == 2  # run agrees
+    assert run(["check", "--format", "jsonl", "--threshold", "0.85"]) == 1  # a flag still wins
+    flagged = {r["trace_id"]: r["verdict"] for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert flagged["two-emails"] == "review"

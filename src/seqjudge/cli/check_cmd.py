@@ -12,13 +12,14 @@ import typer
 from seqjudge.cli.app import app
 from seqjudge.cli.options import (
     CatalogOpt,
+    ConfigRiskOpt,
+    ConfigThresholdOpt,
     OutputOpt,
     Risk,
-    RiskOpt,
-    ThresholdOpt,
     format_option,
 )
 from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat, Verbose
+from seqjudge.config import RunConfig
 from seqjudge.errors import InputError
 from seqjudge.ingest.base import Done
 from seqjudge.inputs import load_suite
@@ -49,8 +50,8 @@ def check(
     ] = None,
     traces: Annotated[str | None, typer.Argument(help="Trace file, directory, or - for stdin.")] = None,
     catalog: CatalogOpt = None,
-    threshold: ThresholdOpt = DEFAULT_THRESHOLD,
-    risk_level: RiskOpt = Risk.medium,
+    threshold: ConfigThresholdOpt = None,
+    risk_level: ConfigRiskOpt = None,
     fmt: FormatOpt = "text",
     output: OutputOpt = None,
     trace_format: TraceFormatOpt = None,
@@ -77,7 +78,14 @@ def check(
     from seqjudge.ingest.stats import report as report_ingest
 
     if rules is None or traces is None:
-        rules, traces, catalog = _from_config(rules, catalog)
+        cfg = _from_config(rules)
+        rules, traces = Path(cfg.rules), cfg.traces
+        catalog = catalog if catalog is not None else (Path(cfg.catalog) if cfg.catalog else None)
+        # The config's risk level and threshold, unless given as flags: `check` and `run` of a suite agree.
+        risk_level = risk_level or Risk(cfg.risk_level)
+        threshold = cfg.threshold_for(risk_level.value) if threshold is None else threshold
+    risk_level = risk_level or Risk.medium
+    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
     ruleset = load_suite(rules, catalog).ruleset
     output_class: type[CheckOutput] = writer("check", fmt)
     checker = Checker(Engine(ruleset), threshold, risk_level.value)
@@ -122,8 +130,8 @@ def check(
     return 0 if totals.verdicts["pass"] == totals.n else 1
 
 
-def _from_config(arg: Path | None, catalog: Path | None) -> tuple[Path, str, Path | None]:
-    """`check` or `check DIR`: the suite that DIR's (or this folder's) seqjudge.yaml names."""
+def _from_config(arg: Path | None) -> RunConfig:
+    """`check` or `check DIR`: the config of DIR/seqjudge.yaml (or of this folder's)."""
     from seqjudge.config import load_config
     from seqjudge.inputs import project_config
 
@@ -133,6 +141,4 @@ def _from_config(arg: Path | None, catalog: Path | None) -> tuple[Path, str, Pat
             where="arguments",
             hint="seqjudge check RULES TRACES, or seqjudge check [DIR] for the suite of DIR/seqjudge.yaml",
         )
-    cfg = load_config(project_config(None if arg is None else str(arg)))
-    shown = Path(cfg.catalog) if cfg.catalog and catalog is None else catalog
-    return Path(cfg.rules), cfg.traces, shown
+    return load_config(project_config(None if arg is None else str(arg)))
