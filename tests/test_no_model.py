@@ -137,3 +137,20 @@ def test_calibrate_with_a_local_server_in_the_config_needs_no_key(
     assert fake_llm.requests and {r.headers["authorization"] for r in fake_llm.requests} == {
         f"Bearer {NO_KEY_PLACEHOLDER}"
     }
+
+
+async def test_anthropic_against_a_local_server_needs_no_key(
+    fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fakes.server import anthropic_message
+    from test_providers_anthropic import GOOD, make_provider, make_request
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    provider = make_provider(fake_llm)  # base_url given, no key: built all the same
+    assert NO_KEY_PLACEHOLDER not in repr(provider)
+    fake_llm.enqueue(anthropic_message(json.dumps(GOOD)))
+    reply = await provider.complete(make_request())
+    await provider.aclose()
+    assert reply.parsed == GOOD
+    sent = fake_llm.requests[0].headers
+    assert NO_KEY_PLACEHOLDER in (sent.get("x-api-key", "") + sent.get("authorization", ""))
