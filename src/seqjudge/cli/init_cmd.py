@@ -12,9 +12,9 @@ from seqjudge.cli.app import app
 
 @app.command()
 def init(
-    folder: Annotated[Path, typer.Argument(help="Where to write the suite (created if missing).")] = Path(
-        "."
-    ),
+    folder: Annotated[
+        Path, typer.Argument(metavar="DIR", help="Where to write the suite (created if missing).")
+    ] = Path("."),
     force: Annotated[
         bool, typer.Option("--force", help="Overwrite the starter files if they exist.")
     ] = False,
