@@ -154,3 +154,26 @@ async def test_anthropic_against_a_local_server_needs_no_key(
     assert reply.parsed == GOOD
     sent = fake_llm.requests[0].headers
     assert NO_KEY_PLACEHOLDER in (sent.get("x-api-key", "") + sent.get("authorization", ""))
+
+
+def test_a_server_that_wants_a_key_says_which_variable_to_set(
+    tmp_path: Path, fake_llm: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fakes.server import openai_error
+
+    (tmp_path / "rules.yaml").write_text(RULES_YAML, encoding="utf-8")
+    (tmp_path / "traces.jsonl").write_text(json.dumps(GOOD_TRACE) + "\n", encoding="utf-8")
+    fake_llm.enqueue(openai_error(401, "missing key", type="invalid_request_error"))
+    args = [
+        "judge",
+        "rules.yaml",
+        "traces.jsonl",
+        "--model",
+        "openai:m",
+        "--base-url",
+        fake_llm.openai_base_url,
+    ]
+    assert run(args) == 3
+    err = capsys.readouterr().err
+    assert "wants an API key (HTTP 401" in err and "OPENAI_API_KEY is not set" in err
+    assert NO_KEY_PLACEHOLDER not in err

@@ -438,6 +438,12 @@ class SDKProvider:
 
     def _status_message(self, status: int, detail: str, retried: str, exc: Exception) -> tuple[str, str]:
         name, model, where = self.name, self.model, self.endpoint
+        if status == 401 and self._api_key == NO_KEY_PLACEHOLDER:
+            return (
+                f"the server at {where} wants an API key (HTTP 401: {detail}), and {self.key_env} is not "
+                f"set; set it to the key that server expects",
+                "auth",
+            )
         if status == 401:
             return (
                 f"{name} rejected the API key from {self.key_env} (HTTP 401: {detail}); check that the "
