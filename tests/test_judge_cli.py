@@ -235,7 +235,7 @@ def test_missing_key_exits_2_with_the_sentence_run_prints(files, fake_llm, capsy
     assert "`seqjudge judge` needs the LLM judge, but model openai:gpt-4o is configured but " in err
     assert "OPENAI_API_KEY is not set" in err and "--base-url" in err
     assert run(["judge", str(files["rules"]), str(files["traces"])]) == 2
-    assert "but no model is configured" in capsys.readouterr().err
+    assert "but no model configured" in capsys.readouterr().err
     assert fake_llm.requests == []
 
 

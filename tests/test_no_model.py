@@ -46,7 +46,7 @@ def test_run_without_a_model_gives_checks_verdicts(
     out = capsys.readouterr().out
     deferred = [line for line in out.splitlines() if "deferred (no model)" in line]
     assert len(deferred) == 1 and deferred[0].startswith("judge rules deferred (no model): ")
-    assert "confirm-before-" in deferred[0] and "no model is configured" in deferred[0]
+    assert "confirm-before-" in deferred[0] and "no model configured" in deferred[0]
     with Store(store) as db:
         results = {s.trace_id: s.result for s in db.results(db.resolve_run("latest"))}
         items = db.review_items()

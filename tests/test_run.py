@@ -113,7 +113,7 @@ def test_no_model_runs_the_engine_and_names_the_deferred_judge_rules(
 ) -> None:
     monkeypatch.delenv("SEQJUDGE_MODEL", raising=False)
     summary, stored = run_suite(tmp_path, None)
-    assert summary.judge_skipped and "no model is configured" in summary.judge_skipped
+    assert summary.judge_skipped and "no model configured" in summary.judge_skipped
     assert len(stored) == N and summary.traces == N
     ruleset = load_rules(SUITE / "rules.yaml")
     judge_rules = [r.rule_id for r in ruleset.rules if r.type == "judge"]
@@ -205,7 +205,7 @@ def test_cli_run_with_no_model_says_the_judge_was_skipped(
     assert code == 1
     (line,) = [x for x in out.splitlines() if "deferred (no model)" in x]
     assert line.startswith("judge rules deferred (no model): confirm-before-delete; in no verdict")
-    assert "judge skipped: no model is configured" in line and "stored as r" in out
+    assert "judge skipped: no model configured" in line and "stored as r" in out
     with Store(tmp_path / "s.db") as db:
         assert len(db.completed_trace_ids(db.resolve_run("latest"))) == 87
 

@@ -109,7 +109,7 @@ def judge_unavailable(model: str | None, base_url: str | None = None) -> str | N
     missing key is no reason: the adapter sends a placeholder (``sdk.read_api_key``)."""
     if not model:
         return (
-            "no model is configured (give --model provider:model, `model:` in seqjudge.yaml, "
+            "no model configured (give --model provider:model, `model:` in seqjudge.yaml, "
             "or SEQJUDGE_MODEL)"
         )
     try:
