@@ -109,8 +109,7 @@ def judge_unavailable(model: str | None, base_url: str | None = None) -> str | N
     missing key is no reason: the adapter sends a placeholder (``sdk.read_api_key``)."""
     if not model:
         return (
-            "no model configured (give --model provider:model, `model:` in seqjudge.yaml, "
-            "or SEQJUDGE_MODEL)"
+            "no model configured (give --model provider:model, `model:` in seqjudge.yaml, or SEQJUDGE_MODEL)"
         )
     try:
         profile = provider_profile(model.split(":", 1)[0])
