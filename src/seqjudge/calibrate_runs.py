@@ -23,12 +23,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from seqjudge.calibrate import Calibration, Settings, Stability, calibrate, stability, writable
-from seqjudge.config import RunConfig, judge_rule_ids
+from seqjudge.config import CONFIG_FILE, RunConfig, judge_rule_ids
 from seqjudge.crosscheck import TraceResult
 from seqjudge.errors import InputError
 from seqjudge.golden import GoldenDataset
 
-CONFIG_FILE = "seqjudge.yaml"
 SCORES_HINT = 'a scores file is JSONL, one {"trace_id": ..., "score": 0.0 to 1.0} per labelled trace'
 
 
@@ -142,28 +141,30 @@ async def judge_repeats(
 
     ``provider``: a Provider instance for the new runs (else one is built from ``cfg.model``). A missing
     model or key raises ``InputError`` only when a new run is needed."""
-    from seqjudge.runner import judge_unavailable, run_traces
+    from seqjudge.judge.providers.registry import require_judge
+    from seqjudge.runner import run_traces
 
     if repeats < 1:
         raise InputError(f"--repeats is {repeats}", where="--repeats", hint="judge each trace at least once")
+    scores_hint = 'or calibrate scores you already have with --scores FILE (JSONL of {"trace_id", "score"})'
     if not cfg.model:
-        raise InputError(
-            "calibration needs the judge's scores, and no model is configured",
-            where="--model",
+        require_judge(
+            None,
+            None,
+            needs="calibration",
             hint="give --model provider:model (e.g. openai:gpt-4o), set `model:` in the dataset's "
-            "seqjudge.yaml or SEQJUDGE_MODEL; or calibrate scores you already have with --scores FILE "
-            '(JSONL of {"trace_id", "score"})',
+            f"seqjudge.yaml or SEQJUDGE_MODEL; {scores_hint}",
         )
     reused = matching_runs(store, dataset, cfg, independent_only=repeats > 1)[:repeats] if reuse else []
     run_ids = list(reused)
     if len(run_ids) < repeats and provider is None:
-        why = judge_unavailable(cfg.model)
-        if why:
-            raise InputError(
-                f"calibration needs {repeats - len(run_ids)} new judged run(s), but {why}",
-                where="--model",
-                hint="set the provider's API key (or reuse stored runs made with the same model and prompts)",
-            )
+        require_judge(
+            cfg.model,
+            cfg.model_options.base_url,
+            needs=f"calibration ({repeats - len(run_ids)} new judged run(s))",
+            hint="set the provider's key in the environment, or give a local server's base_url; or reuse "
+            f"stored runs made with the same model and prompts; {scores_hint}",
+        )
     while len(run_ids) < repeats:
         n = len(run_ids) + 1
         run_cfg = cfg.model_copy(

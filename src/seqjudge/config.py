@@ -23,6 +23,7 @@ from seqjudge.report import DEFAULT_THRESHOLD, RiskLevel
 JudgeMode = Literal["full", "contextual"]
 JUDGE_MODES: tuple[str, ...] = JudgeMode.__args__  # type: ignore[attr-defined]
 DEFAULT_STORE = ".seqjudge/seqjudge.db"
+CONFIG_FILE = "seqjudge.yaml"  # a project's config, found in a folder by `run`, `calibrate` and `init`
 
 
 class ModelOptions(BaseModel):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seqjudge.config import RunConfig, load_config
+from seqjudge.config import CONFIG_FILE, RunConfig, load_config
 from seqjudge.errors import InputError
 from seqjudge.rules.model import RuleSet
 
@@ -144,13 +144,29 @@ def suite_of(cfg: RunConfig, *, known_tools: bool = True) -> Suite:
     return load_suite(cfg.rules, cfg.catalog, cfg.examples, known_tools=known_tools)
 
 
+def project_config(arg: str | None) -> Path:
+    """The config file `run` reads: ARG, ARG/seqjudge.yaml when ARG is a folder, ./seqjudge.yaml without one
+    (what `seqjudge init` writes, so that a bare `seqjudge run` works in its folder)."""
+    path = Path(arg) if arg else Path(CONFIG_FILE)
+    if path.is_dir():
+        path = path / CONFIG_FILE
+    if not path.is_file() and not arg:
+        raise InputError(
+            f"no {CONFIG_FILE} in this folder",
+            source=str(Path.cwd()),
+            where="arguments",
+            hint="write a starter suite here with `seqjudge init`, or name the files: RULES TRACES",
+        )
+    return path
+
+
 def build_config(args: list[str], overrides: dict[str, Any], base: RunConfig | None = None) -> RunConfig:
     """`run CONFIG` or `run RULES TRACES`; flags (non-None) override the file. ``base``: the stored config
     of the run being resumed, used when no argument is given (`seqjudge run --resume RUN`)."""
     if not args and base is not None:
         cfg = base
-    elif len(args) == 1:
-        cfg = load_config(args[0])
+    elif len(args) <= 1:
+        cfg = load_config(project_config(args[0] if args else None))
     elif len(args) == 2:
         try:
             cfg = RunConfig(rules=args[0], traces=args[1])

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
 from seqjudge.errors import InputError, ProviderError
-from seqjudge.judge.providers.registry import provider_profile
+from seqjudge.judge.providers.registry import judge_unavailable
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
 from seqjudge.rules.engine import Engine
@@ -53,22 +52,6 @@ FATAL_KINDS = {"auth", "config"}
 FATAL_UNTIL_SUCCESS = {"connection", "bad_request"}
 # Expected output tokens of one judge reply for --dry-run (a judgement with a few violations is 250-500).
 DRY_RUN_OUTPUT_TOKENS = 400
-
-
-def judge_unavailable(model: str | None) -> str | None:
-    """Why the judge cannot run, in a sentence for the user (None when it can)."""
-    if not model:
-        return (
-            "no model configured (give --model provider:model, `model:` in seqjudge.yaml, or SEQJUDGE_MODEL)"
-        )
-    try:
-        profile = provider_profile(model.split(":", 1)[0])
-    except ProviderError as exc:  # an installed provider that cannot load
-        return f"model {model} is configured but its provider cannot be used: {exc}"
-    env = profile.key_env if profile is not None else None
-    if env and not os.environ.get(env):
-        return f"model {model} is configured but {env} is not set"
-    return None
 
 
 @dataclass
@@ -98,6 +81,8 @@ class RunSummary:
     cache_hits: int = 0
     stopped: str | None = None  # why the run stopped early (the budget)
     notes: list[str] = field(default_factory=list)  # what the reader of the summary must know (judge-only)
+    # The `judge` rules left `deferred` because no judge could run (judge_skipped): named, never silent.
+    deferred_rules: list[str] = field(default_factory=list)
     decisions: list[RuleDecision] = field(default_factory=list, repr=False)  # cross-checked, for agreement
 
     @property
@@ -138,6 +123,7 @@ class RunSummary:
             "violations_by_rule": dict(self.violated.most_common()),
             "agreement": self.agreement,
             "judge_skipped": self.judge_skipped,
+            "deferred_rules": list(self.deferred_rules),
             "stopped": self.stopped,
             "notes": list(self.notes),
         }
@@ -196,7 +182,7 @@ async def run_traces(
     from seqjudge.redact import redact_trace
 
     engine = Engine(ruleset)
-    skipped = None if provider is not None else judge_unavailable(cfg.model)
+    skipped = None if provider is not None else judge_unavailable(cfg.model, cfg.model_options.base_url)
     if provider is None and skipped is None:
         from seqjudge.judge.providers.base import get_provider
 
@@ -232,6 +218,7 @@ async def run_traces(
         judge_skipped=skipped,
         model=cfg.model if provider is not None else None,
         price=price,
+        deferred_rules=[r.rule_id for r in ruleset.rules if r.type == "judge"] if skipped else [],
     )
     if ruleset.rules and all(r.type == "judge" for r in ruleset.rules):
         summary.notes.append(f"{JUDGE_ONLY_WARNING}. {JUDGE_ONLY_HINT}.")
@@ -525,7 +512,7 @@ def estimate_run(
 
     est = RunEstimate(model=cfg.model, price=run_price(cfg, prices) if cfg.model else None)
     if not cfg.model:
-        est.judge_skipped = judge_unavailable(cfg.model)
+        est.judge_skipped = judge_unavailable(cfg.model, cfg.model_options.base_url)
     rule_ids = judge_rule_ids(ruleset, cfg.judge_mode)
     names = catalog_names(catalog) if catalog is not None else None
     max_tokens = cfg.model_options.max_tokens

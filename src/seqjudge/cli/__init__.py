@@ -19,6 +19,7 @@ from seqjudge.cli import (  # noqa: F401
     convert_cmd,
     demo_cmd,
     golden_cmd,
+    init_cmd,
     judge_cmd,
     report_cmd,
     rules_cmd,

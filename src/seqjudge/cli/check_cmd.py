@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Generator
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -11,15 +12,15 @@ import typer
 from seqjudge.cli.app import app
 from seqjudge.cli.options import (
     CatalogOpt,
+    ConfigRiskOpt,
+    ConfigThresholdOpt,
     OutputOpt,
     Risk,
-    RiskOpt,
-    RulesArg,
-    ThresholdOpt,
-    TracesArg,
     format_option,
 )
 from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat, Verbose
+from seqjudge.config import RunConfig
+from seqjudge.errors import InputError
 from seqjudge.ingest.base import Done
 from seqjudge.inputs import load_suite
 from seqjudge.outputs.check import CheckOutput
@@ -40,11 +41,17 @@ VerboseOpt = Verbose
 
 @app.command()
 def check(
-    rules: RulesArg,
-    traces: TracesArg,
+    rules: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Rule file (YAML or JSON, any supported shape); none: the rules, traces and catalog of "
+            "./seqjudge.yaml, or of DIR/seqjudge.yaml when this is a folder (as `seqjudge init` writes)."
+        ),
+    ] = None,
+    traces: Annotated[str | None, typer.Argument(help="Trace file, directory, or - for stdin.")] = None,
     catalog: CatalogOpt = None,
-    threshold: ThresholdOpt = DEFAULT_THRESHOLD,
-    risk_level: RiskOpt = Risk.medium,
+    threshold: ConfigThresholdOpt = None,
+    risk_level: ConfigRiskOpt = None,
     fmt: FormatOpt = "text",
     output: OutputOpt = None,
     trace_format: TraceFormatOpt = None,
@@ -70,6 +77,15 @@ def check(
     from seqjudge.ingest import IngestStats, load_checkable, load_traces
     from seqjudge.ingest.stats import report as report_ingest
 
+    if rules is None or traces is None:
+        cfg = _from_config(rules)
+        rules, traces = Path(cfg.rules), cfg.traces
+        catalog = catalog if catalog is not None else (Path(cfg.catalog) if cfg.catalog else None)
+        # The config's risk level and threshold, unless given as flags: `check` and `run` of a suite agree.
+        risk_level = risk_level or Risk(cfg.risk_level)
+        threshold = cfg.threshold_for(risk_level.value) if threshold is None else threshold
+    risk_level = risk_level or Risk.medium
+    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
     ruleset = load_suite(rules, catalog).ruleset
     output_class: type[CheckOutput] = writer("check", fmt)
     checker = Checker(Engine(ruleset), threshold, risk_level.value)
@@ -112,3 +128,17 @@ def check(
     if verbose:
         report_ingest(stats)
     return 0 if totals.verdicts["pass"] == totals.n else 1
+
+
+def _from_config(arg: Path | None) -> RunConfig:
+    """`check` or `check DIR`: the config of DIR/seqjudge.yaml (or of this folder's)."""
+    from seqjudge.config import load_config
+    from seqjudge.inputs import project_config
+
+    if arg is not None and not arg.is_dir():
+        raise InputError(
+            "missing TRACES",
+            where="arguments",
+            hint="seqjudge check RULES TRACES, or seqjudge check [DIR] for the suite of DIR/seqjudge.yaml",
+        )
+    return load_config(project_config(None if arg is None else str(arg)))

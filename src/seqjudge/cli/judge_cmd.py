@@ -35,7 +35,7 @@ from seqjudge.cli.trace_options import (
 from seqjudge.crosscheck import reconcile
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.inputs import load_suite, model_or_env
-from seqjudge.judge.providers.registry import key_variables
+from seqjudge.judge.providers.registry import key_variables, require_judge
 from seqjudge.outputs.judged import JudgeOutput
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
@@ -144,7 +144,8 @@ def judge(
     """Judge every trace with an LLM and show its report beside the engine's, rule by rule.
 
     Exit 0 when every trace passed both, 1 when some trace failed, needs review, or could not be scored,
-    2 on bad input, 3 when the model provider cannot be used (missing key, wrong base URL, rate limit).
+    2 on bad input (no model, or its key is not set: `seqjudge run` then defers the judge rules instead),
+    3 when the model provider cannot be used (a rejected key, wrong base URL, rate limit).
     """
     from seqjudge.judge.cache import ResponseCache
     from seqjudge.judge.providers.base import get_provider
@@ -154,14 +155,8 @@ def judge(
     suite = load_suite(rules, catalog, examples, with_examples=True, known_tools=False)
     ruleset, cat, worked = suite.ruleset, suite.catalog, suite.examples
     output_class = writer("judge", fmt)
-    model = model_or_env(model)
-    if not model:
-        raise InputError(
-            "no model to judge with",
-            where="--model",
-            hint="pass --model provider:model (for example openai:gpt-4o) or set SEQJUDGE_MODEL; "
-            "`seqjudge check` needs no model",
-        )
+    # No model or no key: exit 2 with the sentence `run` prints when it defers the judge rules.
+    model = require_judge(model_or_env(model), base_url, needs="`seqjudge judge`")
     try:
         provider = get_provider(model, base_url=base_url)
     except ProviderError as exc:

@@ -35,7 +35,10 @@ from seqjudge.runner import estimate_run, run_traces
 def run(
     args: Annotated[
         list[str] | None,
-        typer.Argument(help="CONFIG (seqjudge.yaml), or RULES TRACES; none with --resume (the run's own)."),
+        typer.Argument(
+            help="CONFIG (seqjudge.yaml) or a folder holding one, or RULES TRACES; none: ./seqjudge.yaml "
+            "(with --resume: the run's own)."
+        ),
     ] = None,
     model: ModelOpt = None,
     catalog: CatalogOpt = None,
