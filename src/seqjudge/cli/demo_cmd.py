@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import StoreOpt
-from seqjudge.config import RunConfig
-from seqjudge.crosscheck import TraceResult
+from seqjudge.defaults import DEFAULT_STORE_PATH
 from seqjudge.errors import InputError
-from seqjudge.outputs.textview import violation_block
-from seqjudge.store import DEFAULT_STORE_PATH
-from seqjudge.trace import Trace
+
+if TYPE_CHECKING:
+    from seqjudge.crosscheck import TraceResult
+    from seqjudge.trace import Trace
 
 
 def _suites(root: Path) -> list[Path]:
@@ -64,6 +63,8 @@ class _Watcher:
         self.agree = self.differ = 0
 
     def __call__(self, trace: Trace, result: TraceResult) -> None:
+        from seqjudge.outputs.textview import violation_block
+
         report = result.engine
         critical = [v for v in report.violations if v.severity == "critical"]
         if report.violations and (self.shown is None or (critical and not self.shown_critical)):
@@ -91,7 +92,9 @@ def demo(
 
     Exits 0 whenever the demo ran, whatever the traces' verdicts (a CI gate uses `check` or `run`).
     """
+    import asyncio
 
+    from seqjudge.config import RunConfig
     from seqjudge.ingest import load_traces
     from seqjudge.inputs import load_suite, model_or_env
     from seqjudge.outputs.summary import run_text

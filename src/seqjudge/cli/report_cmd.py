@@ -6,21 +6,24 @@ import json
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import StoreOpt
+from seqjudge.defaults import DEFAULT_STORE_PATH
 from seqjudge.errors import InputError
-from seqjudge.outputs.html.render import PNG_MAGIC, Calibration, render_report
 from seqjudge.outputs.streams import open_output
-from seqjudge.store import DEFAULT_STORE_PATH, RunInfo, Store, StoredResult, read_export
+
+if TYPE_CHECKING:
+    from seqjudge.outputs.html.render import Calibration
+    from seqjudge.store import RunInfo, Store, StoredResult
+
+    Run = tuple[RunInfo, list[StoredResult]]
 
 EXPORT_SUFFIXES = (".jsonl", ".ndjson")
 CALIBRATION_NAMES = ("calibration-{run}.png", "calibration.png", "calibration-{run}.json", "calibration.json")
-
-Run = tuple[RunInfo, list[StoredResult]]
 
 
 def is_export(ref: str) -> bool:
@@ -30,6 +33,8 @@ def is_export(ref: str) -> bool:
 
 
 def load_export(path: Path) -> Run:
+    from seqjudge.store import read_export
+
     try:
         stream = path.open(encoding="utf-8")
     except OSError as exc:
@@ -75,6 +80,8 @@ def _calibration(explicit: Path | None, folders: list[Path], run_id: str) -> Cal
 def _read_calibration(path: Path, *, strict: bool) -> Calibration | None:
     """A PNG plot or a JSON object of figures; a bad file found by looking is skipped with a warning, a bad
     file given with --calibration is an error."""
+    from seqjudge.outputs.html.render import PNG_MAGIC, Calibration
+
     problem = None
     try:
         raw = path.read_bytes()
@@ -128,6 +135,9 @@ def report(
 ) -> int:
     """Write one self-contained HTML page of a run: its health, a sortable table of traces, each trace's
     calls with the violations marked, and, with --compare, what changed since a baseline."""
+    from seqjudge.outputs.html.render import render_report
+    from seqjudge.store import Store
+
     with ExitStack() as stack:
         db: Store | None = None
 

@@ -7,22 +7,27 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, TYPE_CHECKING, Annotated
 
 import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import OutputOpt, StoreOpt, format_option
-from seqjudge.crosscheck import REVIEW_REASONS
+from seqjudge.defaults import DEFAULT_STORE_PATH, REVIEW_REASONS
 from seqjudge.errors import InputError
-from seqjudge.outputs.listings import result_lines, review_lines, run_lines
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
-from seqjudge.store import DEFAULT_STORE_PATH, Store
 
-runs_app = typer.Typer(help="Stored runs: list them, show one, export one.", no_args_is_help=True)
+if TYPE_CHECKING:
+    from seqjudge.store import Store
+
+runs_app = typer.Typer(
+    help="Stored runs: list them, show one, export one.", no_args_is_help=True, rich_markup_mode=None
+)
 review_app = typer.Typer(
-    help="The human review queue: list, show, resolve, export labels.", no_args_is_help=True
+    help="The human review queue: list, show, resolve, export labels.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(runs_app, name="runs")
 app.add_typer(review_app, name="review")
@@ -44,6 +49,8 @@ ListFormatOpt = Annotated[str, format_option("runs")]
 
 
 def _open(path: Path) -> Store:
+    from seqjudge.store import Store
+
     # Reading commands never create a database: a wrong --store should say so, not show an empty store.
     return Store(path, create=False)
 
@@ -65,6 +72,8 @@ def runs_show(
     store: StoreOpt = DEFAULT_STORE_PATH,
 ) -> int:
     """A run's summary: counts, judge-engine agreement, fingerprints; with --trace, one trace's rules."""
+    from seqjudge.outputs.listings import result_lines, run_lines
+
     with _open(store) as db:
         run_id = db.resolve_run(run)
         info = db.run_info(run_id)
@@ -132,6 +141,8 @@ def review_show(
 ) -> int:
     """Everything needed to decide one item: the trace with each rule's engine and judge outcome beside the
     calls it names, the reasons, the disagreement, the judge's explanation and its raw replies."""
+    from seqjudge.outputs.listings import review_lines
+
     with _open(store) as db:
         detail = db.review_item(item)
     print("\n".join(review_lines(detail)))
