@@ -6,7 +6,8 @@
 
 Each run is a new interpreter (`python -c "from seqjudge.cli import main; main()" ...`), so it pays what a
 user pays: the interpreter, the imports, the command. With --src the checkouts are put first on PYTHONPATH
-and run alternately, so that a noisy machine hits them alike; the ratio is of their medians.
+and run alternately, so that a noisy machine hits them alike; the ratio is of their medians. Wall time is
+what a user waits; CPU time (user + system of the process) moves less when the machine is shared.
 --importtime runs each command once under `python -X importtime` and prints the modules with the largest
 cumulative import time (a package's figure includes what it imports).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -60,30 +62,39 @@ def environment(src: str | None) -> dict[str, str]:
     return env
 
 
-def once(args: list[str], env: dict[str, str]) -> float:
+def once(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of one fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", ENTRY, *args], env=env, capture_output=True, text=True)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):  # check exits 1 when a trace fails; anything else is a broken command
         raise SystemExit(f"`seqjudge {' '.join(args)}` exited {done.returncode}:\n{done.stderr}")
-    return took
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return took, cpu
 
 
 def timings(cmds: dict[str, list[str]], sources: list[str | None], runs: int) -> None:
-    times: dict[tuple[str, str | None], list[float]] = {(c, s): [] for c in cmds for s in sources}
+    Key = tuple[str, str | None]
+    times: dict[Key, list[tuple[float, float]]] = {(c, s): [] for c in cmds for s in sources}
     for _ in range(runs):
         for name, args in cmds.items():
             for src in sources:  # alternate, so that load spikes hit every variant alike
                 times[(name, src)].append(once(args, environment(src)))
-    print(f"median wall time of {runs} fresh processes ({sys.executable})")
+    load = os.getloadavg()[0]
+    print(f"medians of {runs} fresh processes ({sys.executable}; load average {load:.1f} at the end)")
+    print(f"  {'command':<25} {'wall':>8} {'cpu':>8}")
     for name in cmds:
-        medians = {src: statistics.median(times[(name, src)]) for src in sources}
-        for src, median in medians.items():
+        medians = {
+            src: tuple(statistics.median(t[k] for t in times[(name, src)]) for k in (0, 1)) for src in sources
+        }
+        for src, (wall, cpu) in medians.items():
             label = "installed" if src is None else src
-            print(f"  seqjudge {name:<16} {median:6.3f} s   [{label}]")
+            print(f"  seqjudge {name:<16} {wall:6.3f} s {cpu:6.3f} s   [{label}]")
         if len(sources) == 2:
-            first, second = (medians[s] for s in sources)
-            print(f"  seqjudge {name:<16} ratio first/second: {first / second:.2f}x")
+            (w1, c1), (w2, c2) = (medians[s] for s in sources)
+            print(f"  seqjudge {name:<16} {w1 / w2:6.2f} x {c1 / c2:6.2f} x   first/second")
 
 
 def importtime(cmds: dict[str, list[str]], top: int) -> None:

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from seqjudge.cli import COMMAND_MODULES, MODULES, app, register
 from seqjudge.defaults import TRACE_FORMATS
 
 # What a command imports when it runs, and `--help` must not: the judge's models and providers, templates,
@@ -82,3 +83,27 @@ def test_help_names_the_trace_formats_of_the_importers() -> None:
     from seqjudge.ingest import FORMATS
 
     assert tuple(FORMATS) == TRACE_FORMATS
+
+
+def test_a_command_line_imports_only_its_command_module() -> None:
+    modules = modules_after("check", "--help")
+    assert sorted(m for m in modules if m.endswith("_cmd")) == ["seqjudge.cli.check_cmd"]
+    every = modules_after("--help")
+    assert {f"seqjudge.cli.{m}" for m in MODULES} <= every
+
+
+def test_the_command_table_is_what_the_modules_register() -> None:
+    # A command missing from COMMAND_MODULES still works (everything is imported), but slowly: add it.
+    register(["--help"])
+    found: dict[str, str] = {}
+    for command in app.registered_commands:
+        assert command.callback is not None
+        name = command.name or command.callback.__name__.replace("_", "-")
+        found[name] = command.callback.__module__.rpartition(".")[2]
+    for group in app.registered_groups:
+        assert group.typer_instance is not None and group.name is not None
+        callbacks = [c.callback for c in group.typer_instance.registered_commands]
+        (module,) = {c.__module__.rpartition(".")[2] for c in callbacks if c is not None}
+        found[group.name] = module
+    assert found == COMMAND_MODULES
+    assert set(COMMAND_MODULES.values()) <= set(MODULES)
