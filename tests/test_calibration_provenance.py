@@ -135,13 +135,17 @@ def report(store: Path, tmp_path: Path, *extra: str) -> tuple[int, str]:
     return code, out.read_text(encoding="utf-8") if out.exists() else ""
 
 
+def report_beside(suites: dict[str, Any], tmp_path: Path, png: bytes) -> tuple[Path, int, str]:
+    """The report of the latest run with ``png`` as calibration.png beside its store."""
+    beside = suites["store"].parent / "calibration.png"
+    beside.write_bytes(png)
+    return (beside, *report(suites["store"], tmp_path))
+
+
 def test_the_report_embeds_a_plot_of_the_same_rules_and_traces(
     suites: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    beside = suites["store"].parent / "calibration.png"
-    beside.write_bytes(suites["plots"]["ds"].read_bytes())
-    capsys.readouterr()
-    code, page = report(suites["store"], tmp_path)
+    _, code, page = report_beside(suites, tmp_path, suites["plots"]["ds"].read_bytes())
     assert code == 0 and 'id="calibration"' in page and "data:image/png;base64," in page
     assert "made from the dataset ds: the same rules and traces as this run" in page
 
@@ -149,10 +153,8 @@ def test_the_report_embeds_a_plot_of_the_same_rules_and_traces(
 def test_the_report_skips_a_plot_of_another_suite(
     suites: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    beside = suites["store"].parent / "calibration.png"
-    beside.write_bytes(suites["plots"]["other"].read_bytes())
     capsys.readouterr()
-    code, page = report(suites["store"], tmp_path)
+    beside, code, page = report_beside(suites, tmp_path, suites["plots"]["other"].read_bytes())
     assert code == 0 and 'id="calibration"' not in page
     err = capsys.readouterr().err
     assert f"skipped {beside}: it was made from the dataset other (4 traces" in err
@@ -165,10 +167,8 @@ def test_the_report_skips_a_plot_of_another_suite(
 def test_a_plot_that_records_no_suite(
     suites: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    beside = suites["store"].parent / "calibration.png"
-    beside.write_bytes(png_with_text())
     capsys.readouterr()
-    code, page = report(suites["store"], tmp_path)
+    beside, code, page = report_beside(suites, tmp_path, png_with_text())
     assert code == 0 and 'id="calibration"' not in page  # found by looking: not shown
     assert f"skipped {beside}: it records no dataset" in capsys.readouterr().err
     code, page = report(suites["store"], tmp_path, "--calibration", str(beside))
