@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +108,15 @@ def test_the_command_table_is_what_the_modules_register() -> None:
         found[group.name] = module
     assert found == COMMAND_MODULES
     assert set(COMMAND_MODULES.values()) <= set(MODULES)
+
+
+def test_check_of_a_small_trace_loads_only_what_the_engine_needs(tmp_path: Path) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - {id: auth-first, type: before, first: auth, then: refund}\n")
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"trace_id": "t", "calls": [{"tool_name": "auth"}, {"tool_name": "refund"}]}))
+    modules = modules_after("check", str(rules), str(trace))
+    assert "seqjudge.rules.engine" in modules  # it did check
+    unneeded = ("openai", "anthropic", "jinja2", "sqlite3", "asyncio", "rich", "pyarrow", "multiprocessing")
+    own = ("seqjudge.store", "seqjudge.config", "seqjudge.judge", "seqjudge.runner", "seqjudge.outputs.html")
+    assert heavy(modules, (*unneeded, "concurrent.futures", *own)) == []
