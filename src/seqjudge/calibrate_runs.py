@@ -23,10 +23,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from seqjudge.calibrate import Calibration, Settings, Stability, calibrate, stability, writable
-from seqjudge.config import CONFIG_FILE, RunConfig, judge_rule_ids
+from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import TraceResult
+from seqjudge.defaults import CONFIG_FILE
 from seqjudge.errors import InputError
 from seqjudge.golden import GoldenDataset
+from seqjudge.provenance import Suite, rules_hash, traces_hash
 
 SCORES_HINT = 'a scores file is JSONL, one {"trace_id": ..., "score": 0.0 to 1.0} per labelled trace'
 
@@ -255,6 +257,9 @@ class CalibrationReport(BaseModel):
     contradictions: list[dict[str, Any]] = Field(default_factory=list)
     dataset_warnings: list[str] = Field(default_factory=list)
     written: str | None = None
+    # The rules and traces it was made from (provenance.Suite): the HTML report shows a calibration only
+    # beside runs of the same suite.
+    suite: dict[str, Any] | None = None
 
 
 def dataset_config(dataset: GoldenDataset, **overrides: Any) -> RunConfig:
@@ -390,7 +395,13 @@ def calibrate_golden(
         agreement=agreement_figures,
         contradictions=[c.as_dict() for c in contradictions],
         dataset_warnings=[p.render() for p in problems if p.level == "warning"],
+        suite=dataset_suite(dataset).as_dict(),
     )
+
+
+def dataset_suite(dataset: GoldenDataset) -> Suite:
+    ids = [str(t.trace_id) for t in dataset.traces]
+    return Suite(dataset.name, rules_hash(dataset.ruleset), traces_hash(ids), len(set(ids)))
 
 
 THRESHOLDS_COMMENT = "# Thresholds per risk level, written by `seqjudge calibrate --write`"

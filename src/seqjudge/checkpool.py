@@ -19,17 +19,14 @@ and shuts the pool down before the interrupt ends the command, so no worker outl
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import signal
 import sys
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seqjudge.ingest import native
 from seqjudge.ingest.base import Done, Options, Record, Source
@@ -37,6 +34,9 @@ from seqjudge.redact import may_need_redaction, redact_text, redact_value
 from seqjudge.report import RiskLevel, report_line
 from seqjudge.rules.engine import Engine
 from seqjudge.trace import PlainTrace, Trace
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 INLINE = 1000  # records checked here before workers pay for their start (tens of ms for two forks)
 CHUNK = 200  # records a task: large enough that a task's overhead is small, small enough to stream
@@ -109,6 +109,8 @@ def _check_record(checker: Checker, record: Record, source: Source, options: Opt
 
 
 def forkable() -> bool:
+    import multiprocessing  # here, not at the top: `seqjudge check` of a small file starts no worker
+
     return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -140,6 +142,9 @@ class LinePool:
         yield from self._pooled(records, source, options)
 
     def _pooled(self, records: Iterator[Record], source: Source, options: Options) -> Iterator[Done]:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         global _STATE
         _STATE = (self.checker, source, options)  # inherited by the forked workers
         pool = ProcessPoolExecutor(
@@ -194,6 +199,8 @@ class LinePool:
     def _result(self, future: Future[tuple[list[_Row], bool]] | None) -> tuple[list[_Row], bool]:
         """A task's rows and whether it stopped early; a chunk no worker finished counts as stopped at its
         start, so that this process reads all of it: a worker killed from outside costs time, not output."""
+        from concurrent.futures.process import BrokenProcessPool
+
         if future is not None:
             try:
                 return future.result()

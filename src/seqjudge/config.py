@@ -16,14 +16,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from seqjudge.defaults import DEFAULT_STORE
 from seqjudge.errors import InputError
 from seqjudge.redact import DEFAULT_REDACT
 from seqjudge.report import DEFAULT_THRESHOLD, RiskLevel
 
 JudgeMode = Literal["full", "contextual"]
 JUDGE_MODES: tuple[str, ...] = JudgeMode.__args__  # type: ignore[attr-defined]
-DEFAULT_STORE = ".seqjudge/seqjudge.db"
-CONFIG_FILE = "seqjudge.yaml"  # a project's config, found in a folder by `run`, `calibrate` and `init`
 
 
 class ModelOptions(BaseModel):

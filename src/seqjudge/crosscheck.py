@@ -14,12 +14,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from seqjudge.defaults import REVIEW_REASONS as REVIEW_REASONS  # re-exported: its old home
+from seqjudge.defaults import ReviewReason
 from seqjudge.report import DEFAULT_THRESHOLD, Outcome, Report, RiskLevel, RuleResult, Verdict, score, verdict
-
-ReviewReason = Literal[
-    "below_threshold", "high_risk_imperfect", "judge_engine_disagreement", "unscored", "judge_rule_undecided"
-]
-REVIEW_REASONS: tuple[str, ...] = ReviewReason.__args__  # type: ignore[attr-defined]
 
 
 class JudgedViolation(Protocol):

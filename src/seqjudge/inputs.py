@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seqjudge.config import CONFIG_FILE, RunConfig, load_config
+from seqjudge.defaults import CONFIG_FILE
 from seqjudge.errors import InputError
 from seqjudge.rules.model import RuleSet
 
 if TYPE_CHECKING:
+    from seqjudge.config import RunConfig
     from seqjudge.rules.catalog import Catalog
     from seqjudge.rules.lint import LintProblem
 
@@ -33,7 +34,6 @@ __all__ = [
     "Suite",
     "build_config",
     "catalog_path",
-    "load_config",
     "load_suite",
     "model_or_env",
     "read_catalog",
@@ -163,6 +163,8 @@ def project_config(arg: str | None) -> Path:
 def build_config(args: list[str], overrides: dict[str, Any], base: RunConfig | None = None) -> RunConfig:
     """`run CONFIG` or `run RULES TRACES`; flags (non-None) override the file. ``base``: the stored config
     of the run being resumed, used when no argument is given (`seqjudge run --resume RUN`)."""
+    from seqjudge.config import RunConfig, load_config  # `check` loads suites without the run config
+
     if not args and base is not None:
         cfg = base
     elif len(args) <= 1:

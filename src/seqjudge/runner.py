@@ -35,6 +35,7 @@ from seqjudge.errors import InputError, ProviderError
 from seqjudge.judge.providers.registry import judge_unavailable
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
+from seqjudge.provenance import rules_hash
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.lint import JUDGE_ONLY_HINT, JUDGE_ONLY_WARNING
 from seqjudge.rules.model import RuleSet
@@ -205,6 +206,7 @@ async def run_traces(
         "model": cfg.model if provider is not None else None,
         "judge_mode": cfg.judge_mode,
         "engine": "seqjudge-engine/1",
+        "rules_hash": rules_hash(ruleset),  # ties a calibration to runs of its own rules (provenance)
     }
     if run_id is not None:
         store.reopen_run(run_id)

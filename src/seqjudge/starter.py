@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from seqjudge.config import CONFIG_FILE
+from seqjudge.defaults import CONFIG_FILE
 from seqjudge.errors import InputError
 
 CONFIG = """\

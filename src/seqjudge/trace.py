@@ -112,6 +112,22 @@ class Trace(BaseModel):
         return assign_steps(self.calls)
 
 
+def timeline(trace: Trace) -> list[tuple[str, int, Any]]:
+    """Calls and messages in the order they happened: a message with ``at = k`` came after k calls (one
+    without ``at``, or past the last call, comes last). Items are ``("call", i, call)`` and
+    ``("message", k, message)``; the judge's prompt and `seqjudge review show` both read the trace so."""
+    n = len(trace.calls)
+    placed: dict[int, list[Any]] = {}
+    for m in trace.messages:
+        placed.setdefault(n if m.at is None or m.at > n else m.at, []).append(m)
+    out: list[tuple[str, int, Any]] = []
+    for i, call in enumerate(trace.calls):
+        out.extend(("message", i, m) for m in placed.get(i, []))
+        out.append(("call", i, call))
+    out.extend(("message", n, m) for m in placed.get(n, []))
+    return out
+
+
 def assign_steps(calls: list[Call]) -> list[int]:
     """Group calls into steps.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Generator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,17 +19,15 @@ from seqjudge.cli.options import (
     format_option,
 )
 from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat, Verbose
-from seqjudge.config import RunConfig
+from seqjudge.defaults import DEFAULT_THRESHOLD
 from seqjudge.errors import InputError
-from seqjudge.ingest.base import Done
-from seqjudge.inputs import load_suite
-from seqjudge.outputs.check import CheckOutput
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
-from seqjudge.outputs.textview import Totals
-from seqjudge.report import DEFAULT_THRESHOLD
-from seqjudge.rules.engine import Engine
-from seqjudge.trace import PlainTrace, Trace
+
+if TYPE_CHECKING:
+    from seqjudge.config import RunConfig
+    from seqjudge.outputs.check import CheckOutput
+    from seqjudge.trace import PlainTrace, Trace
 
 FormatOpt = Annotated[str, format_option("check")]
 # The trace-reading options are defined once, in trace_options; these names are what the commands use.
@@ -75,7 +73,11 @@ def check(
     """
     from seqjudge.checkpool import Checker, LinePool
     from seqjudge.ingest import IngestStats, load_checkable, load_traces
+    from seqjudge.ingest.base import Done
     from seqjudge.ingest.stats import report as report_ingest
+    from seqjudge.inputs import load_suite
+    from seqjudge.outputs.textview import Totals
+    from seqjudge.rules.engine import Engine
 
     if rules is None or traces is None:
         cfg = _from_config(rules)

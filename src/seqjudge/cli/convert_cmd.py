@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, TYPE_CHECKING, Annotated
 
 import typer
 
@@ -28,9 +28,9 @@ from seqjudge.cli.trace_options import (
     load_options,
 )
 from seqjudge.errors import InputError
-from seqjudge.ingest import IngestStats, load_traces
-from seqjudge.ingest.stats import report
-from seqjudge.trace import Trace, check_trace_data
+
+if TYPE_CHECKING:
+    from seqjudge.trace import Trace
 
 
 @app.command()
@@ -51,6 +51,9 @@ def convert(
     allow_empty: AllowEmpty = False,
 ) -> int:
     """Convert traces (any format `--trace-format` names) to native JSONL; print what was read and skipped."""
+    from seqjudge.ingest import IngestStats, load_traces
+    from seqjudge.ingest.stats import report
+
     stats = IngestStats()
     options = load_options(trace_format, messages_key, error_pattern, verbose, allow_empty)
     traces = load_traces(input, stats=stats, **options)
@@ -65,6 +68,8 @@ def convert(
 
 
 def _write(traces: Iterable[Trace], stream: IO[str], source: str) -> tuple[int, int]:
+    from seqjudge.trace import check_trace_data
+
     count = calls = 0
     for trace in traces:
         check_trace_data(trace, source)  # a value JSON cannot write must end in a message, not a traceback

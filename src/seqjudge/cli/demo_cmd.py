@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
-from typing import Annotated, NamedTuple
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import StoreOpt
-from seqjudge.config import RunConfig
-from seqjudge.crosscheck import TraceResult
+from seqjudge.defaults import DEFAULT_STORE_PATH
 from seqjudge.errors import InputError
-from seqjudge.outputs.textview import violation_block
-from seqjudge.report import Violation
-from seqjudge.store import DEFAULT_STORE_PATH
-from seqjudge.trace import Trace
+
+if TYPE_CHECKING:
+    from seqjudge.crosscheck import TraceResult
+    from seqjudge.report import Violation
+    from seqjudge.trace import Trace
 
 
 def _suites(root: Path) -> list[Path]:
@@ -81,6 +80,8 @@ class _Watcher:
         return [v for v in violations if label.rules.get(v.rule_id, "fail") == "fail"]
 
     def __call__(self, trace: Trace, result: TraceResult) -> None:
+        from seqjudge.outputs.textview import violation_block
+
         report = result.engine
         showable = self._showable(report.trace_id, list(report.violations))
         critical = [v for v in showable if v.severity == "critical"]
@@ -109,7 +110,9 @@ def demo(
 
     Exits 0 whenever the demo ran, whatever the traces' verdicts (a CI gate uses `check` or `run`).
     """
+    import asyncio
 
+    from seqjudge.config import RunConfig
     from seqjudge.ingest import load_traces
     from seqjudge.inputs import load_suite, model_or_env
     from seqjudge.outputs.summary import run_text

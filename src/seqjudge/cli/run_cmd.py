@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,11 +23,12 @@ from seqjudge.cli.options import (
     format_option,
 )
 from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat
-from seqjudge.config import DEFAULT_STORE, RunConfig
+from seqjudge.defaults import DEFAULT_STORE
 from seqjudge.errors import InputError
-from seqjudge.inputs import build_config, suite_of
 from seqjudge.outputs.registry import writer
-from seqjudge.runner import estimate_run, run_traces
+
+if TYPE_CHECKING:
+    from seqjudge.config import RunConfig
 
 
 @app.command()
@@ -101,6 +101,8 @@ def run(
     2 bad input; 3 provider unreachable.
     """
     from seqjudge.ingest import load_traces
+    from seqjudge.inputs import build_config, suite_of
+    from seqjudge.runner import estimate_run, run_traces
     from seqjudge.store import Store
 
     base_cfg = None
@@ -153,6 +155,8 @@ def run(
     if batch:
         return submit_batch(cfg, ruleset, traces, catalog_obj, examples_obj, resume=resume, fmt=fmt)
     # -- end batch runs --
+    import asyncio
+
     from seqjudge.cli.progress import RunProgress, progress_wanted
 
     total = count_traces(cfg) if progress_wanted() else None
@@ -182,6 +186,7 @@ def stored_config(store_path: str, ref: str) -> RunConfig:
     """The config a run was started with, for `seqjudge run --resume RUN` without arguments."""
     from pydantic import ValidationError
 
+    from seqjudge.config import RunConfig
     from seqjudge.store import Store
 
     with Store(store_path, create=False) as db:
