@@ -174,7 +174,17 @@ def _concatenated(record: Record) -> list[Record] | None:
         try:
             value: Any
             value, stop = decoder.raw_decode(text, position)
-        except ValueError:
+        except json.JSONDecodeError as exc:
+            if parts and not text[exc.pos :].strip():
+                # A later value cut off at the end: the whole-document error would say "Extra data" at
+                # the value's start; say what happened, at the line the cut record starts on.
+                raise InputError(
+                    f"bad JSON: the record that starts here is cut off ({exc.msg} at the end of the file)",
+                    source=record.source.name,
+                    where=f"line {line + (record.line or 1) - 1}",
+                    hint="The file looks truncated (it ends in the middle of a JSON value); re-export or "
+                    "re-copy it",
+                ) from None
             return None
         part = Record(record.source, line, text[position:stop].encode("utf-8"))
         part.set_value(value)
