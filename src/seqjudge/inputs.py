@@ -165,14 +165,14 @@ def build_config(args: list[str], overrides: dict[str, Any], base: RunConfig | N
         cfg = base
     elif len(args) == 1:
         cfg = load_config(args[0])
-    elif len(args) == 2:
+    elif len(args) >= 2:
         try:
-            cfg = RunConfig(rules=args[0], traces=args[1])
+            cfg = RunConfig(rules=args[0], traces=args[1] if len(args) == 2 else args[1:])
         except Exception as exc:  # pragma: no cover - two strings always validate
             raise InputError(str(exc)) from None
     else:
         raise InputError(
-            f"expected CONFIG or RULES TRACES, got {len(args)} argument(s)",
+            f"expected CONFIG or RULES TRACES..., got {len(args)} argument(s)",
             where="arguments",
             hint="seqjudge run seqjudge.yaml  or  seqjudge run rules.yaml traces.jsonl  "
             "(or seqjudge run --resume RUN)",

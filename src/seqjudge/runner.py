@@ -323,7 +323,7 @@ async def run_traces(
                 if trace.trace_id in done:
                     summary.skipped_stored += 1
                     continue
-                check_trace_data(trace, cfg.traces)  # before redacting, judging or storing it
+                check_trace_data(trace, cfg.traces_named())  # before redacting, judging or storing it
                 await lookahead.acquire()
                 task = asyncio.create_task(decide(trace))
                 pending.add(task)

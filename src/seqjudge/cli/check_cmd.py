@@ -89,11 +89,12 @@ def check(
     else:
         # The other views need only the engine's data, so plain JSONL records skip the models (PlainTrace),
         # and line output from a large native JSONL file is checked by worker processes (checkpool).
-        pool = LinePool(checker, workers=workers) if output_class.lines and traces != "-" else None
+        pool = LinePool(checker, workers=workers) if output_class.lines and "-" not in traces else None
         stream = load_checkable(traces, native_lines=pool, **options)
     # closing: an error ends the loop early, and a worker pool must shut down then, not at collection.
     with open_output(output) as out, contextlib.closing(stream):
-        shown = output_class(out, source=traces)
+        # Several paths name no single file or folder, as stdin does not (SARIF then gives no file location).
+        shown = output_class(out, source=traces[0] if len(traces) == 1 else "-")
         for item in stream:
             if shown.lines:
                 checked = item.result if isinstance(item, Done) else checker.checked(item)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Annotated
 
 import typer
@@ -35,7 +36,10 @@ from seqjudge.runner import estimate_run, run_traces
 def run(
     args: Annotated[
         list[str] | None,
-        typer.Argument(help="CONFIG (seqjudge.yaml), or RULES TRACES; none with --resume (the run's own)."),
+        typer.Argument(
+            help="CONFIG (seqjudge.yaml), or RULES TRACES... (trace files or folders, several allowed); "
+            "none with --resume (the run's own)."
+        ),
     ] = None,
     model: ModelOpt = None,
     catalog: CatalogOpt = None,
@@ -138,6 +142,9 @@ def run(
         error_pattern=cfg.error_pattern,
         allow_empty=cfg.allow_empty,
     )
+    # Read the first trace now: an input without traces ends here (exit 2), before a run is stored.
+    first = next(traces, None)
+    traces = traces if first is None else itertools.chain([first], traces)
     if dry_run:
         skip: set[str] = set()
         if resume:
@@ -201,7 +208,7 @@ def count_traces(cfg: RunConfig) -> int | None:
     from seqjudge.errors import SeqjudgeError
     from seqjudge.ingest import load_traces
 
-    if cfg.traces == "-":
+    if "-" in ([cfg.traces] if isinstance(cfg.traces, str) else cfg.traces):
         return None
     try:
         return sum(
