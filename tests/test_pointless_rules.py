@@ -137,7 +137,12 @@ def test_rules_that_can_mean_something_still_load(rule: str, tmp_path: Path) -> 
     assert len(load_rules(rules).rules) == 1
 
 
-TAU = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tau"
+try:  # as tests/test_check_fast_pool.py imports its sibling modules
+    from test_ingest_native import tau_dir
+except ImportError:  # pragma: no cover
+    from tests.test_ingest_native import tau_dir
+
+TAU = tau_dir()
 
 
 @pytest.mark.parametrize(

@@ -77,6 +77,8 @@ class RunConfig(BaseModel):
     error_pattern: str | None = None
     # Accept an input that yields no trace, or traces without calls where it holds tool activity.
     allow_empty: bool = False
+    # Exit 2 when the input left something unchecked (rules.coverage): a rule exercised on no trace, ...
+    strict: bool = False
     label: str | None = None
 
     def traces_named(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Generator
 from typing import Annotated, Any
 
@@ -15,18 +16,22 @@ from seqjudge.cli.options import (
     Risk,
     RiskOpt,
     RulesArg,
+    StrictOpt,
     ThresholdOpt,
     TracesArg,
     format_option,
 )
 from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat, Verbose
+from seqjudge.errors import InputError
 from seqjudge.ingest.base import Done
 from seqjudge.inputs import load_suite
 from seqjudge.outputs.check import CheckOutput
+from seqjudge.outputs.coverage import coverage_lines
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
 from seqjudge.outputs.textview import Totals
 from seqjudge.report import DEFAULT_THRESHOLD
+from seqjudge.rules.coverage import Coverage
 from seqjudge.rules.engine import Engine
 from seqjudge.trace import PlainTrace, Trace
 
@@ -52,6 +57,7 @@ def check(
     error_pattern: ErrorPatternOpt = None,
     verbose: VerboseOpt = False,
     allow_empty: AllowEmpty = False,
+    strict: StrictOpt = False,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -70,10 +76,12 @@ def check(
     from seqjudge.ingest import IngestStats, load_checkable, load_traces
     from seqjudge.ingest.stats import report as report_ingest
 
-    ruleset = load_suite(rules, catalog).ruleset
+    suite = load_suite(rules, catalog)
+    ruleset = suite.ruleset
     output_class: type[CheckOutput] = writer("check", fmt)
     checker = Checker(Engine(ruleset), threshold, risk_level.value)
     totals = Totals()
+    coverage = totals.coverage = Coverage.of(ruleset, suite.catalog, strict=strict)
     stats = IngestStats()
     options: dict[str, Any] = dict(
         format=trace_format,
@@ -99,6 +107,7 @@ def check(
             if shown.lines:
                 checked = item.result if isinstance(item, Done) else checker.checked(item)
                 totals.count(checked.verdict, checked.violated, checked.deferred)
+                coverage.add(item.trace_id, checked.exercised, checked.tools)
                 shown.line(checked)
                 continue
             assert not isinstance(item, Done)
@@ -108,8 +117,15 @@ def check(
                 [v["rule_id"] for v in data["violations"]],
                 [r["rule_id"] for r in data["rules"] if r["outcome"] == "deferred"],
             )
+            coverage.add_trace(item, data["rules"])
             shown.report(item, data)
         shown.finish(totals)
     if verbose:
         report_ingest(stats)
+    if fmt != "text":  # the text view ends with these; machine formats keep stdout for their data
+        for line in coverage_lines(coverage):
+            print(line, file=sys.stderr)
+    failure = coverage.strict_error()
+    if failure is not None:
+        raise InputError(failure, hint="See the warnings above; fix the rules or the input")
     return 0 if totals.verdicts["pass"] == totals.n else 1

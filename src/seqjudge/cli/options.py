@@ -123,6 +123,15 @@ ConfigMaxAttemptsOpt = Annotated[
     ),
 ]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Ignore and do not fill .seqjudge/cache/.")]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Exit 2 when a rule was exercised on no trace, a tool a rule names is called in no trace (and "
+        "not in the catalog), or a trace calls tools the catalog lacks (use it in CI; `strict: true` in "
+        "seqjudge.yaml).",
+    ),
+]
 
 
 class JudgeMode(StrEnum):

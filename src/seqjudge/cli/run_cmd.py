@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 from typing import Annotated
 
 import typer
@@ -22,12 +23,14 @@ from seqjudge.cli.options import (
     JudgeModeOpt,
     ModelOpt,
     NoCacheOpt,
+    StrictOpt,
     format_option,
 )
 from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat
 from seqjudge.config import DEFAULT_STORE, RunConfig
 from seqjudge.errors import InputError
 from seqjudge.inputs import build_config, suite_of
+from seqjudge.outputs.coverage import coverage_lines
 from seqjudge.outputs.registry import writer
 from seqjudge.runner import estimate_run, run_traces
 
@@ -59,6 +62,7 @@ def run(
     messages_key: MessagesKey = None,
     error_pattern: ErrorPattern = None,
     allow_empty: AllowEmpty = False,
+    strict: StrictOpt = False,
     rpm: Annotated[
         int | None,
         typer.Option(
@@ -126,6 +130,7 @@ def run(
             "messages_key": messages_key,
             "error_pattern": error_pattern,
             "allow_empty": True if allow_empty else None,
+            "strict": True if strict else None,
             "rpm": rpm,
             "tpm": tpm,
             "max_cost": max_cost,
@@ -177,6 +182,12 @@ def run(
                 )
             )
     writer("run", fmt)(summary)
+    if fmt != "text":  # the text summary ends with these; JSON keeps stdout for its data
+        for line in coverage_lines(summary.coverage):
+            print(line, file=sys.stderr)
+    failure = summary.coverage.strict_error() if summary.coverage is not None else None
+    if failure is not None:
+        raise InputError(failure, hint=f"See the warnings above; run {summary.run_id} is stored")
     if summary.status == "stopped":
         return 1
     return 0 if summary.verdicts["pass"] == summary.traces else 1
