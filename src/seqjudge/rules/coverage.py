@@ -34,7 +34,7 @@ EXERCISED = frozenset({"passed", "failed", "deferred"})
 def called(trace: Trace | PlainTrace) -> list[str]:
     """The distinct tool names a trace calls."""
     names = trace.names if isinstance(trace, PlainTrace) else [c.tool_name for c in trace.calls]
-    return list(dict.fromkeys(names))
+    return list(set(names))
 
 
 def exercised_ids(rules: Iterable[dict[str, Any]]) -> list[str]:
