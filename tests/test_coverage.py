@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import seqjudge.checkpool as checkpool
+import seqjudge.rules.coverage as coverage_module
 from seqjudge.cli import run
 
 try:  # as tests/test_check_fast_pool.py imports its sibling modules
@@ -86,6 +87,7 @@ def test_json_carries_the_findings_and_jsonl_says_them_on_stderr(
         ],
         "catalog": None,
         "calls_outside_catalog": {},
+        "traces_outside_catalog": 0,
     }
     run(["check", str(typo), TRACES, "--format", "jsonl"])
     captured = capsys.readouterr()
@@ -137,7 +139,8 @@ def test_traces_of_another_domain_are_named_per_trace(capsys: pytest.CaptureFixt
     coverage = json.loads(capsys.readouterr().out)["summary"]["coverage"]
     outside = coverage["calls_outside_catalog"]
     assert coverage["catalog"] == str(RETAIL / "catalog.json")
-    assert len(outside) == 264 and all(trace_id.startswith("airline/") for trace_id in outside)
+    assert len(outside) == coverage["traces_outside_catalog"] == 264
+    assert all(trace_id.startswith("airline/") for trace_id in outside)
     assert outside["airline/gpt-4o/task0/trial0"] == [
         "book_reservation",
         "search_direct_flight",
@@ -172,3 +175,13 @@ def test_run_says_the_same_and_strict_in_the_config_fails(
     assert run(["run", "--resume", summary["run_id"], "--store", "s.db", "--format", "json"]) == 2
     resumed = json.loads(capsys.readouterr().out)["coverage"]
     assert resumed == summary["coverage"]
+
+
+def test_traces_outside_the_catalog_are_all_counted_and_the_first_ones_listed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(coverage_module, "LISTED", 3)  # memory stays bounded on a huge mixed input
+    argv = ["check", str(RETAIL / "rules.yaml"), TRACES, "--catalog", str(RETAIL / "catalog.json")]
+    run([*argv, "--format", "json"])
+    coverage = json.loads(capsys.readouterr().out)["summary"]["coverage"]
+    assert len(coverage["calls_outside_catalog"]) == 3 and coverage["traces_outside_catalog"] == 264

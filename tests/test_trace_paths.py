@@ -146,3 +146,13 @@ def test_zero_traces_read_is_exit_2_in_every_command(
 def test_allow_empty_accepts_an_input_without_traces(empty: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["check", "rules.yaml", "suite", "--allow-empty"]) == 0
     assert "0 trace(s)" in capsys.readouterr().out
+
+
+def test_the_progress_bar_count_does_not_repeat_the_note(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from seqjudge.cli.run_cmd import count_traces
+    from seqjudge.config import RunConfig
+
+    assert count_traces(RunConfig(rules="suite/rules.yaml", traces="suite")) == 4
+    assert capsys.readouterr().err == ""

@@ -230,6 +230,7 @@ def count_traces(cfg: RunConfig) -> int | None:
                 messages_key=cfg.messages_key,
                 error_pattern=cfg.error_pattern,
                 allow_empty=cfg.allow_empty,
+                notes=False,  # the run itself says which files it skipped
             )
         )
     except (SeqjudgeError, OSError):

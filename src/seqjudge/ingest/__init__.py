@@ -89,14 +89,16 @@ def load_traces(
     verbose: bool = False,
     allow_empty: bool = False,
     stats: IngestStats | None = None,
+    notes: bool = True,
 ) -> Iterator[Trace]:
     """Iterate over the traces in ``path`` (a file, a folder, ``-``, or several of them in order); bad input
     raises ``InputError`` naming the file and record.
 
     Arguments are checked now (an unknown format, a bad regex, a missing path), the files when iterated.
-    ``stats``, when given, is filled in as the traces are read.
+    ``stats``, when given, is filled in as the traces are read. ``notes``: say on stderr which files of a
+    folder were skipped as not traces (a second pass over the same input, such as a count, passes False).
     """
-    prepared = _prepare(path, format, messages_key, error_pattern, verbose, allow_empty, stats)
+    prepared = _prepare(path, format, messages_key, error_pattern, verbose, allow_empty, stats, notes)
     # Without options.plain the importers yield Trace only.
     return cast(Iterator[Trace], _load(*prepared))
 
@@ -132,6 +134,7 @@ def _prepare(
     verbose: bool,
     allow_empty: bool,
     stats: IngestStats | None,
+    notes: bool = True,
 ) -> tuple[files.Inputs, Options]:
     options = Options(
         format=format,
@@ -161,7 +164,8 @@ def _prepare(
     if note is not None:
         # Not an error: a suite folder holds its rules, catalog and labels beside the traces.
         options.stats.skip("files that are not traces", len(inputs.skipped))
-        print(f"seqjudge: note: {note}", file=sys.stderr)
+        if notes:
+            print(f"seqjudge: note: {note}", file=sys.stderr)
     if not inputs.files and not allow_empty:
         raise InputError(
             f"no traces in {inputs.named()}: no {' or '.join(TRACE_SUFFIXES)} files there"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seqjudge.rules.coverage import Coverage
+from seqjudge.rules.coverage import LISTED, Coverage
 from seqjudge.safetext import terminal
 
 SHOWN_TRACES = 5  # traces with out-of-catalog calls named in text; JSON lists them all
@@ -31,10 +31,10 @@ def coverage_lines(coverage: Coverage | None) -> list[str]:
             f"warning: trace {terminal(trace_id)!r} calls tools that {coverage.catalog_name} does not list "
             f"(a trace of another agent or domain?): {', '.join(terminal(t) for t in tools)}"
         )
-    if len(outside) > SHOWN_TRACES:
+    if coverage.outside > SHOWN_TRACES:
         lines.append(
-            f"warning: ... and {len(outside) - SHOWN_TRACES} more trace(s) calling tools outside the catalog "
-            "(--format json lists every one)"
+            f"warning: ... and {coverage.outside - SHOWN_TRACES} more trace(s) calling tools outside the "
+            f"catalog (--format json lists the first {LISTED:,})"
         )
     if not coverage.strict:
         lines.append("warning: --strict makes these an error (exit 2); use it in CI")

@@ -9,8 +9,8 @@ checked (``seqjudge check`` and ``seqjudge run`` alike, one trace at a time) and
   with the closest name that the traces did call;
 - with a catalog, per trace, the calls to tools the catalog does not list (a trace of another domain).
 
-It holds sets of names and one entry per trace with out-of-catalog calls, so memory stays small however many
-traces pass through. ``--strict`` turns any of these into exit 2.
+It holds sets of names, and the out-of-catalog calls of the first ``LISTED`` such traces (all are counted), so
+memory stays small however many traces pass through. ``--strict`` turns any of these into exit 2.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from seqjudge.trace import PlainTrace, Trace
 if TYPE_CHECKING:
     from seqjudge.rules.catalog import Catalog
     from seqjudge.rules.model import RuleSet
+
+LISTED = 1000  # traces whose out-of-catalog calls are kept by name; the rest are counted
 
 # Outcomes in which a rule looked at something: the engine decided it, or handed it to the judge.
 EXERCISED = frozenset({"passed", "failed", "deferred"})
@@ -52,6 +54,7 @@ class Coverage:
     exercised: set[str] = field(default_factory=set)
     seen: set[str] = field(default_factory=set)  # tool names called in some trace
     out_of_catalog: dict[str, list[str]] = field(default_factory=dict)  # trace id -> tools, sorted
+    outside: int = 0  # traces with calls outside the catalog, listed in out_of_catalog or not
     strict: bool = False  # the command fails on any finding (said once, where the findings are shown)
 
     @classmethod
@@ -83,7 +86,9 @@ class Coverage:
         called = set(tools)
         self.seen |= called
         if self.catalog is not None and not called <= self.catalog:
-            self.out_of_catalog[str(trace_id)] = sorted(called - self.catalog)
+            self.outside += 1
+            if len(self.out_of_catalog) < LISTED:
+                self.out_of_catalog[str(trace_id)] = sorted(called - self.catalog)
 
     # -- findings ----------------------------------------------------------------------------------------
     def unexercised(self) -> list[str]:
@@ -111,13 +116,13 @@ class Coverage:
         counts = [
             (len(self.unexercised()), "rule(s) exercised on no trace"),
             (len(self.unknown_tools()), "referenced tool(s) called in no trace"),
-            (len(self.out_of_catalog), "trace(s) calling tools outside the catalog"),
+            (self.outside, "trace(s) calling tools outside the catalog"),
         ]
         return "--strict: " + ", ".join(f"{n} {what}" for n, what in counts if n)
 
     def warnings(self) -> int:
         """How many findings there are (``--strict`` fails on any)."""
-        return len(self.unexercised()) + len(self.unknown_tools()) + len(self.out_of_catalog)
+        return len(self.unexercised()) + len(self.unknown_tools()) + self.outside
 
     def as_dict(self) -> dict[str, Any]:
         """The findings for machine outputs (the JSON summaries of check and run)."""
@@ -126,4 +131,5 @@ class Coverage:
             "unknown_tools": self.unknown_tools(),
             "catalog": self.catalog_name,
             "calls_outside_catalog": dict(self.out_of_catalog),
+            "traces_outside_catalog": self.outside,
         }
