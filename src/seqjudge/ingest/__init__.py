@@ -229,7 +229,8 @@ def _load(inputs: files.Inputs, options: Options) -> Generator[Trace | PlainTrac
             )
     if stats.traces == 0 and not options.allow_empty:
         raise InputError(
-            f"no traces in {inputs.named()} (every file is empty)",
+            f"no traces in {inputs.named()}: "
+            + ("every file is empty" if len(sources) > 1 else "the input is empty"),
             hint="Point at a file with traces, or pass --allow-empty to accept an empty input",
         )
 

@@ -57,8 +57,8 @@ class Inputs:
     skipped: list[tuple[str, str]]
 
     def named(self) -> str:
-        """The paths as given, for messages."""
-        return ", ".join(self.given)
+        """The paths as given, for messages (stdin named as such)."""
+        return ", ".join("stdin (-)" if p == "-" else p for p in self.given)
 
     def note(self) -> str | None:
         """One line naming the files passed over, or None: the suite's own files with what they are, then
