@@ -11,6 +11,7 @@ test take minutes on a loaded machine; ``in_process=False`` runs it through bash
 from __future__ import annotations
 
 import contextlib
+import glob
 import io
 import os
 import re
@@ -118,7 +119,7 @@ def _evaluate(line: str, cwd: Path, env: dict[str, str]) -> Outcome:
             for op, argv in _parsed(line):
                 if (op == "&&" and status != 0) or (op == "||" and status == 0):
                     continue
-                argv = [os.path.expandvars(a.replace("$?", str(status))) for a in argv]
+                argv = _expanded([os.path.expandvars(a.replace("$?", str(status))) for a in argv])
                 if argv[0] == "test":
                     status = 0 if _test(argv[1:]) else 1
                 elif argv[0] == "mkdir":
@@ -136,6 +137,16 @@ def _evaluate(line: str, cwd: Path, env: dict[str, str]) -> Outcome:
         os.environ.clear()
         os.environ.update(saved_env)
     return Outcome(line, status, out=out.getvalue(), err=err.getvalue())
+
+
+def _expanded(argv: list[str]) -> list[str]:
+    """Pathname expansion as bash does it: a word with a pattern that matches becomes the sorted matches; one
+    that matches nothing stays as written. (shlex drops quotes, so a quoted pattern would expand here too.)"""
+    out: list[str] = []
+    for arg in argv:
+        matches = sorted(glob.glob(arg)) if any(c in arg for c in "*?[") else []
+        out.extend(matches or [arg])
+    return out
 
 
 def _test(args: list[str]) -> bool:

@@ -57,7 +57,11 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Outco
     (work / "traces.jsonl").write_text(traces, encoding="utf-8")
     (work / "big.jsonl").write_text(traces, encoding="utf-8")
     (work / "traces").mkdir()
-    (work / "traces" / "traces.jsonl").write_text(traces, encoding="utf-8")
+    # traces/: t1 in its own JSON file (for `traces/*.json`) beside the suite's traces; more.jsonl: suite
+    suite_traces = (retail / "traces.jsonl").read_text(encoding="utf-8")
+    (work / "traces" / "traces.jsonl").write_text(suite_traces, encoding="utf-8")
+    (work / "traces" / "t1.json").write_text(json.dumps(example), encoding="utf-8")
+    (work / "more.jsonl").write_text(suite_traces, encoding="utf-8")
     (work / "old_eval.yaml").write_text("sequences:\n  - [get_order_details, cancel_pending_order]\n")
     # seqjudge.yaml: the README's config example, as printed (its model has no key here: engine only)
     (work / "seqjudge.yaml").write_text(block_after("A project config keeps", "yaml"), encoding="utf-8")

@@ -119,12 +119,12 @@ async def submit_run(
     parts: dict[str, str] = {}
     # Everything is rendered and checked before the run exists: bad input costs nothing and leaves nothing.
     for trace in traces:
-        check_trace_data(trace, cfg.traces)  # before redacting or rendering it
+        check_trace_data(trace, cfg.traces_named())  # before redacting or rendering it
         report = engine.check(trace, threshold=cfg.threshold, risk_level=cfg.risk_level)
         if report.trace_id in seen:
             raise InputError(
                 f"trace id {report.trace_id!r} occurs twice",
-                source=cfg.traces,
+                source=cfg.traces_named(),
                 hint="give every trace a distinct trace_id (ids must be unique within a run)",
             )
         seen.add(report.trace_id)

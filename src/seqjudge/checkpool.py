@@ -32,6 +32,7 @@ from seqjudge.ingest import native
 from seqjudge.ingest.base import Done, Options, Record, Source
 from seqjudge.redact import may_need_redaction, redact_text, redact_value
 from seqjudge.report import RiskLevel, report_line
+from seqjudge.rules.coverage import called, exercised_ids
 from seqjudge.rules.engine import Engine
 from seqjudge.trace import PlainTrace, Trace
 
@@ -51,6 +52,8 @@ class Checked:
     verdict: str
     violated: list[str]  # rule id of every violation, in order
     deferred: list[str]  # rule ids of the deferred rules
+    exercised: list[str]  # rule ids of the rules exercised (rules.coverage)
+    tools: list[str]  # the distinct tool names the trace calls
 
 
 class Checker:
@@ -80,6 +83,8 @@ class Checker:
             data["verdict"],
             [v["rule_id"] for v in data["violations"]],
             [r["rule_id"] for r in data["rules"] if r["outcome"] == "deferred"],
+            exercised_ids(data["rules"]),
+            called(trace),
         )
 
     def _redacted(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -171,8 +176,8 @@ class LinePool:
                     return
                 chunk, future = pending.popleft()
                 rows, stopped = self._result(future)
-                for trace_id, line, report, verdict, violated, deferred in rows:
-                    yield Done(trace_id, line, Checked(report, verdict, violated, deferred))
+                for trace_id, line, report, verdict, violated, deferred, exercised, tools in rows:
+                    yield Done(trace_id, line, Checked(report, verdict, violated, deferred, exercised, tools))
                 if stopped:
                     # Read the record that stopped the worker (and the rest of its chunk) here, to raise
                     # its error exactly as the single-process path does; or the chunk no worker took.
@@ -228,9 +233,9 @@ def _work(lines: list[tuple[int, bytes]]) -> tuple[list[_Row], bool]:
         except Exception:  # the main process reads this record again and raises the error itself
             return rows, True
         c = done.result
-        rows.append((done.trace_id, line, c.line, c.verdict, c.violated, c.deferred))
+        rows.append((done.trace_id, line, c.line, c.verdict, c.violated, c.deferred, c.exercised, c.tools))
     return rows, False
 
 
 # A Done as a tuple of builtins: it crosses the pipe several times faster than the objects.
-_Row = tuple[str, int, bytes, str, list[str], list[str]]
+_Row = tuple[str, int, bytes, str, list[str], list[str], list[str], list[str]]

@@ -69,15 +69,22 @@ class Suite:
 
 def read_rules(path: str | Path, *, warn: Callable[[str], None] | None = _to_stderr) -> RuleSet:
     """The rule set of a rule file. Loader warnings (a deprecated shape) go to ``warn`` (None: dropped)."""
-    from seqjudge.rules.load import load_rules
+    return _read_rules_located(path, warn)[0]
+
+
+def _read_rules_located(
+    path: str | Path, warn: Callable[[str], None] | None
+) -> tuple[RuleSet, dict[str, str]]:
+    """``read_rules`` plus where each rule is written (``load_rules_located``), for messages."""
+    from seqjudge.rules.load import load_rules_located
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        ruleset = load_rules(path)
+        located = load_rules_located(path)
     if warn is not None:
         for w in caught:
             warn(str(w.message))
-    return ruleset
+    return located
 
 
 def catalog_path(ruleset: RuleSet, given: str | Path | None = None) -> Path | None:
@@ -94,12 +101,17 @@ def read_catalog(path: str | Path) -> Catalog:
     return load_catalog(path)
 
 
-def unknown_tools(ruleset: RuleSet, catalog: Catalog) -> list[LintProblem]:
-    """The catalog errors of a rule set: tool names the catalog lacks. Cycles are not among them: commands
-    that evaluate report a cycle as a violation on the traces, and `lint` lists it."""
+def unknown_tools(
+    ruleset: RuleSet, catalog: Catalog, locations: dict[str, str] | None = None
+) -> list[LintProblem]:
+    """The catalog errors of a rule set: tool names the catalog lacks, arguments its schemas lack. Cycles are
+    not among them: commands that evaluate report a cycle as a violation on the traces, and `lint` lists it.
+    ``locations`` (rule id -> line and path) places each problem in the rule file."""
     from seqjudge.rules.lint import lint
 
-    return [p for p in lint(ruleset, catalog) if p.level == "error" and p.code != "cycle"]
+    return [
+        p for p in lint(ruleset, catalog, locations=locations) if p.level == "error" and p.code != "cycle"
+    ]
 
 
 def read_examples(path: str | Path | None = None) -> Any:
@@ -123,15 +135,17 @@ def load_suite(
     ``known_tools``: a rule naming a tool the catalog lacks is an ``InputError`` here. The judge commands
     pass False because the judge checks the rules and each trace against the catalog itself, in one message.
     """
-    ruleset = read_rules(rules, warn=warn)
+    ruleset, locations = _read_rules_located(rules, warn)
     path = catalog_path(ruleset, catalog)
     cat = read_catalog(path) if path is not None else None
     if cat is not None and known_tools:
-        problems = unknown_tools(ruleset, cat)
+        problems = unknown_tools(ruleset, cat, locations)
         if problems:
-            listing = "; ".join(f"{p.rule_id or p.where}: {p.message}" for p in problems)
+            listing = "; ".join(
+                f"{p.where or p.rule_id}: {p.message}" + (f" ({p.hint})" if p.hint else "") for p in problems
+            )
             raise InputError(
-                f"the rules name tools the catalog does not have: {listing}",
+                f"the rules name tools or arguments the catalog does not have: {listing}",
                 source=str(rules),
                 hint=f"fix the names or the catalog {path} (`seqjudge lint` lists every problem)",
             )
@@ -169,18 +183,11 @@ def build_config(args: list[str], overrides: dict[str, Any], base: RunConfig | N
         cfg = base
     elif len(args) <= 1:
         cfg = load_config(project_config(args[0] if args else None))
-    elif len(args) == 2:
+    else:
         try:
-            cfg = RunConfig(rules=args[0], traces=args[1])
+            cfg = RunConfig(rules=args[0], traces=args[1] if len(args) == 2 else args[1:])
         except Exception as exc:  # pragma: no cover - two strings always validate
             raise InputError(str(exc)) from None
-    else:
-        raise InputError(
-            f"expected CONFIG or RULES TRACES, got {len(args)} argument(s)",
-            where="arguments",
-            hint="seqjudge run seqjudge.yaml  or  seqjudge run rules.yaml traces.jsonl  "
-            "(or seqjudge run --resume RUN)",
-        )
     if overrides.get("model") is None and cfg.model is None:
         overrides["model"] = model_or_env(None)
     options = {k: overrides.pop(k) for k in ("base_url",) if overrides.get(k) is not None}

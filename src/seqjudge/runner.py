@@ -36,6 +36,8 @@ from seqjudge.judge.providers.registry import judge_unavailable
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
 from seqjudge.provenance import rules_hash
+from seqjudge.report import Report
+from seqjudge.rules.coverage import Coverage
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.lint import JUDGE_ONLY_HINT, JUDGE_ONLY_WARNING
 from seqjudge.rules.model import RuleSet
@@ -84,6 +86,7 @@ class RunSummary:
     notes: list[str] = field(default_factory=list)  # what the reader of the summary must know (judge-only)
     # The `judge` rules left `deferred` because no judge could run (judge_skipped): named, never silent.
     deferred_rules: list[str] = field(default_factory=list)
+    coverage: Coverage | None = None  # what the traces left unchecked (rules exercised on none, ...)
     decisions: list[RuleDecision] = field(default_factory=list, repr=False)  # cross-checked, for agreement
 
     @property
@@ -127,6 +130,7 @@ class RunSummary:
             "deferred_rules": list(self.deferred_rules),
             "stopped": self.stopped,
             "notes": list(self.notes),
+            **({"coverage": self.coverage.as_dict()} if self.coverage is not None else {}),
         }
 
 
@@ -214,6 +218,7 @@ async def run_traces(
         run_id = store.create_run(
             config=cfg.model_dump(mode="json"), fingerprint=fingerprint, label=cfg.label
         )
+    coverage = Coverage.of(ruleset, catalog, strict=cfg.strict)
     summary = RunSummary(
         run_id=run_id,
         judged=provider is not None,
@@ -221,6 +226,7 @@ async def run_traces(
         model=cfg.model if provider is not None else None,
         price=price,
         deferred_rules=[r.rule_id for r in ruleset.rules if r.type == "judge"] if skipped else [],
+        coverage=coverage,
     )
     if ruleset.rules and all(r.type == "judge" for r in ruleset.rules):
         summary.notes.append(f"{JUDGE_ONLY_WARNING}. {JUDGE_ONLY_HINT}.")
@@ -266,7 +272,9 @@ async def run_traces(
     async def decide_now(trace: Trace) -> None:
         # The engine sees the trace as it is (a rule may match on any argument); only what leaves the
         # process or is kept — the judge's prompt and the store — gets the redacted copy.
-        report = engine.check(trace, threshold=cfg.threshold, risk_level=cfg.risk_level)
+        data = engine.check_data(trace, threshold=cfg.threshold, risk_level=cfg.risk_level)
+        coverage.add_trace(trace, data["rules"])
+        report = Report.model_validate(data)
         redacted = redact_trace(trace, cfg.redact)
         judged = None
         if gate is not None and rule_ids:
@@ -311,8 +319,10 @@ async def run_traces(
                     break
                 if trace.trace_id in done:
                     summary.skipped_stored += 1
+                    # Stored before: the engine alone, so that what the run left unchecked covers it too.
+                    coverage.add_trace(trace, engine.check_data(trace)["rules"])
                     continue
-                check_trace_data(trace, cfg.traces)  # before redacting, judging or storing it
+                check_trace_data(trace, cfg.traces_named())  # before redacting, judging or storing it
                 await lookahead.acquire()
                 task = asyncio.create_task(decide(trace))
                 pending.add(task)

@@ -212,7 +212,7 @@ class PlainTrace:
     these (``seqjudge check`` in its JSON formats); ``load_traces`` always yields ``Trace``.
     """
 
-    __slots__ = ("trace_id", "context", "names", "ok", "args")
+    __slots__ = ("trace_id", "context", "names", "ok", "args", "metadata")
 
     def __init__(
         self,
@@ -221,9 +221,11 @@ class PlainTrace:
         names: list[str],
         ok: list[bool],
         args: list[dict[str, Any]],
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         self.trace_id = trace_id
         self.context = context
+        self.metadata = metadata if metadata is not None else {}  # read by `when: {metadata.x: ...}`
         self.names = names
         self.ok = ok
         self.args = args

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -16,6 +17,7 @@ from seqjudge.cli.options import (
     ConfigThresholdOpt,
     OutputOpt,
     Risk,
+    StrictOpt,
     format_option,
 )
 from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat, Verbose
@@ -46,7 +48,15 @@ def check(
             "./seqjudge.yaml, or of DIR/seqjudge.yaml when this is a folder (as `seqjudge init` writes)."
         ),
     ] = None,
-    traces: Annotated[str | None, typer.Argument(help="Trace file, directory, or - for stdin.")] = None,
+    traces: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Trace files or directories (several may be given, e.g. traces/*.json), or - for stdin; the "
+            "suite's own files (rules.yaml, catalog.json, labels.jsonl, ...) are skipped with a note; none: "
+            "the config's.",
+            show_default=False,
+        ),
+    ] = None,
     catalog: CatalogOpt = None,
     threshold: ConfigThresholdOpt = None,
     risk_level: ConfigRiskOpt = None,
@@ -57,6 +67,7 @@ def check(
     error_pattern: ErrorPatternOpt = None,
     verbose: VerboseOpt = False,
     allow_empty: AllowEmpty = False,
+    strict: StrictOpt = False,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -76,22 +87,28 @@ def check(
     from seqjudge.ingest.base import Done
     from seqjudge.ingest.stats import report as report_ingest
     from seqjudge.inputs import load_suite
+    from seqjudge.outputs.coverage import coverage_lines
     from seqjudge.outputs.textview import Totals
+    from seqjudge.rules.coverage import Coverage
     from seqjudge.rules.engine import Engine
 
-    if rules is None or traces is None:
+    if rules is None or not traces:
         cfg = _from_config(rules)
-        rules, traces = Path(cfg.rules), cfg.traces
+        rules = Path(cfg.rules)
+        traces = [cfg.traces] if isinstance(cfg.traces, str) else list(cfg.traces)
         catalog = catalog if catalog is not None else (Path(cfg.catalog) if cfg.catalog else None)
         # The config's risk level and threshold, unless given as flags: `check` and `run` of a suite agree.
         risk_level = risk_level or Risk(cfg.risk_level)
         threshold = cfg.threshold_for(risk_level.value) if threshold is None else threshold
+        strict = strict or cfg.strict
     risk_level = risk_level or Risk.medium
     threshold = DEFAULT_THRESHOLD if threshold is None else threshold
-    ruleset = load_suite(rules, catalog).ruleset
+    suite = load_suite(rules, catalog)
+    ruleset = suite.ruleset
     output_class: type[CheckOutput] = writer("check", fmt)
     checker = Checker(Engine(ruleset), threshold, risk_level.value)
     totals = Totals()
+    coverage = totals.coverage = Coverage.of(ruleset, suite.catalog, strict=strict)
     stats = IngestStats()
     options: dict[str, Any] = dict(
         format=trace_format,
@@ -107,15 +124,17 @@ def check(
     else:
         # The other views need only the engine's data, so plain JSONL records skip the models (PlainTrace),
         # and line output from a large native JSONL file is checked by worker processes (checkpool).
-        pool = LinePool(checker, workers=workers) if output_class.lines and traces != "-" else None
+        pool = LinePool(checker, workers=workers) if output_class.lines and "-" not in traces else None
         stream = load_checkable(traces, native_lines=pool, **options)
     # closing: an error ends the loop early, and a worker pool must shut down then, not at collection.
     with open_output(output) as out, contextlib.closing(stream):
-        shown = output_class(out, source=traces)
+        # Several paths name no single file or folder, as stdin does not (SARIF then gives no file location).
+        shown = output_class(out, source=traces[0] if len(traces) == 1 else "-")
         for item in stream:
             if shown.lines:
                 checked = item.result if isinstance(item, Done) else checker.checked(item)
                 totals.count(checked.verdict, checked.violated, checked.deferred)
+                coverage.add(item.trace_id, checked.exercised, checked.tools)
                 shown.line(checked)
                 continue
             assert not isinstance(item, Done)
@@ -125,10 +144,17 @@ def check(
                 [v["rule_id"] for v in data["violations"]],
                 [r["rule_id"] for r in data["rules"] if r["outcome"] == "deferred"],
             )
+            coverage.add_trace(item, data["rules"])
             shown.report(item, data)
         shown.finish(totals)
     if verbose:
         report_ingest(stats)
+    if fmt != "text":  # the text view ends with these; machine formats keep stdout for their data
+        for line in coverage_lines(coverage):
+            print(line, file=sys.stderr)
+    failure = coverage.strict_error()
+    if failure is not None:
+        raise InputError(failure, hint="See the warnings above; fix the rules or the input")
     return 0 if totals.verdicts["pass"] == totals.n else 1
 
 

@@ -36,7 +36,10 @@ if TYPE_CHECKING:
 @app.command()
 def convert(
     input: Annotated[
-        str, typer.Argument(metavar="INPUT", help="A trace file, a directory of them, or - for stdin.")
+        list[str],
+        typer.Argument(
+            metavar="INPUT...", help="Trace files or directories (several may be given), or - for stdin."
+        ),
     ],
     output: Annotated[
         str,
@@ -57,12 +60,13 @@ def convert(
     stats = IngestStats()
     options = load_options(trace_format, messages_key, error_pattern, verbose, allow_empty)
     traces = load_traces(input, stats=stats, **options)
+    named = ", ".join(input)
     if output == "-":
-        count, calls = _write(traces, sys.stdout, input)
+        count, calls = _write(traces, sys.stdout, named)
         sys.stdout.flush()
     else:
-        count, calls = _write_file(traces, Path(output), input)
-    print(f"converted {count} trace(s), {calls} call(s): {input} -> {output}", file=sys.stderr)
+        count, calls = _write_file(traces, Path(output), named)
+    print(f"converted {count} trace(s), {calls} call(s): {named} -> {output}", file=sys.stderr)
     report(stats)
     return 0
 

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from seqjudge.rules.model import RuleSet
 
 
-def _traces(traces: str, **options: Any) -> Any:
+def _traces(traces: list[str], **options: Any) -> Any:
     from seqjudge.ingest import load_traces
 
     return load_traces(traces, **options)
@@ -96,12 +96,12 @@ def prompt(
     if chosen is None:
         raise InputError(
             f"no trace with id {trace_id!r}" if trace_id else "the input holds no trace",
-            source=trace,
+            source=", ".join(trace),
             hint="pick an existing trace with --trace-id" if trace_id else None,
         )
     if trace_id is None and count > 1:
         print(
-            f"note: {count} traces in {trace}; showing the first ({chosen.trace_id}); "
+            f"note: {count} traces in {', '.join(trace)}; showing the first ({chosen.trace_id}); "
             "choose one with --trace-id",
             file=sys.stderr,
         )

@@ -10,6 +10,7 @@ import json
 import sys
 from typing import IO
 
+from seqjudge.outputs.coverage import coverage_lines
 from seqjudge.runner import DRY_RUN_OUTPUT_TOKENS, RunEstimate, RunSummary
 
 
@@ -59,6 +60,8 @@ def run_text(summary: RunSummary, out: IO[str] | None = None) -> None:
             )
     for note in summary.notes:
         w(f"note: {note}\n")
+    for line in coverage_lines(summary.coverage):
+        w(line + "\n")
     if summary.violated:
         w("most often failed: " + ", ".join(f"{k} ({v})" for k, v in summary.violated.most_common(5)) + "\n")
     w(
