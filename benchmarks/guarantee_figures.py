@@ -2,6 +2,11 @@
 --alpha A --delta D` can certify with the labels there are, and what more labels would buy.
 
     python benchmarks/guarantee_figures.py [--alpha 0.05] [--delta 0.05] [--replays DIR] [--json]
+    python benchmarks/guarantee_figures.py --simulate [--alpha 0.1 --delta 0.1]
+
+`--simulate` prints what tests/test_guarantee.py checks, with the figures: draws of 400 judge passes from a
+population whose error rate among passes at confidence >= t is 0.15 (1 - t); how often the realised error at
+the certified threshold exceeds alpha (at most about delta), and the coverage against the oracle's.
 
 No network and no model. Two judges per suite:
 - "recorded": the stand-in judge answers of benchmarks/replays/2026-12-01/after (contextual mode, risk level
@@ -120,6 +125,33 @@ def _doubled(wrong: int, n: int, delta: float) -> float | None:
     return clopper_pearson_upper(2 * wrong, 2 * n, delta) if n else None
 
 
+def simulate(alpha: float, delta: float, draws: int = 300, n: int = 400, seed: int = 20261201) -> None:
+    import random
+    import statistics
+
+    rng = random.Random(seed)
+    exceeded = certified = 0
+    coverage: list[float] = []
+    for _ in range(draws):
+        data = []
+        for _ in range(n):
+            c = rng.random()
+            wrong = rng.random() < 0.3 * (1 - c)
+            data.append(LabelledDecision("r", "passed", c, "fail" if wrong else "pass"))
+        g = certify(data, alpha, delta)
+        if g.threshold is not None:
+            certified += 1
+            exceeded += 0.15 * (1 - g.threshold) > alpha
+            coverage.append(g.auto_pass_coverage or 0.0)
+    oracle = max(0.0, 1 - alpha / 0.15)  # the threshold whose error among passes above it is exactly alpha
+    print(
+        f"alpha {alpha:g}, delta {delta:g}, {draws} draws of {n}: realised error above alpha in {exceeded} "
+        f"({exceeded / draws:.1%}); certified in {certified}; median coverage "
+        f"{statistics.median(coverage) if coverage else 0:.3f} (the oracle threshold {oracle:.3f} covers "
+        f"{1 - oracle:.3f})"
+    )
+
+
 def _f(value: float | None, pct: bool = False) -> str:
     if value is None:
         return "-"
@@ -132,7 +164,11 @@ def main() -> int:
     ap.add_argument("--delta", type=float, default=0.05)
     ap.add_argument("--replays", type=Path, default=REPLAYS)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--simulate", action="store_true")
     args = ap.parse_args()
+    if args.simulate:
+        simulate(args.alpha, args.delta)
+        return 0
     rows = []
     for name in SUITES:
         dataset = load_dataset(ROOT / "golden_traces" / name)

@@ -23,7 +23,10 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from seqjudge.errors import InputError
-from seqjudge.rules.model import RuleSet
+
+# The rule set's hash is provenance's (the rules and aliases as loaded: a judge rule's criteria and examples
+# are in it, a comment or a reordered key is not), the one a run records in its fingerprint.
+from seqjudge.provenance import rules_hash as rules_hash
 
 CERTIFICATE_VERSION = 1
 FOLDER = "certificates"
@@ -69,13 +72,6 @@ class Certificate(BaseModel):
 # -- hashes ------------------------------------------------------------------------------------------------
 def _sha(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
-def rules_hash(ruleset: RuleSet) -> str:
-    """sha256 of the rules and aliases as loaded (every field, so a judge rule's criteria and examples are
-    in it), not of the file's bytes: a comment or a reordered key does not make a certificate stale."""
-    data = ruleset.model_dump(mode="json", exclude={"source", "catalog"})
-    return _sha(data)
 
 
 def dataset_hash(files: Iterable[Path]) -> str:

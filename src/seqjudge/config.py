@@ -16,6 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from seqjudge.defaults import DEFAULT_STORE
 from seqjudge.errors import InputError
 from seqjudge.redact import DEFAULT_REDACT
 from seqjudge.report import DEFAULT_THRESHOLD, RiskLevel
@@ -26,7 +27,6 @@ JUDGE_MODES: tuple[str, ...] = JudgeMode.__args__  # type: ignore[attr-defined]
 # ``rule_decisions``, agreement across ``samples`` judge calls, or the tokens' log-probabilities.
 ConfidenceSource = Literal["stated", "samples", "logprobs"]
 CONFIDENCE_SOURCES: tuple[str, ...] = ConfidenceSource.__args__  # type: ignore[attr-defined]
-DEFAULT_STORE = ".seqjudge/seqjudge.db"
 DEFAULT_AUDIT_SEED = 18  # fixed, so two runs of one suite audit the same traces; stored with the run
 
 
@@ -56,7 +56,7 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rules: str
-    traces: str
+    traces: str | list[str]  # one path (file, folder, -) or several, read in order
     catalog: str | None = None
     examples: str | None = None
     model: str | None = None
@@ -86,10 +86,16 @@ class RunConfig(BaseModel):
     error_pattern: str | None = None
     # Accept an input that yields no trace, or traces without calls where it holds tool activity.
     allow_empty: bool = False
+    # Exit 2 when the input left something unchecked (rules.coverage): a rule exercised on no trace, ...
+    strict: bool = False
     label: str | None = None
     # Audit sampling (seqjudge.audit): the share of auto-passed traces sent to review, and the draw's seed.
     audit_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     audit_seed: int = DEFAULT_AUDIT_SEED
+
+    def traces_named(self) -> str:
+        """The trace path(s), for messages."""
+        return self.traces if isinstance(self.traces, str) else ", ".join(self.traces)
 
     def threshold_for(self, risk_level: RiskLevel | None = None) -> float:
         """The threshold of a run at ``risk_level`` (default: the config's): ``thresholds`` first."""
@@ -107,7 +113,9 @@ class RunConfig(BaseModel):
         return self.model_copy(
             update={
                 "rules": fix(self.rules),
-                "traces": fix(self.traces),
+                "traces": fix(self.traces)
+                if isinstance(self.traces, str)
+                else [str(fix(t)) for t in self.traces],
                 "catalog": fix(self.catalog),
                 "examples": fix(self.examples),
                 "store": fix(self.store),

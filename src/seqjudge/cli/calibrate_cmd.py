@@ -138,7 +138,14 @@ def calibrate(
     for name, value in (("--alpha", alpha), ("--delta", delta)):
         if not 0.0 < value < 1.0:
             raise InputError(f"{name} is {value}", where=name, hint="give a share between 0 and 1, e.g. 0.05")
+    no_plot = None
+    if plot is not None:
+        from seqjudge.outputs.calibrate_plot import plot_unavailable
 
+        # Said before the judge runs; the figures are still computed and written.
+        no_plot = plot_unavailable()
+        if no_plot:
+            print(f"warning: {no_plot}; the figures are written without it", file=sys.stderr)
     chosen = objective.value if objective is not None else None
     if target_recall is not None:
         if chosen is not None:
@@ -195,10 +202,10 @@ def calibrate(
     if write:
         report.written = str(write_thresholds(report, dataset))
     guarantee_plot: Path | None = None
-    if plot is not None:
+    if plot is not None and no_plot is None:
         from seqjudge.outputs.calibrate_plot import write_plot
 
-        write_plot(report.calibration, plot, title=f"seqjudge calibrate: {report.name}")
+        write_plot(report.calibration, plot, title=f"seqjudge calibrate: {report.name}", suite=report.suite)
         if report.guarantee is not None and report.guarantee.rules:
             from seqjudge.outputs.guarantee_view import write_guarantee_plot
 
@@ -213,10 +220,12 @@ def calibrate(
         writer("calibration", "text")(report, sys.stdout)
         if output is not None:
             print(f"figures: {output}")
-        if plot is not None:
+        if plot is not None and no_plot is None:
             print(f"plot: {plot}")
             if guarantee_plot is not None:
                 print(f"plot: {guarantee_plot}")
+    if no_plot:
+        print(f"plot: not written to {plot}: {no_plot}", file=sys.stderr)
     return 0
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Annotated
+import itertools
+import sys
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,18 +28,22 @@ from seqjudge.cli.options import (
     format_option,
 )
 from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat
-from seqjudge.config import DEFAULT_STORE, RunConfig
+from seqjudge.defaults import DEFAULT_STORE
 from seqjudge.errors import InputError
-from seqjudge.inputs import build_config, suite_of
 from seqjudge.outputs.registry import writer
-from seqjudge.runner import estimate_run, run_traces
+
+if TYPE_CHECKING:
+    from seqjudge.config import RunConfig
 
 
 @app.command()
 def run(
     args: Annotated[
         list[str] | None,
-        typer.Argument(help="CONFIG (seqjudge.yaml), or RULES TRACES; none with --resume (the run's own)."),
+        typer.Argument(
+            help="CONFIG (seqjudge.yaml) or a folder holding one, or RULES TRACES... (trace files or "
+            "folders, several allowed); none: ./seqjudge.yaml (with --resume: the run's own)."
+        ),
     ] = None,
     model: ModelOpt = None,
     escalate: Annotated[
@@ -61,7 +66,6 @@ def run(
     base_url: BaseUrlOpt = None,
     confidence: ConfidenceOpt = None,
     samples: SamplesOpt = None,
-    strict: StrictOpt = False,
     resume: Annotated[str | None, typer.Option("--resume", help="Finish run RUN (id or `latest`).")] = None,
     label: Annotated[str | None, typer.Option("--label", help="A name for this run.")] = None,
     fmt: Annotated[str, format_option("run", help="The summary's format: text or json.")] = "text",
@@ -69,6 +73,7 @@ def run(
     messages_key: MessagesKey = None,
     error_pattern: ErrorPattern = None,
     allow_empty: AllowEmpty = False,
+    strict: StrictOpt = False,
     rpm: Annotated[
         int | None,
         typer.Option(
@@ -131,6 +136,9 @@ def run(
     2 bad input; 3 provider unreachable.
     """
     from seqjudge.ingest import load_traces
+    from seqjudge.inputs import build_config, suite_of
+    from seqjudge.outputs.coverage import coverage_lines
+    from seqjudge.runner import estimate_run, run_traces
     from seqjudge.store import Store
 
     base_cfg = None
@@ -156,6 +164,7 @@ def run(
             "messages_key": messages_key,
             "error_pattern": error_pattern,
             "allow_empty": True if allow_empty else None,
+            "strict": True if strict else None,
             "rpm": rpm,
             "tpm": tpm,
             "max_cost": max_cost,
@@ -176,6 +185,9 @@ def run(
         error_pattern=cfg.error_pattern,
         allow_empty=cfg.allow_empty,
     )
+    # Read the first trace now: an input without traces ends here (exit 2), before a run is stored.
+    first = next(traces, None)
+    traces = traces if first is None else itertools.chain([first], traces)
     if dry_run:
         skip: set[str] = set()
         if resume:
@@ -194,6 +206,8 @@ def run(
             )
         return submit_batch(cfg, ruleset, traces, catalog_obj, examples_obj, resume=resume, fmt=fmt)
     # -- end batch runs --
+    import asyncio
+
     from seqjudge.cli.progress import RunProgress, progress_wanted
 
     total = count_traces(cfg) if progress_wanted() else None
@@ -211,10 +225,15 @@ def run(
                     catalog=catalog_obj,
                     examples=examples_obj,
                     on_progress=bar.update,
-                    strict=strict,
                 )
             )
     writer("run", fmt)(summary)
+    if fmt != "text":  # the text summary ends with these; JSON keeps stdout for its data
+        for line in coverage_lines(summary.coverage):
+            print(line, file=sys.stderr)
+    failure = summary.coverage.strict_error() if summary.coverage is not None else None
+    if failure is not None:
+        raise InputError(failure, hint=f"See the warnings above; run {summary.run_id} is stored")
     if summary.status == "stopped":
         return 1
     return 0 if summary.verdicts["pass"] == summary.traces else 1
@@ -224,6 +243,7 @@ def stored_config(store_path: str, ref: str) -> RunConfig:
     """The config a run was started with, for `seqjudge run --resume RUN` without arguments."""
     from pydantic import ValidationError
 
+    from seqjudge.config import RunConfig
     from seqjudge.store import Store
 
     with Store(store_path, create=False) as db:
@@ -246,7 +266,7 @@ def count_traces(cfg: RunConfig) -> int | None:
     from seqjudge.errors import SeqjudgeError
     from seqjudge.ingest import load_traces
 
-    if cfg.traces == "-":
+    if "-" in ([cfg.traces] if isinstance(cfg.traces, str) else cfg.traces):
         return None
     try:
         return sum(
@@ -257,6 +277,7 @@ def count_traces(cfg: RunConfig) -> int | None:
                 messages_key=cfg.messages_key,
                 error_pattern=cfg.error_pattern,
                 allow_empty=cfg.allow_empty,
+                notes=False,  # the run itself says which files it skipped
             )
         )
     except (SeqjudgeError, OSError):
