@@ -57,22 +57,29 @@ def check(
         typer.Option(
             "--workers",
             min=0,
-            help="Worker processes for --format jsonl from a large JSONL file (default: one per core; "
+            help="Worker processes for a large JSONL file (default: one per core; "
             "0: check everything in this process).",
         ),
     ] = None,
+    failures_only: Annotated[
+        bool,
+        typer.Option(
+            "--failures-only",
+            "-q",
+            help="Leave out the traces that passed (every format; the summary still counts them).",
+        ),
+    ] = False,
 ) -> int:
     """Check every trace against the rules with the deterministic engine.
 
     Exit 0 when every trace passed, 1 when some trace failed or needs review, 2 on bad input.
     """
     from seqjudge.checkpool import Checker, LinePool
-    from seqjudge.ingest import IngestStats, load_checkable, load_traces
+    from seqjudge.ingest import IngestStats, load_checkable
     from seqjudge.ingest.stats import report as report_ingest
 
     ruleset = load_suite(rules, catalog).ruleset
     output_class: type[CheckOutput] = writer("check", fmt)
-    checker = Checker(Engine(ruleset), threshold, risk_level.value)
     totals = Totals()
     stats = IngestStats()
     options: dict[str, Any] = dict(
@@ -83,32 +90,31 @@ def check(
         allow_empty=allow_empty,
         stats=stats,
     )
-    stream: Generator[Trace | PlainTrace | Done, None, None]
-    if output_class.models:
-        stream = (trace for trace in load_traces(traces, **options))
-    else:
-        # The other views need only the engine's data, so plain JSONL records skip the models (PlainTrace),
-        # and line output from a large native JSONL file is checked by worker processes (checkpool).
-        pool = LinePool(checker, workers=workers) if output_class.lines and traces != "-" else None
+    with open_output(output) as out:
+        shown = output_class(out, source=traces, ruleset=ruleset)
+        # Each format renders a trace's part where the trace is checked, so a large native JSONL file is
+        # checked and formatted by worker processes (checkpool) in every format; plain JSONL records skip
+        # the models (PlainTrace).
+        checker = Checker(Engine(ruleset), threshold, risk_level.value, render=shown.render)
+        pool = LinePool(checker, workers=workers) if traces != "-" else None
+        stream: Generator[Trace | PlainTrace | Done, None, None]
         stream = load_checkable(traces, native_lines=pool, **options)
-    # closing: an error ends the loop early, and a worker pool must shut down then, not at collection.
-    with open_output(output) as out, contextlib.closing(stream):
-        shown = output_class(out, source=traces)
-        for item in stream:
-            if shown.lines:
-                checked = item.result if isinstance(item, Done) else checker.checked(item)
-                totals.count(checked.verdict, checked.violated, checked.deferred)
-                shown.line(checked)
-                continue
-            assert not isinstance(item, Done)
-            data = checker.data(item)
-            totals.count(
-                data["verdict"],
-                [v["rule_id"] for v in data["violations"]],
-                [r["rule_id"] for r in data["rules"] if r["outcome"] == "deferred"],
+        # closing: an error ends the loop early, and a worker pool must shut down then, not at collection.
+        with contextlib.closing(stream):
+            started = (
+                False  # the head waits for the first trace: input that is bad from the start writes nothing
             )
-            shown.report(item, data)
-        shown.finish(totals)
+            for item in stream:
+                checked = item.result if isinstance(item, Done) else checker.checked(item)
+                if not started:
+                    shown.start()
+                    started = True
+                totals.count(checked.verdict, checked.violated, checked.deferred, checked.trace_id)
+                if not (failures_only and checked.verdict == "pass"):
+                    shown.line(checked)
+            if not started:
+                shown.start()
+            shown.finish(totals)
     if verbose:
         report_ingest(stats)
     return 0 if totals.verdicts["pass"] == totals.n else 1
