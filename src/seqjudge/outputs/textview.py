@@ -8,21 +8,34 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from seqjudge.redact import redact_value
+from seqjudge.redact import may_need_redaction, redact_value
 from seqjudge.report import Report, Violation
 from seqjudge.safetext import terminal
 from seqjudge.trace import PlainTrace, Trace
 
 WINDOW = 4  # calls shown on each side of the offending call in long traces
 SHORT_TRACE = 12  # traces up to this many calls are shown whole
+SCREEN_WHOLE = 200  # traces up to this many calls have their arguments screened for secrets at once
 MARK = "← violation"
 
 
-def _args_text(args: dict[str, Any], limit: int = 60) -> str:
+# One encoder for every call's arguments: json.dumps with these options builds a new one each time.
+_ENCODER = json.JSONEncoder(separators=(", ", "="), ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _dump(args: dict[str, Any]) -> str:
+    return _ENCODER.encode(args)
+
+
+def _args_text(args: dict[str, Any], limit: int = 60, *, dumped: str | None = None) -> str:
+    """``(key=value, ...)``, shortened to ``limit``; ``dumped``: ``_dump(args)``, already known to need no
+    redaction."""
     if not args:
         return ""
-    args = redact_value(args)  # a terminal or CI log is outside the process: the one redaction policy
-    text = json.dumps(args, separators=(", ", "="), ensure_ascii=False, sort_keys=True, default=str)
+    text = dumped
+    if text is None:
+        # A terminal or CI log is outside the process: the one redaction policy.
+        text = _dump(redact_value(args))
     text = text[1:-1].replace('"', "")
     return "(" + (text if len(text) <= limit else text[: limit - 1] + "…") + ")"
 
@@ -43,28 +56,66 @@ class Palette:
 PLAIN = Palette()
 
 
-def _columns(trace: Trace | PlainTrace) -> tuple[list[str], list[bool], list[dict[str, Any]], list[int]]:
-    """Names, failed flags, arguments and steps of the calls, from a model or from the engine's columns."""
-    if isinstance(trace, PlainTrace):
-        return trace.names, [not ok for ok in trace.ok], trace.args, trace.steps
-    calls = trace.calls
-    return (
-        [c.tool_name for c in calls],
-        [c.status == "error" for c in calls],
-        [c.arguments for c in calls],
-        trace.steps,
-    )
+class Calls:
+    """A trace's calls as the text views show them, each call's text made once (a trace with several
+    violations lists the same calls in each block)."""
+
+    __slots__ = ("names", "failed", "args", "steps", "_lines", "_clean", "windows")
+
+    def __init__(self, trace: Trace | PlainTrace) -> None:
+        if isinstance(trace, PlainTrace):
+            self.names, self.args = trace.names, trace.args
+            self.failed = [not ok for ok in trace.ok]
+        else:
+            self.names = [c.tool_name for c in trace.calls]
+            self.args = [c.arguments for c in trace.calls]
+            self.failed = [c.status == "error" for c in trace.calls]
+        self.steps = trace.steps
+        self._lines: dict[tuple[int, str], str] = {}
+        # trace_lines per (marks, indent, mark): violations of several rules often point at the same call.
+        self.windows: dict[tuple[tuple[int, ...], str, str], list[str]] = {}
+        self._clean: list[str] | None = None
+        if len(self.args) <= SCREEN_WHOLE:
+            # One redaction screen over every call's arguments: most traces need no walk at all.
+            dumps = [_dump(a) for a in self.args]
+            if not may_need_redaction("\n".join(dumps)):
+                self._clean = dumps
+
+    def line(self, i: int, indent: str) -> str:
+        """Call ``i``'s line in the list, numbered from 1, without a mark."""
+        shown = self._lines.get((i, indent))
+        if shown is None:
+            steps, n = self.steps, len(self.steps)
+            parallel = (i > 0 and steps[i] == steps[i - 1]) or (i + 1 < n and steps[i + 1] == steps[i])
+            note = " [failed]" if self.failed[i] else ""
+            note += f" [step {steps[i] + 1}, parallel]" if parallel else ""
+            dumped = self._clean[i] if self._clean is not None else None
+            text = terminal(f"{self.names[i]}{_args_text(self.args[i], dumped=dumped)}")  # no escape codes
+            shown = self._lines[i, indent] = f"{indent}{i + 1:>{len(str(n))}}. {text}{note}"
+        return shown
 
 
 def trace_lines(
-    trace: Trace | PlainTrace, marks: Iterable[int], *, indent: str = "     ", palette: Palette = PLAIN
+    trace: Trace | PlainTrace | Calls,
+    marks: Iterable[int],
+    *,
+    indent: str = "     ",
+    palette: Palette = PLAIN,
 ) -> list[str]:
     """The numbered call list with ``← violation`` at marked calls; a window around them when long.
 
     Calls are numbered from 1 here (prose: "call N"); machine output counts from 0 (README, "Reports")."""
-    names, failed, args, steps = _columns(trace)
+    calls = trace if isinstance(trace, Calls) else Calls(trace)
     marked = set(marks)
-    n = len(names)
+    key = (tuple(sorted(marked)), indent, palette.mark)
+    known = calls.windows.get(key)
+    if known is None:
+        known = calls.windows[key] = _window(calls, marked, indent, palette)
+    return list(known)
+
+
+def _window(calls: Calls, marked: set[int], indent: str, palette: Palette) -> list[str]:
+    n = len(calls.steps)
     if n == 0:
         return [indent + "(no calls)"]
     if n <= SHORT_TRACE or not marked:
@@ -79,12 +130,7 @@ def trace_lines(
     for i in sorted(shown):
         if i != previous + 1:
             lines.append(f"{indent}{'…':>{width}}")
-        parallel = (i > 0 and steps[i] == steps[i - 1]) or (i + 1 < n and steps[i + 1] == steps[i])
-        note = " [failed]" if failed[i] else ""
-        note += f" [step {steps[i] + 1}, parallel]" if parallel else ""
-        mark = f"  {palette.mark}" if i in marked else ""
-        shown_call = terminal(f"{names[i]}{_args_text(args[i])}")  # trace text: no escape codes
-        lines.append(f"{indent}{i + 1:>{width}}. {shown_call}{note}{mark}")
+        lines.append(calls.line(i, indent) + (f"  {palette.mark}" if i in marked else ""))
         previous = i
     if previous != n - 1:
         lines.append(f"{indent}{'…':>{width}}  ({n} calls in all)")
@@ -92,7 +138,7 @@ def trace_lines(
 
 
 def violation_text(
-    trace: Trace | PlainTrace,
+    trace: Trace | PlainTrace | Calls,
     trace_id: str,
     v: Mapping[str, Any],
     rule: Mapping[str, Any] | None,
@@ -135,9 +181,10 @@ def report_text(trace: Trace | PlainTrace, data: Mapping[str, Any], palette: Pal
     parts = []
     if data["violations"]:
         rules = {r["rule_id"]: r for r in data["rules"]}
+        calls = Calls(trace)
         for v in data["violations"]:
             parts.append(
-                violation_text(trace, data["trace_id"], v, rules.get(v["rule_id"]), palette) + "\n\n"
+                violation_text(calls, data["trace_id"], v, rules.get(v["rule_id"]), palette) + "\n\n"
             )
     parts.append(
         verdict_line(
