@@ -91,7 +91,9 @@ def check(
         stats=stats,
     )
     with open_output(output) as out:
-        shown = output_class(out, source=traces, ruleset=ruleset)
+        shown = output_class(
+            out, source=traces, ruleset=ruleset, threshold=threshold, risk_level=risk_level.value
+        )
         # Each format renders a trace's part where the trace is checked, so a large native JSONL file is
         # checked and formatted by worker processes (checkpool) in every format; plain JSONL records skip
         # the models (PlainTrace).

@@ -22,7 +22,7 @@ from pydantic_core import to_json
 from seqjudge.checkpool import Checked, Origin
 from seqjudge.outputs.streams import byte_writer
 from seqjudge.outputs.textview import PLAIN, Palette, Totals, report_text
-from seqjudge.report import report_line
+from seqjudge.report import DEFAULT_THRESHOLD, report_line
 from seqjudge.rules.model import RuleSet
 from seqjudge.trace import PlainTrace, Trace
 
@@ -38,10 +38,20 @@ def deferred_note(totals: Totals) -> str | None:
 
 
 class CheckOutput:
-    def __init__(self, out: IO[str], *, source: str, ruleset: RuleSet) -> None:
+    def __init__(
+        self,
+        out: IO[str],
+        *,
+        source: str,
+        ruleset: RuleSet,
+        threshold: float = DEFAULT_THRESHOLD,
+        risk_level: str = "medium",
+    ) -> None:
         self.out = out
         self.source = source  # the TRACES argument: a file, a folder, or - for stdin
         self.ruleset = ruleset
+        self.threshold = threshold  # what the verdicts were decided with (`check --threshold/--risk-level`)
+        self.risk_level = risk_level
 
     def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
         """The trace's part of the output (may be empty). Runs in a worker or here: uses only what
@@ -67,8 +77,8 @@ class TextOutput(CheckOutput):
     Colour (rich's styles) only when the output is a terminal that takes it: not into a file or a pipe, not
     under ``NO_COLOR``; ``FORCE_COLOR`` forces it (rich's rules)."""
 
-    def __init__(self, out: IO[str], *, source: str, ruleset: RuleSet) -> None:
-        super().__init__(out, source=source, ruleset=ruleset)
+    def __init__(self, out: IO[str], **settings: Any) -> None:
+        super().__init__(out, **settings)
         self.palette = _palette(out)
 
     def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:

@@ -47,8 +47,10 @@ def _uri(path: str) -> str:
 
 
 class SarifOutput(CheckOutput):
-    def __init__(self, out: IO[str], *, source: str, ruleset: RuleSet) -> None:
-        super().__init__(out, source=source, ruleset=ruleset)
+    def __init__(self, out: IO[str], **settings: Any) -> None:
+        super().__init__(out, **settings)
+        ruleset: RuleSet = settings["ruleset"]
+        source: str = settings["source"]
         # Every rule of the rule set is described once, up front, so that a worker knows each ruleIndex.
         self.rules = [
             {
