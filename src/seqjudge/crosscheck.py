@@ -84,6 +84,16 @@ class TraceResult(BaseModel):
         return bool(self.review_reasons)
 
 
+def score_reasons(value: float, threshold: float, risk_level: str) -> list[ReviewReason]:
+    """The review reasons a score alone gives (all there are when no judge ran)."""
+    reasons: list[ReviewReason] = []
+    if value < threshold:
+        reasons.append("below_threshold")
+    if risk_level == "high" and value < 1.0:
+        reasons.append("high_risk_imperfect")
+    return reasons
+
+
 def reconcile(
     engine: Report,
     judge: Judged | None = None,
@@ -138,11 +148,7 @@ def reconcile(
     ]
     value, _, _, _ = score(finals)
     critical = any(d.final == "failed" and d.severity == "critical" for d in decisions)
-    reasons: list[ReviewReason] = []
-    if value < threshold:
-        reasons.append("below_threshold")
-    if risk_level == "high" and value < 1.0:
-        reasons.append("high_risk_imperfect")
+    reasons = score_reasons(value, threshold, risk_level)
     if any(d.agree is False for d in decisions):
         reasons.append("judge_engine_disagreement")
     if judge is not None and judge.status == "unscored":

@@ -21,7 +21,7 @@ from xml.sax.saxutils import quoteattr
 from pydantic_core import to_json
 
 from seqjudge.checkpool import Checked, Origin
-from seqjudge.crosscheck import TraceResult, reconcile
+from seqjudge.crosscheck import TraceResult, reconcile, score_reasons
 from seqjudge.outputs.check import CheckOutput, deferred_note
 from seqjudge.outputs.ci_outputs import RunDigest, blocks_text, run_cases, xml_text
 from seqjudge.outputs.textview import Totals
@@ -85,17 +85,30 @@ class JunitOutput(CheckOutput):
 
 
 class MarkdownOutput(CheckOutput):
-    """The pull-request comment of the checked traces (judge–engine agreement: none, no judge ran)."""
+    """The pull-request comment of the checked traces (judge–engine agreement: none, no judge ran).
+
+    The comment shows the blocks of the first failing trace only, so each process renders them for the
+    first failing trace it checks, and no other: every process checks its traces in input order (this
+    one its first records, then any chunk a worker did not finish; a worker its chunks as they were
+    queued), so the first failing trace of the input is the first failing trace of whichever process
+    checked it. (Workers forked after this process rendered its blocks inherit the flag set: fine, the
+    first failing trace was this process's, earlier in the input than anything they check.)"""
+
+    def __init__(self, out: IO[str], **settings: Any) -> None:
+        super().__init__(out, **settings)
+        self._rendered_blocks = False  # in this process (a forked worker starts from False)
 
     def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
-        if data["verdict"] == "pass" and not data["violations"]:
-            row: list[Any] = [data["trace_id"], "pass", data["sequence_correctness_score"], [], [], ""]
-        else:
-            result = check_result(data, self.threshold, self.risk_level)
-            failed = [(d.rule_id, d.type, d.severity) for d in result.rules if d.final == "failed"]
-            blocks = blocks_text(trace, result) if failed else ""
-            row = [result.trace_id, result.verdict, result.score, failed, result.review_reasons, blocks]
-        return to_json(row) + b"\n"
+        # Without a judge a rule's final outcome is the engine's, and the review reasons are the score's
+        # (check_result's): the reconciled result is needed only for the blocks.
+        failed = [(r["rule_id"], r["type"], r["severity"]) for r in data["rules"] if r["outcome"] == "failed"]
+        score = data["sequence_correctness_score"]
+        reasons = score_reasons(score, self.threshold, self.risk_level) if data["verdict"] != "pass" else []
+        blocks = ""
+        if failed and not self._rendered_blocks:
+            blocks = blocks_text(trace, check_result(data, self.threshold, self.risk_level))
+            self._rendered_blocks = True
+        return to_json([data["trace_id"], data["verdict"], score, failed, reasons, blocks]) + b"\n"
 
     def start(self) -> None:
         super().start()

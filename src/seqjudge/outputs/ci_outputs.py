@@ -31,7 +31,7 @@ from pathlib import Path
 from seqjudge.compare import Comparison, Decision
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement
 from seqjudge.errors import InputError
-from seqjudge.outputs.textview import trace_lines, violation_block
+from seqjudge.outputs.textview import Calls, trace_lines, violation_block
 from seqjudge.report import Violation
 from seqjudge.safetext import md_code, md_text
 from seqjudge.store import judge_data
@@ -76,7 +76,7 @@ def _judge_violations(result: TraceResult, rule_id: str) -> list[Violation]:
     return found
 
 
-def rule_blocks(trace: Trace | PlainTrace, result: TraceResult, rule_id: str) -> list[str]:
+def rule_blocks(trace: Trace | PlainTrace | Calls, result: TraceResult, rule_id: str) -> list[str]:
     """The actionable block(s) of one failed rule: the engine's violations, or for a rule the judge decided,
     the judge's (the engine cannot locate those). A rule failed without a located violation still gets a
     block, so no failure is reported without its trace."""
@@ -96,10 +96,11 @@ def rule_blocks(trace: Trace | PlainTrace, result: TraceResult, rule_id: str) ->
 
 
 def failed_blocks(
-    trace: Trace | PlainTrace, result: TraceResult, rule_ids: Sequence[str] | None = None
+    trace: Trace | PlainTrace | Calls, result: TraceResult, rule_ids: Sequence[str] | None = None
 ) -> list[str]:
     ids = [d.rule_id for d in result.rules if d.final == "failed"] if rule_ids is None else rule_ids
-    return [block for rule_id in ids for block in rule_blocks(trace, result, rule_id)]
+    calls = trace if isinstance(trace, Calls) else Calls(trace)  # each call's text made once for all blocks
+    return [block for rule_id in ids for block in rule_blocks(calls, result, rule_id)]
 
 
 # -- JUnit ---------------------------------------------------------------------------------------------------
@@ -426,7 +427,7 @@ def markdown_run(pairs: Sequence[Pair], *, name: str = "seqjudge run") -> str:
     return digest.markdown(name, agreement([r for _, r in pairs])["overall"]["rate"])
 
 
-def blocks_text(trace: Trace | PlainTrace, result: TraceResult) -> str:
+def blocks_text(trace: Trace | PlainTrace | Calls, result: TraceResult) -> str:
     return "\n\n".join(failed_blocks(trace, result))
 
 

@@ -166,7 +166,7 @@ def violation_text(
     return "\n".join(lines)
 
 
-def violation_block(trace: Trace | PlainTrace, report: Report, v: Violation) -> str:
+def violation_block(trace: Trace | PlainTrace | Calls, report: Report, v: Violation) -> str:
     rule = next((r for r in report.rules if r.rule_id == v.rule_id), None)
     return violation_text(
         trace,
