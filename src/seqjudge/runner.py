@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seqjudge.config import RunConfig, judge_rule_ids
-from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
+from seqjudge.crosscheck import AgreementTally, TraceResult, reconcile
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.judge.providers.registry import provider_profile
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
@@ -98,7 +98,8 @@ class RunSummary:
     cache_hits: int = 0
     stopped: str | None = None  # why the run stopped early (the budget)
     notes: list[str] = field(default_factory=list)  # what the reader of the summary must know (judge-only)
-    decisions: list[RuleDecision] = field(default_factory=list, repr=False)  # cross-checked, for agreement
+    # Judge-engine agreement, counted as results come: a run keeps no per-trace data in memory.
+    tally: AgreementTally = field(default_factory=AgreementTally, repr=False)
 
     @property
     def traces(self) -> int:
@@ -379,19 +380,11 @@ async def _close_transport(provider: Any) -> None:
 
 
 def _finish(summary: RunSummary, gate: LimitedProvider | None, cache: Any) -> None:
-    summary.agreement = agreement([_Decided(summary.decisions)])  # type: ignore[list-item]  # reads .rules
+    summary.agreement = summary.tally.figures()
     if gate is not None:
         summary.calls = gate.stats.as_dict()
     if cache is not None:
         summary.cache_hits = cache.hits
-
-
-@dataclass
-class _Decided:
-    """What ``crosscheck.agreement`` reads of a result (its rule decisions): the results themselves, with
-    their traces and reports, need not stay in memory for the whole run."""
-
-    rules: list[RuleDecision]
 
 
 async def _judge(
@@ -443,8 +436,7 @@ def _count(summary: RunSummary, result: TraceResult) -> None:
     for d in result.rules:
         if d.final == "failed":
             summary.violated[d.rule_id] += 1
-        if d.agree is not None and d.judge is not None:
-            summary.decisions.append(d)
+    summary.tally.add(result.rules)
     judge = result.judge
     if judge is not None and not isinstance(judge, dict):
         summary.judge_status[judge.status] += 1
