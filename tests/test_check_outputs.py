@@ -231,6 +231,9 @@ def test_phrasings_fixed() -> None:
         parallel, RuleSet.model_validate({"rules": [{"type": "before", "first": "A", "then": "B"}]})
     ).violations
     assert v.actual_order == "B (call 1); A (call 2) came in the same step as it"
+    exact = {"type": "trajectory", "expected": ["A", "B", "C"], "mode": "exact"}
+    [t] = _report([exact], ["A", "C", "B"]).violations
+    assert t.offending_call_index == 1 and t.explanation.endswith("expected trajectory at C (call 2).")
     [m] = _report([{"type": "max_calls", "tool": "B", "max": 3}], ["B"] * 4).violations
     assert m.actual_order == "B called 4 times, 3 allowed; first over: B (call 4)"
     # A selector that picks failed calls by status: the failed call is what it counts, not "every attempt".

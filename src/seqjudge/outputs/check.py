@@ -97,6 +97,9 @@ def _palette(out: IO[str]) -> Palette:
     """The verdict words in colour when ``out`` is a colour terminal, else plain."""
     if os.environ.get("NO_COLOR"):  # https://no-color.org: any non-empty value
         return PLAIN
+    isatty = getattr(out, "isatty", None)
+    if not (isatty is not None and isatty()) and not os.environ.get("FORCE_COLOR"):
+        return PLAIN  # a file or a pipe: decided without importing rich (start-up time)
     from rich.color import ColorSystem  # rich only when text goes somewhere that may show colour
     from rich.console import Console
     from rich.style import Style
