@@ -97,6 +97,15 @@ def main() -> None:
                 for f in formats
             }
             traces.unlink()
+            # Each count's figures as soon as they are measured (a long run on a busy machine).
+            print(
+                f"{n:,} traces: "
+                + ", ".join(
+                    f"{f} {table[n][f][0]:.2f} s ({table[n][f][1]:.2f}x) {table[n][f][2] / 2**20:.0f} MB"
+                    for f in formats
+                ),
+                flush=True,
+            )
         print(
             f"`seqjudge check` over N traces x 20 calls, 20 rules; medians of {args.repeats} runs "
             f"(workers: {'its own' if args.workers is None else args.workers})"

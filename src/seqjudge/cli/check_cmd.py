@@ -103,9 +103,8 @@ def check(
         stream = load_checkable(traces, native_lines=pool, **options)
         # closing: an error ends the loop early, and a worker pool must shut down then, not at collection.
         with contextlib.closing(stream):
-            started = (
-                False  # the head waits for the first trace: input that is bad from the start writes nothing
-            )
+            # The head waits for the first trace: input that is bad from the start writes nothing.
+            started = False
             for item in stream:
                 checked = item.result if isinstance(item, Done) else checker.checked(item)
                 if not started:
