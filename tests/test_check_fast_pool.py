@@ -24,6 +24,7 @@ from seqjudge.cli import run
 from seqjudge.errors import InputError, SeqjudgeError
 from seqjudge.ingest import load_traces
 from seqjudge.outputs.textview import Totals
+from seqjudge.rules.coverage import Coverage
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.load import load_rules
 
@@ -39,11 +40,13 @@ def model_path(rules: Path, traces: Path, fmt: str, pattern: str | None = None) 
     """(exit code, output bytes, stderr) as `check` gave them before the fast paths."""
     engine = Engine(load_rules(rules))
     totals = Totals()
+    totals.coverage = Coverage.of(engine.ruleset)
     lines: list[str] = []
     try:
         for trace in load_traces(str(traces), error_pattern=pattern):
             report = engine.check(trace)
             totals.add(report)
+            totals.coverage.add_trace(trace, report.model_dump(mode="json")["rules"])
             lines.append(report.model_dump_json() + "\n")
     except InputError as exc:
         if fmt == "json":  # the document streams: the reports before the error, never closed

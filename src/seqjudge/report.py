@@ -8,6 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from pydantic_core import to_json
 
+from seqjudge.defaults import DEFAULT_THRESHOLD
+
 ViolationType = Literal[
     "out_of_order",
     "missing_prerequisite",
@@ -24,7 +26,6 @@ VIOLATION_TYPES: tuple[str, ...] = ViolationType.__args__  # type: ignore[attr-d
 Outcome = Literal["passed", "failed", "not_exercised", "not_applicable", "deferred"]
 Verdict = Literal["pass", "fail", "review"]
 RiskLevel = Literal["low", "medium", "high"]
-DEFAULT_THRESHOLD = 0.85
 
 
 class Violation(BaseModel):

@@ -3,32 +3,33 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Generator
-from typing import Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import (
     CatalogOpt,
+    ConfigRiskOpt,
+    ConfigThresholdOpt,
     OutputOpt,
     Risk,
-    RiskOpt,
-    RulesArg,
-    ThresholdOpt,
-    TracesArg,
+    StrictOpt,
     format_option,
 )
 from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat, Verbose
-from seqjudge.ingest.base import Done
-from seqjudge.inputs import load_suite
-from seqjudge.outputs.check import CheckOutput
+from seqjudge.defaults import DEFAULT_THRESHOLD
+from seqjudge.errors import InputError
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
-from seqjudge.outputs.textview import Totals
-from seqjudge.report import DEFAULT_THRESHOLD
-from seqjudge.rules.engine import Engine
-from seqjudge.trace import PlainTrace, Trace
+
+if TYPE_CHECKING:
+    from seqjudge.config import RunConfig
+    from seqjudge.outputs.check import CheckOutput
+    from seqjudge.trace import PlainTrace, Trace
 
 FormatOpt = Annotated[str, format_option("check")]
 # The trace-reading options are defined once, in trace_options; these names are what the commands use.
@@ -40,11 +41,25 @@ VerboseOpt = Verbose
 
 @app.command()
 def check(
-    rules: RulesArg,
-    traces: TracesArg,
+    rules: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Rule file (YAML or JSON, any supported shape); none: the rules, traces and catalog of "
+            "./seqjudge.yaml, or of DIR/seqjudge.yaml when this is a folder (as `seqjudge init` writes)."
+        ),
+    ] = None,
+    traces: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Trace files or directories (several may be given, e.g. traces/*.json), or - for stdin; the "
+            "suite's own files (rules.yaml, catalog.json, labels.jsonl, ...) are skipped with a note; none: "
+            "the config's.",
+            show_default=False,
+        ),
+    ] = None,
     catalog: CatalogOpt = None,
-    threshold: ThresholdOpt = DEFAULT_THRESHOLD,
-    risk_level: RiskOpt = Risk.medium,
+    threshold: ConfigThresholdOpt = None,
+    risk_level: ConfigRiskOpt = None,
     fmt: FormatOpt = "text",
     output: OutputOpt = None,
     trace_format: TraceFormatOpt = None,
@@ -52,6 +67,7 @@ def check(
     error_pattern: ErrorPatternOpt = None,
     verbose: VerboseOpt = False,
     allow_empty: AllowEmpty = False,
+    strict: StrictOpt = False,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -76,11 +92,30 @@ def check(
     """
     from seqjudge.checkpool import Checker, LinePool
     from seqjudge.ingest import IngestStats, load_checkable
+    from seqjudge.ingest.base import Done
     from seqjudge.ingest.stats import report as report_ingest
+    from seqjudge.inputs import load_suite
+    from seqjudge.outputs.coverage import coverage_lines
+    from seqjudge.outputs.textview import Totals
+    from seqjudge.rules.coverage import Coverage
+    from seqjudge.rules.engine import Engine
 
-    ruleset = load_suite(rules, catalog).ruleset
+    if rules is None or not traces:
+        cfg = _from_config(rules)
+        rules = Path(cfg.rules)
+        traces = [cfg.traces] if isinstance(cfg.traces, str) else list(cfg.traces)
+        catalog = catalog if catalog is not None else (Path(cfg.catalog) if cfg.catalog else None)
+        # The config's risk level and threshold, unless given as flags: `check` and `run` of a suite agree.
+        risk_level = risk_level or Risk(cfg.risk_level)
+        threshold = cfg.threshold_for(risk_level.value) if threshold is None else threshold
+        strict = strict or cfg.strict
+    risk_level = risk_level or Risk.medium
+    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+    suite = load_suite(rules, catalog)
+    ruleset = suite.ruleset
     output_class: type[CheckOutput] = writer("check", fmt)
     totals = Totals()
+    coverage = totals.coverage = Coverage.of(ruleset, suite.catalog, strict=strict)
     stats = IngestStats()
     options: dict[str, Any] = dict(
         format=trace_format,
@@ -91,14 +126,19 @@ def check(
         stats=stats,
     )
     with open_output(output) as out:
+        # Several paths name no single file or folder, as stdin does not (SARIF then gives no file location).
         shown = output_class(
-            out, source=traces, ruleset=ruleset, threshold=threshold, risk_level=risk_level.value
+            out,
+            source=traces[0] if len(traces) == 1 else "-",
+            ruleset=ruleset,
+            threshold=threshold,
+            risk_level=risk_level.value,
         )
         # Each format renders a trace's part where the trace is checked, so a large native JSONL file is
         # checked and formatted by worker processes (checkpool) in every format; plain JSONL records skip
         # the models (PlainTrace).
         checker = Checker(Engine(ruleset), threshold, risk_level.value, render=shown.render)
-        pool = LinePool(checker, workers=workers) if traces != "-" else None
+        pool = LinePool(checker, workers=workers) if "-" not in traces else None
         stream: Generator[Trace | PlainTrace | Done, None, None]
         stream = load_checkable(traces, native_lines=pool, **options)
         # closing: an error ends the loop early, and a worker pool must shut down then, not at collection.
@@ -111,6 +151,7 @@ def check(
                     shown.start()
                     started = True
                 totals.count(checked.verdict, checked.violated, checked.deferred, checked.trace_id)
+                coverage.add(checked.trace_id, checked.exercised, checked.tools)
                 if not (failures_only and checked.verdict == "pass"):
                     shown.line(checked)
             if not started:
@@ -118,4 +159,24 @@ def check(
             shown.finish(totals)
     if verbose:
         report_ingest(stats)
+    if fmt != "text":  # the text view ends with these; machine formats keep stdout for their data
+        for line in coverage_lines(coverage):
+            print(line, file=sys.stderr)
+    failure = coverage.strict_error()
+    if failure is not None:
+        raise InputError(failure, hint="See the warnings above; fix the rules or the input")
     return 0 if totals.verdicts["pass"] == totals.n else 1
+
+
+def _from_config(arg: Path | None) -> RunConfig:
+    """`check` or `check DIR`: the config of DIR/seqjudge.yaml (or of this folder's)."""
+    from seqjudge.config import load_config
+    from seqjudge.inputs import project_config
+
+    if arg is not None and not arg.is_dir():
+        raise InputError(
+            "missing TRACES",
+            where="arguments",
+            hint="seqjudge check RULES TRACES, or seqjudge check [DIR] for the suite of DIR/seqjudge.yaml",
+        )
+    return load_config(project_config(None if arg is None else str(arg)))

@@ -20,6 +20,7 @@ from typing import IO, Any
 from pydantic_core import to_json
 
 from seqjudge.checkpool import Checked, Origin
+from seqjudge.outputs.coverage import coverage_lines
 from seqjudge.outputs.streams import byte_writer
 from seqjudge.outputs.textview import PLAIN, Palette, Totals, report_text
 from seqjudge.report import DEFAULT_THRESHOLD, report_line
@@ -91,6 +92,8 @@ class TextOutput(CheckOutput):
         for line in totals.tally():
             self.out.write(line + "\n")
         self.out.write(totals.line() + "\n")
+        for line in coverage_lines(totals.coverage):
+            self.out.write(line + "\n")
 
 
 def _palette(out: IO[str]) -> Palette:

@@ -10,6 +10,7 @@ from typing import Any
 
 from seqjudge.redact import may_need_redaction, redact_value
 from seqjudge.report import Report, Violation
+from seqjudge.rules.coverage import Coverage
 from seqjudge.safetext import terminal
 from seqjudge.trace import PlainTrace, Trace
 
@@ -243,6 +244,7 @@ class Totals:
         self.deferred: Counter[str] = Counter()
         self.first: dict[str, list[str]] = {}  # rule id -> the first FIRST_IDS traces it failed on
         self.n = 0
+        self.coverage: Coverage | None = None  # what the traces left unchecked, when the command tracks it
 
     def add(self, report: Report) -> None:
         self.count(
@@ -296,4 +298,5 @@ class Totals:
             "review": self.verdicts["review"],
             "violations_by_rule": dict(self.violated.most_common()),
             "deferred_rules": dict(self.deferred.most_common()),
+            **({"coverage": self.coverage.as_dict()} if self.coverage is not None else {}),
         }

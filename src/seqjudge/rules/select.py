@@ -155,3 +155,9 @@ def tools_text(op: Operand, aliases: dict[str, list[str]]) -> str:
     # An alias inside an argument selector: keep the selector's conditions, name the tools after it.
     tools = list(dict.fromkeys(t for n in operand_names(op) for t in expand_name(n, aliases)))
     return f"{operand_text(op)} (one of {', '.join(tools)})"
+
+
+def selects_within(inner: Operand, outer: Operand, aliases: dict[str, list[str]]) -> bool:
+    """True when every call ``inner`` can select, ``outer`` selects too, decided on tool names: every tool
+    ``inner`` names (aliases expanded, whatever its conditions) is one ``outer`` names without conditions."""
+    return compile_operand(inner, aliases).all_names <= compile_operand(outer, aliases).names
