@@ -18,6 +18,7 @@ and shuts the pool down before the interrupt ends the command, so no worker outl
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -147,14 +148,28 @@ class LinePool:
 
     def __init__(self, checker: Checker, *, workers: int | None = None, inline: int | None = None) -> None:
         self.checker = checker
-        # An explicit count is honoured where workers can be forked; elsewhere everything runs here.
-        self.workers = worker_count() if workers is None else (workers if forkable() else 0)
+        self.requested = workers
+        self._workers: int | None = None
         self.inline = INLINE if inline is None else inline
+
+    @property
+    def workers(self) -> int:
+        """Worker processes to start. Decided when first asked (it imports multiprocessing): a file with no
+        more records than are checked inline loads none of it. An explicit count is honoured where workers
+        can be forked; elsewhere everything runs here."""
+        if self._workers is None:
+            requested = self.requested
+            self._workers = worker_count() if requested is None else (requested if forkable() else 0)
+        return self._workers
 
     def __call__(self, records: Iterator[Record], source: Source, options: Options) -> Iterator[Done]:
         options = replace(options, native_lines=None)
         for record in islice(records, self.inline):
             yield _check_record(self.checker, record, source, options)
+        following = next(records, None)
+        if following is None:
+            return  # everything was checked inline: no worker question asked
+        records = itertools.chain([following], records)
         if self.workers < 1:
             for record in records:
                 yield _check_record(self.checker, record, source, options)
