@@ -11,6 +11,8 @@ import typer
 from seqjudge.cli.app import app
 from seqjudge.cli.options import (
     CatalogOpt,
+    Explain,
+    ExplainOpt,
     OutputOpt,
     Risk,
     RiskOpt,
@@ -52,6 +54,7 @@ def check(
     error_pattern: ErrorPatternOpt = None,
     verbose: VerboseOpt = False,
     allow_empty: AllowEmpty = False,
+    explain: ExplainOpt = Explain.not_passed,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -72,7 +75,7 @@ def check(
 
     ruleset = load_suite(rules, catalog).ruleset
     output_class: type[CheckOutput] = writer("check", fmt)
-    checker = Checker(Engine(ruleset), threshold, risk_level.value)
+    checker = Checker(Engine(ruleset), threshold, risk_level.value, explain.value)
     totals = Totals()
     stats = IngestStats()
     options: dict[str, Any] = dict(
