@@ -3,7 +3,8 @@
     python benchmarks/engine.py [--repeats 3] [--calls 1000000] [--traces 100000] [--workers N] [--only-b]
     python benchmarks/engine.py --in-process [--repeats 3] [--calls 1000000] [--traces 100000]
 
-(a) one trace of N calls against 50 rules of every type, loaded and checked in-process;
+(a) one trace of N calls (one JSON document) against 50 rules of every type, through `seqjudge check
+    --format jsonl` (in-process CLI);
 (b) many traces of 20 calls against 20 rules, as JSONL through `seqjudge check` (in-process CLI), writing
     the lean report (its default), and the full one (`--explain all`) beside it;
 (c) linearity: the same as (a) at N/10 calls, and the time ratio.
@@ -174,24 +175,22 @@ def _rule_files(tmp: Path, name: str, ruleset: dict) -> dict[str, Path]:
 
 
 def bench_one_trace(tmp: Path, n: int, repeats: int) -> dict[str, float]:
-    """Medians of parse-only, and of loading and checking the trace with the whole set, without its `same:`
-    rules and without its `same: [key]` rules."""
-    from seqjudge import check, load_rules, load_traces
-    from seqjudge.rules.engine import Engine
+    """Medians of parse-only, and of `check --format jsonl` on the trace with the whole set, without its
+    `same:` rules and without its `same: [key]` rules."""
+    from seqjudge.cli import run
 
     rng = random.Random(7)
     path = tmp / f"one_{n}.json"
     path.write_text(json.dumps({"trace_id": "big", "calls": make_calls(n, rng), "context": {"env": "prod"}}))
     rule_paths = _rule_files(tmp, "rules50", rules_50())
-    assert check  # the public API is what users call; Engine is the same code compiled once
 
     def parse_only() -> None:
         json.loads(path.read_bytes())
 
     def end_to_end(rules_path: Path) -> None:
-        engine = Engine(load_rules(rules_path))
-        for trace in load_traces(path):
-            engine.check(trace)
+        out = str(tmp / "a.jsonl")
+        code = run(["check", str(rules_path), str(path), "--format", "jsonl", "--output", out])
+        assert code in (0, 1), code
 
     variants = {name: partial(end_to_end, p) for name, p in rule_paths.items()}
     return _side_by_side(parse_only, variants, repeats)
