@@ -111,7 +111,7 @@ def memory(seqjudge: list[str], repeat: int) -> None:
         for leftover in FOLDER.glob("memory.db*"):
             leftover.unlink()
         # The trace goes where each command takes it: json.load's argument, seqjudge's TRACES.
-        at = 2 if name == "json.load" else len(seqjudge) + 2
+        at = 3 if name == "json.load" else len(seqjudge) + 2
         figures[name] = case([*argv[:at], str(document), *argv[at:]], repeat)
     base = figures["json.load"]["peak_mb"]
     size = document.stat().st_size / 1e6
