@@ -102,7 +102,7 @@ def memory(seqjudge: list[str], repeat: int) -> None:
     rules = str(FOLDER / "rules.yaml")
     store = FOLDER / "memory.db"
     cases = {
-        "json.load": [sys.executable, "-c", "import json, sys; json.load(open(sys.argv[1], 'rb'))"],
+        "json.load": [sys.executable, "-c", "import json, sys; json.load(open(sys.argv[1], encoding='utf-8'))"],
         "check --format jsonl": [*seqjudge, "check", rules, "--format", "jsonl", "-o", os.devnull],
         "run (no model)": [*seqjudge, "run", rules, "--store", str(store)],
     }
