@@ -101,8 +101,9 @@ def memory(seqjudge: list[str], repeat: int) -> None:
     document = FOLDER / "trace-1m-calls.json"
     rules = str(FOLDER / "rules.yaml")
     store = FOLDER / "memory.db"
+    load = "import json, sys; json.load(open(sys.argv[1], encoding='utf-8'))"  # text, as a user's script
     cases = {
-        "json.load": [sys.executable, "-c", "import json, sys; json.load(open(sys.argv[1], encoding='utf-8'))"],
+        "json.load": [sys.executable, "-c", load],
         "check --format jsonl": [*seqjudge, "check", rules, "--format", "jsonl", "-o", os.devnull],
         "run (no model)": [*seqjudge, "run", rules, "--store", str(store)],
     }
