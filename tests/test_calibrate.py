@@ -546,7 +546,7 @@ def test_calibrate_without_a_model_says_what_to_set(
     root = tiny_dataset(tmp_path / "ds")
     assert run(["calibrate", str(root), "--store", str(tmp_path / "db")]) == 2
     err = capsys.readouterr().err
-    assert "no model is configured" in err and "--model provider:model" in err and "--scores FILE" in err
+    assert "no model configured" in err and "--model provider:model" in err and "--scores FILE" in err
     # A model whose key is missing is bad input too, said plainly, when a new run is needed.
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert run(["calibrate", str(root), "--model", "openai:gpt-4o", "--store", str(tmp_path / "db")]) == 2

@@ -25,6 +25,7 @@ from seqjudge.errors import InputError, SeqjudgeError
 from seqjudge.ingest import load_traces
 from seqjudge.outputs.textview import Totals
 from seqjudge.report import Explain
+from seqjudge.rules.coverage import Coverage
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.load import load_rules
 
@@ -43,12 +44,14 @@ def model_path(
     `check` is: the models of a lean report dump back to it with exclude_unset)."""
     engine = Engine(load_rules(rules))
     totals = Totals()
+    totals.coverage = Coverage.of(engine.ruleset)
     lines: list[str] = []
     reports: list[dict[str, Any]] = []
     try:
         for trace in load_traces(str(traces), error_pattern=pattern):
             report = engine.check(trace, explain=explain)
             totals.add(report)
+            totals.coverage.add_trace(trace, report.model_dump(mode="json")["rules"])
             lines.append(report.model_dump_json(exclude_unset=True) + "\n")
             reports.append(report.model_dump(mode="json", exclude_unset=True))
     except InputError as exc:

@@ -395,15 +395,9 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 def _seqjudge_commands(script: str) -> list[list[str]]:
     """Each `seqjudge ...` command of a shell script, continuation lines joined, split like a shell."""
-    import shlex
+    from shell_commands import commands, logical_lines
 
-    joined = script.replace("\\\n", " ")
-    commands = []
-    for line in joined.splitlines():
-        line = line.split("||")[0].split("&&")[0].strip()
-        if line.startswith("seqjudge "):
-            commands.append(shlex.split(line))
-    return commands
+    return [argv for line in logical_lines(script) for argv in commands(line) if argv[0] == "seqjudge"]
 
 
 def _options_exist(words: list[str], capsys: pytest.CaptureFixture[str]) -> None:

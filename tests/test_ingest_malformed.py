@@ -74,6 +74,28 @@ CASES = [
         "line 2, column",
         ("bad JSON", "truncated"),
     ),
+    # Issue 17.16: a cut-off record ending in a newline was reported at the line after it ("line 4").
+    Case(
+        "cut-off third record of a three-line JSONL file",
+        "t.jsonl",
+        '{"calls": [{"tool_name": "A"}]}\n{"calls": [{"tool_name": "A"}]}\n{"calls": [{"tool_name": "A"\n',
+        "line 3, column 29",
+        ("bad JSON", "truncated"),
+    ),
+    Case(
+        "record split over two JSONL lines",
+        "t.jsonl",
+        '{"calls": []}\n{"calls": [],\n "trace_id": "b"}\n',
+        "line 2, column 14",
+        ("bad JSON", "split over several lines"),
+    ),
+    Case(
+        "cut-off second value of concatenated documents",
+        "t.json",
+        '{\n "calls": []\n}\n{\n "trace_id": "b",\n "calls": [\n',
+        "line 4:",
+        ("the record that starts here is cut off", "truncated"),
+    ),
     Case(
         "missing tool_name",
         "t.jsonl",

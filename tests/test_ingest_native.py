@@ -108,7 +108,7 @@ def test_empty_list_document_and_empty_file_hold_no_traces_only_with_allow_empty
     # fail closed: an input that yields no trace is an error unless the user says it may be empty
     with pytest.raises(InputError, match="no trace came out of this file .1 record.s. read as native"):
         list(load_traces(empty))
-    with pytest.raises(InputError, match="the input holds no trace .every file is empty.*--allow-empty"):
+    with pytest.raises(InputError, match="no traces in .*blank.jsonl: the input is empty.*--allow-empty"):
         list(load_traces(blank))
 
 

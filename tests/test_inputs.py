@@ -71,7 +71,7 @@ def test_the_loader_resolves_the_catalog_once(suite: Path) -> None:
 
 def test_a_rule_naming_a_tool_the_catalog_lacks_is_bad_input(suite: Path) -> None:
     (suite / "catalog.json").write_text(json.dumps({"tools": [{"name": "VerifyIdentity"}]}), encoding="utf-8")
-    with pytest.raises(InputError, match="the rules name tools the catalog does not have"):
+    with pytest.raises(InputError, match="the rules name tools or arguments the catalog does not have"):
         load_suite(suite / "rules.yaml")
     # The judge commands leave that check to the judge's own validation of rules and traces.
     assert load_suite(suite / "rules.yaml", known_tools=False).catalog is not None

@@ -224,12 +224,31 @@ def test_unscored_traces_exit_1(files, fake_llm, capsys) -> None:
     assert "verify_first  passed          unscored" in out and len(fake_llm.requests) == 2
 
 
-def test_missing_key_exits_3_naming_the_variable(files, fake_llm, capsys, monkeypatch) -> None:
+def test_missing_key_exits_2_with_the_sentence_run_prints(files, fake_llm, capsys, monkeypatch) -> None:
+    # Issue 17, point 6: one behaviour for a missing key. `judge` cannot do without the judge, so it is
+    # bad input (exit 2, as in `calibrate`), said with the reason `run` gives when it defers judge rules.
     monkeypatch.delenv("OPENAI_API_KEY")
-    assert run(judge_args(files, fake_llm)) == 3
+    args = judge_args(files, fake_llm)
+    del args[args.index("--base-url") : args.index("--base-url") + 2]
+    assert run(args) == 2
     err = capsys.readouterr().err
-    assert "OPENAI_API_KEY" in err and "What to do" in err
+    assert "`seqjudge judge` needs the LLM judge, but model openai:gpt-4o is configured but " in err
+    assert "OPENAI_API_KEY is not set" in err and "--base-url" in err
+    assert run(["judge", str(files["rules"]), str(files["traces"])]) == 2
+    assert "but no model configured" in capsys.readouterr().err
     assert fake_llm.requests == []
+
+
+def test_a_local_server_needs_no_key(files, fake_llm, capsys, monkeypatch) -> None:
+    # --base-url without a key: the SDK gets a placeholder (it insists on some key string), never shown.
+    from seqjudge.judge.providers.sdk import NO_KEY_PLACEHOLDER
+
+    monkeypatch.delenv("OPENAI_API_KEY")
+    fake_llm.enqueue(openai_chat(GOOD_OUT))
+    assert run(judge_args(files, fake_llm, traces="good")) == 0
+    assert fake_llm.requests[0].headers["authorization"] == f"Bearer {NO_KEY_PLACEHOLDER}"
+    captured = capsys.readouterr()
+    assert "PASS" in captured.out and NO_KEY_PLACEHOLDER not in captured.out + captured.err
 
 
 def test_wrong_base_url_exits_3_and_says_so(files, fake_llm, capsys) -> None:

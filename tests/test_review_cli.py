@@ -20,12 +20,12 @@ LABEL_KEYS = {"trace_id", "verdict", "rules", "labeler", "note"}
 
 @pytest.fixture
 def queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """One run with a disagreement (t1), an undecided judge rule (t2) and an unscored judge (t3)."""
+    """One run with a disagreement (t1), no judge and a failed engine rule (t2) and an unscored judge (t3)."""
     path = tmp_path / "seqjudge.db"
     monkeypatch.setenv("SEQJUDGE_STORE", str(path))
     with Store(path) as s:
         run_id = s.create_run(config={}, fingerprint={})
-        for i, kind in enumerate(["clean", "split", "nojudge", "unscored"]):
+        for i, kind in enumerate(["clean", "split", "nojudge-failing", "unscored"]):
             s.save_result(run_id, *pair(f"t{i}", kind))
         items = {i.trace_id: i.id for i in s.review_items()}
     return {"path": path, "run": run_id, "items": items}
@@ -136,7 +136,7 @@ def test_reason_filter(queue: dict[str, Any], capsys: pytest.CaptureFixture[str]
         run(["review", "list", "--reason", "judge_rule_undecided", "--run", "latest", "--format", "json"])
         == 0
     )
-    assert [i["trace_id"] for i in json.loads(capsys.readouterr().out)] == ["t2", "t3"]
+    assert [i["trace_id"] for i in json.loads(capsys.readouterr().out)] == ["t3"]
     assert run(["review", "list", "--reason", "high_risk_imperfect"]) == 0
     assert "no open review items routed for high_risk_imperfect" in capsys.readouterr().out
     assert run(["review", "list", "--reason", "bogus"]) == 2

@@ -108,17 +108,22 @@ def run_suite(tmp_path: Path, provider: Any, **kw: Any) -> tuple[Any, list[Any]]
     return summary, stored
 
 
-def test_no_model_runs_the_engine_and_routes_judge_rules(
+def test_no_model_runs_the_engine_and_names_the_deferred_judge_rules(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("SEQJUDGE_MODEL", raising=False)
     summary, stored = run_suite(tmp_path, None)
     assert summary.judge_skipped and "no model configured" in summary.judge_skipped
     assert len(stored) == N and summary.traces == N
+    ruleset = load_rules(SUITE / "rules.yaml")
+    judge_rules = [r.rule_id for r in ruleset.rules if r.type == "judge"]
+    assert judge_rules and summary.deferred_rules == judge_rules  # named once, for the summary
+    engine = Engine(ruleset)
+    by_id = {t.trace_id: t for t in suite_traces()}
     for res in stored:
-        assert "judge_rule_undecided" in res.review_reasons
+        assert "judge_rule_undecided" not in res.review_reasons
         assert next(d for d in res.rules if d.type == "judge").final == "deferred"
-        assert res.verdict in ("fail", "review")  # a deferred judge rule never passes silently
+        assert res.verdict == engine.check(by_id[res.trace_id]).verdict  # check's verdict
 
 
 def test_full_mode_cross_checks_every_rule_and_takes_the_judge_on_judge_rules(tmp_path: Path) -> None:
@@ -198,7 +203,9 @@ def test_cli_run_with_no_model_says_the_judge_was_skipped(
     )
     out = capsys.readouterr().out
     assert code == 1
-    assert "judge skipped: no model configured" in out and "stored as r" in out
+    (line,) = [x for x in out.splitlines() if "deferred (no model)" in x]
+    assert line.startswith("judge rules deferred (no model): confirm-before-delete; in no verdict")
+    assert "judge skipped: no model configured" in line and "stored as r" in out
     with Store(tmp_path / "s.db") as db:
         assert len(db.completed_trace_ids(db.resolve_run("latest"))) == 87
 

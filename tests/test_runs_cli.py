@@ -44,7 +44,7 @@ def test_list_text_and_json(stored: dict[str, Any], capsys: pytest.CaptureFixtur
     assert out[1].startswith(stored["new"]) and "interrupted" in out[1]  # newest first
     assert out[2].startswith(stored["old"]) and out[2].endswith("baseline")
     # TRACES PASS FAIL REVIEW columns of the old run.
-    assert out[2].split()[4:8] == ["4", "1", "1", "2"]
+    assert out[2].split()[4:8] == ["4", "2", "1", "1"]  # t2: no model, the engine passes it
     assert run(["runs", "list", "--store", str(stored["path"]), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [r["id"] for r in data] == [stored["new"], stored["old"]]
@@ -79,7 +79,7 @@ def test_show_summary_with_agreement_and_fingerprints(
     assert run(["runs", "show", stored["old"][:-2], "--store", str(stored["path"])]) == 0  # a prefix
     out = capsys.readouterr().out
     assert out.startswith(f"Run {stored['old']} (baseline) · completed")
-    assert "4 trace(s): 1 pass, 1 fail, 2 review; review queue: 3 open, 0 resolved" in out
+    assert "4 trace(s): 2 pass, 1 fail, 1 review; review queue: 2 open, 0 resolved" in out
     figures = agreement(stored["results"].values())["overall"]
     assert (figures["agreed"], figures["decisions"]) == (5, 6)
     assert f"judge-engine agreement: 5/6 agree (83.3%), kappa {figures['kappa']:.2f}" in out

@@ -162,7 +162,8 @@ def make_result(trace: Trace, judge: JudgeResult | None = None, **options: Any) 
 
 def pair(trace_id: str, kind: str) -> tuple[Trace, TraceResult]:
     """Named situations: clean (all agree, judge passes the judge rule), split (the judge passes a rule the
-    engine fails), nojudge (deferred judge rule), unscored."""
+    engine fails), nojudge (no model: deferred judge rule, not routed), nojudge-failing (no model, an engine
+    rule failed), unscored."""
     if kind == "clean":
         trace = make_trace(trace_id)
         return trace, make_result(trace, judge_result(trace_id))
@@ -171,6 +172,9 @@ def pair(trace_id: str, kind: str) -> tuple[Trace, TraceResult]:
         return trace, make_result(trace, judge_result(trace_id, {"confirm-delete": 2}, attempts=2))
     if kind == "nojudge":
         trace = make_trace(trace_id)
+        return trace, make_result(trace)
+    if kind == "nojudge-failing":  # no model, and an engine rule failed: routed for the engine's reason
+        trace = make_trace(trace_id, good=False)
         return trace, make_result(trace)
     if kind == "unscored":
         trace = make_trace(trace_id)
@@ -245,10 +249,10 @@ def test_rows_per_rule_attempt_and_review_item(db: Store) -> None:
     status = dict(raw_rows(db.path, "SELECT trace_id, judge_status FROM results"))
     assert status == {"t0": "scored", "t1": "scored", "t2": "skipped", "t3": "unscored"}
     items = {i.trace_id: i for i in db.review_items()}
-    assert set(items) == {"t1", "t2", "t3"}  # the clean trace is not routed
+    # Neither the clean trace nor the one whose judge rule was deferred for want of a model is routed.
+    assert set(items) == {"t1", "t3"}
     assert "judge_engine_disagreement" in items["t1"].reasons
-    assert items["t2"].reasons == ["judge_rule_undecided"]
-    assert "unscored" in items["t3"].reasons
+    assert items["t3"].reasons == ["unscored", "judge_rule_undecided"]
     assert all(i.status == "open" for i in items.values())
 
 
@@ -498,7 +502,7 @@ def test_csv_export_one_row_per_trace(db: Store) -> None:
 def test_review_filters_resolution_and_labels(db: Store) -> None:
     run1 = db.create_run(config={}, fingerprint={})
     db.save_result(run1, *pair("t1", "split"))
-    db.save_result(run1, *pair("t2", "nojudge"))
+    db.save_result(run1, *pair("t2", "unscored"))
     run2 = db.create_run(config={}, fingerprint={})
     db.save_result(run2, *pair("t1", "split"))
     assert [i.trace_id for i in db.review_items(reason="judge_rule_undecided")] == ["t2"]

@@ -6,13 +6,26 @@ Public API: ``load_rules(path)``, ``load_traces(path)``, ``check(trace, rules) -
 from __future__ import annotations
 
 from collections.abc import Iterator
+from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from seqjudge.report import Report
-from seqjudge.rules.model import RuleSet
-from seqjudge.trace import Call, Message, Trace
 from seqjudge.version import __version__
+
+if TYPE_CHECKING:
+    from seqjudge.report import Report
+    from seqjudge.rules.model import RuleSet
+    from seqjudge.trace import Call, Message, Trace
+
+# The models load on first use (PEP 562), so that `import seqjudge.cli` and `seqjudge --help` do not pay
+# for pydantic and the rule model; `from seqjudge import Trace` works as before.
+_LAZY = {
+    "Call": "seqjudge.trace",
+    "Message": "seqjudge.trace",
+    "Trace": "seqjudge.trace",
+    "Report": "seqjudge.report",
+    "RuleSet": "seqjudge.rules.model",
+}
 
 __all__ = [
     "Call",
@@ -25,6 +38,15 @@ __all__ = [
     "load_rules",
     "load_traces",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'seqjudge' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 def load_rules(path: str | Path) -> RuleSet:

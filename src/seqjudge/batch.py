@@ -49,6 +49,7 @@ from seqjudge.judge.judge import (
     prepare_request,
 )
 from seqjudge.judge.providers.base import JudgeRequest
+from seqjudge.provenance import rules_hash
 from seqjudge.redact import redact_trace
 from seqjudge.report import Report
 from seqjudge.rules.engine import Engine
@@ -63,9 +64,14 @@ FATAL_KINDS = {"auth", "config", "connection"}
 BATCH_PRICE_SCALE = 0.5  # the batch APIs' half price (online re-asks pay the full price)
 
 
-def run_fingerprint(cfg: RunConfig) -> dict[str, Any]:
+def run_fingerprint(cfg: RunConfig, ruleset: RuleSet) -> dict[str, Any]:
     """The run's fingerprint, the same as an online run's: a batch run is stored like one."""
-    return {"model": cfg.model, "judge_mode": cfg.judge_mode, "engine": "seqjudge-engine/1"}
+    return {
+        "model": cfg.model,
+        "judge_mode": cfg.judge_mode,
+        "engine": "seqjudge-engine/1",
+        "rules_hash": rules_hash(ruleset),
+    }
 
 
 # -- submit ------------------------------------------------------------------------------------------------
@@ -113,12 +119,12 @@ async def submit_run(
     parts: dict[str, str] = {}
     # Everything is rendered and checked before the run exists: bad input costs nothing and leaves nothing.
     for trace in traces:
-        check_trace_data(trace, cfg.traces)  # before redacting or rendering it
+        check_trace_data(trace, cfg.traces_named())  # before redacting or rendering it
         report = engine.check(trace, threshold=cfg.threshold, risk_level=cfg.risk_level)
         if report.trace_id in seen:
             raise InputError(
                 f"trace id {report.trace_id!r} occurs twice",
-                source=cfg.traces,
+                source=cfg.traces_named(),
                 hint="give every trace a distinct trace_id (ids must be unique within a run)",
             )
         seen.add(report.trace_id)
@@ -164,7 +170,7 @@ async def submit_run(
 
     plan = _plan(api, [(it, "first", SessionState(request=it.request), None) for it in items])
     run_id = store.create_run(
-        config=cfg.model_dump(mode="json"), fingerprint=run_fingerprint(cfg), label=cfg.label
+        config=cfg.model_dump(mode="json"), fingerprint=run_fingerprint(cfg, ruleset), label=cfg.label
     )
     summary = SubmitSummary(run_id=run_id, submitted=len(items))
     try:

@@ -402,8 +402,8 @@ def calibrate(
         note = None
         if name == "high" or objective == "lowest-false-pass":
             note = (
-                "at risk level high every score below 1.0 is routed to review whatever the threshold, as "
-                "seed 000 requires: only a perfect score passes without a person"
+                "at risk level high every score below 1.0 is routed to review whatever the threshold: "
+                "only a perfect score passes without a person"
             )
         choices[name] = Choice(
             objective=objective,  # type: ignore[arg-type]

@@ -25,10 +25,11 @@ from pydantic import BaseModel, Field
 from seqjudge.calibrate import Calibration, Settings, Stability, calibrate, stability, writable
 from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import TraceResult
+from seqjudge.defaults import CONFIG_FILE
 from seqjudge.errors import InputError
 from seqjudge.golden import GoldenDataset
+from seqjudge.provenance import Suite, rules_hash, traces_hash
 
-CONFIG_FILE = "seqjudge.yaml"
 SCORES_HINT = 'a scores file is JSONL, one {"trace_id": ..., "score": 0.0 to 1.0} per labelled trace'
 
 
@@ -142,28 +143,30 @@ async def judge_repeats(
 
     ``provider``: a Provider instance for the new runs (else one is built from ``cfg.model``). A missing
     model or key raises ``InputError`` only when a new run is needed."""
-    from seqjudge.runner import judge_unavailable, run_traces
+    from seqjudge.judge.providers.registry import require_judge
+    from seqjudge.runner import run_traces
 
     if repeats < 1:
         raise InputError(f"--repeats is {repeats}", where="--repeats", hint="judge each trace at least once")
+    scores_hint = 'or calibrate scores you already have with --scores FILE (JSONL of {"trace_id", "score"})'
     if not cfg.model:
-        raise InputError(
-            "calibration needs the judge's scores, and no model is configured",
-            where="--model",
+        require_judge(
+            None,
+            None,
+            needs="calibration",
             hint="give --model provider:model (e.g. openai:gpt-4o), set `model:` in the dataset's "
-            "seqjudge.yaml or SEQJUDGE_MODEL; or calibrate scores you already have with --scores FILE "
-            '(JSONL of {"trace_id", "score"})',
+            f"seqjudge.yaml or SEQJUDGE_MODEL; {scores_hint}",
         )
     reused = matching_runs(store, dataset, cfg, independent_only=repeats > 1)[:repeats] if reuse else []
     run_ids = list(reused)
     if len(run_ids) < repeats and provider is None:
-        why = judge_unavailable(cfg.model)
-        if why:
-            raise InputError(
-                f"calibration needs {repeats - len(run_ids)} new judged run(s), but {why}",
-                where="--model",
-                hint="set the provider's API key (or reuse stored runs made with the same model and prompts)",
-            )
+        require_judge(
+            cfg.model,
+            cfg.model_options.base_url,
+            needs=f"calibration ({repeats - len(run_ids)} new judged run(s))",
+            hint="set the provider's key in the environment, or give a local server's base_url; or reuse "
+            f"stored runs made with the same model and prompts; {scores_hint}",
+        )
     while len(run_ids) < repeats:
         n = len(run_ids) + 1
         run_cfg = cfg.model_copy(
@@ -254,6 +257,9 @@ class CalibrationReport(BaseModel):
     contradictions: list[dict[str, Any]] = Field(default_factory=list)
     dataset_warnings: list[str] = Field(default_factory=list)
     written: str | None = None
+    # The rules and traces it was made from (provenance.Suite): the HTML report shows a calibration only
+    # beside runs of the same suite.
+    suite: dict[str, Any] | None = None
 
 
 def dataset_config(dataset: GoldenDataset, **overrides: Any) -> RunConfig:
@@ -389,7 +395,13 @@ def calibrate_golden(
         agreement=agreement_figures,
         contradictions=[c.as_dict() for c in contradictions],
         dataset_warnings=[p.render() for p in problems if p.level == "warning"],
+        suite=dataset_suite(dataset).as_dict(),
     )
+
+
+def dataset_suite(dataset: GoldenDataset) -> Suite:
+    ids = [str(t.trace_id) for t in dataset.traces]
+    return Suite(dataset.name, rules_hash(dataset.ruleset), traces_hash(ids), len(set(ids)))
 
 
 THRESHOLDS_COMMENT = "# Thresholds per risk level, written by `seqjudge calibrate --write`"

@@ -19,24 +19,25 @@ and shuts the pool down before the interrupt ends the command, so no worker outl
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import signal
 import sys
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seqjudge.ingest import native
 from seqjudge.ingest.base import Done, Options, Record, Source
 from seqjudge.redact import may_need_redaction, redact_text, redact_value
 from seqjudge.report import Explain, RiskLevel, report_line
+from seqjudge.rules.coverage import called, exercised_ids
 from seqjudge.rules.engine import Engine
 from seqjudge.trace import PlainTrace, Trace
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 INLINE = 1000  # records checked here before workers pay for their start (tens of ms for two forks)
 CHUNK = 200  # records a task: large enough that a task's overhead is small, small enough to stream
@@ -51,6 +52,8 @@ class Checked:
     verdict: str
     violated: list[str]  # rule id of every violation, in order
     deferred: list[str]  # rule ids of the deferred rules
+    exercised: list[str]  # rule ids of the rules exercised (rules.coverage)
+    tools: list[str]  # the distinct tool names the trace calls
 
 
 class Checker:
@@ -85,6 +88,8 @@ class Checker:
             data["verdict"],
             [v["rule_id"] for v in data["violations"]],
             [r["rule_id"] for r in data["rules"] if r["outcome"] == "deferred"],
+            exercised_ids(data["rules"]),
+            called(trace),
         )
 
     def _redacted(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -114,6 +119,8 @@ def _check_record(checker: Checker, record: Record, source: Source, options: Opt
 
 
 def forkable() -> bool:
+    import multiprocessing  # here, not at the top: `seqjudge check` of a small file starts no worker
+
     return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -145,6 +152,9 @@ class LinePool:
         yield from self._pooled(records, source, options)
 
     def _pooled(self, records: Iterator[Record], source: Source, options: Options) -> Iterator[Done]:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         global _STATE
         _STATE = (self.checker, source, options)  # inherited by the forked workers
         pool = ProcessPoolExecutor(
@@ -171,8 +181,8 @@ class LinePool:
                     return
                 chunk, future = pending.popleft()
                 rows, stopped = self._result(future)
-                for trace_id, line, report, verdict, violated, deferred in rows:
-                    yield Done(trace_id, line, Checked(report, verdict, violated, deferred))
+                for trace_id, line, report, verdict, violated, deferred, exercised, tools in rows:
+                    yield Done(trace_id, line, Checked(report, verdict, violated, deferred, exercised, tools))
                 if stopped:
                     # Read the record that stopped the worker (and the rest of its chunk) here, to raise
                     # its error exactly as the single-process path does; or the chunk no worker took.
@@ -199,6 +209,8 @@ class LinePool:
     def _result(self, future: Future[tuple[list[_Row], bool]] | None) -> tuple[list[_Row], bool]:
         """A task's rows and whether it stopped early; a chunk no worker finished counts as stopped at its
         start, so that this process reads all of it: a worker killed from outside costs time, not output."""
+        from concurrent.futures.process import BrokenProcessPool
+
         if future is not None:
             try:
                 return future.result()
@@ -226,9 +238,9 @@ def _work(lines: list[tuple[int, bytes]]) -> tuple[list[_Row], bool]:
         except Exception:  # the main process reads this record again and raises the error itself
             return rows, True
         c = done.result
-        rows.append((done.trace_id, line, c.line, c.verdict, c.violated, c.deferred))
+        rows.append((done.trace_id, line, c.line, c.verdict, c.violated, c.deferred, c.exercised, c.tools))
     return rows, False
 
 
 # A Done as a tuple of builtins: it crosses the pipe several times faster than the objects.
-_Row = tuple[str, int, bytes, str, list[str], list[str]]
+_Row = tuple[str, int, bytes, str, list[str], list[str], list[str], list[str]]

@@ -16,13 +16,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from seqjudge.defaults import DEFAULT_STORE
 from seqjudge.errors import InputError
 from seqjudge.redact import DEFAULT_REDACT
 from seqjudge.report import DEFAULT_THRESHOLD, RiskLevel
 
 JudgeMode = Literal["full", "contextual"]
 JUDGE_MODES: tuple[str, ...] = JudgeMode.__args__  # type: ignore[attr-defined]
-DEFAULT_STORE = ".seqjudge/seqjudge.db"
 
 
 class ModelOptions(BaseModel):
@@ -51,7 +51,7 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rules: str
-    traces: str
+    traces: str | list[str]  # one path (file, folder, -) or several, read in order
     catalog: str | None = None
     examples: str | None = None
     model: str | None = None
@@ -77,7 +77,13 @@ class RunConfig(BaseModel):
     error_pattern: str | None = None
     # Accept an input that yields no trace, or traces without calls where it holds tool activity.
     allow_empty: bool = False
+    # Exit 2 when the input left something unchecked (rules.coverage): a rule exercised on no trace, ...
+    strict: bool = False
     label: str | None = None
+
+    def traces_named(self) -> str:
+        """The trace path(s), for messages."""
+        return self.traces if isinstance(self.traces, str) else ", ".join(self.traces)
 
     def threshold_for(self, risk_level: RiskLevel | None = None) -> float:
         """The threshold of a run at ``risk_level`` (default: the config's): ``thresholds`` first."""
@@ -95,7 +101,9 @@ class RunConfig(BaseModel):
         return self.model_copy(
             update={
                 "rules": fix(self.rules),
-                "traces": fix(self.traces),
+                "traces": fix(self.traces)
+                if isinstance(self.traces, str)
+                else [str(fix(t)) for t in self.traces],
                 "catalog": fix(self.catalog),
                 "examples": fix(self.examples),
                 "store": fix(self.store),

@@ -2,7 +2,8 @@
 
 A deterministic rule's final outcome is always the engine's: the judge cross-checks it, and a disagreement
 marks the trace for review and counts against the judge's reliability. A `judge` rule's final outcome is the
-judge's; without a scored judge it stays `deferred` and the trace goes to review.
+judge's; it stays `deferred` without a scored judge: routed to review when the judge ran but did not score,
+and only named in the run's summary when no judge could run at all (no model configured or no key).
 """
 
 from __future__ import annotations
@@ -13,12 +14,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from seqjudge.defaults import REVIEW_REASONS as REVIEW_REASONS  # re-exported: its old home
+from seqjudge.defaults import ReviewReason
 from seqjudge.report import DEFAULT_THRESHOLD, Outcome, Report, RiskLevel, RuleResult, Verdict, score, verdict
-
-ReviewReason = Literal[
-    "below_threshold", "high_risk_imperfect", "judge_engine_disagreement", "unscored", "judge_rule_undecided"
-]
-REVIEW_REASONS: tuple[str, ...] = ReviewReason.__args__  # type: ignore[attr-defined]
 
 
 class JudgedViolation(Protocol):
@@ -147,7 +145,9 @@ def reconcile(
         reasons.append("judge_engine_disagreement")
     if judge is not None and judge.status == "unscored":
         reasons.append("unscored")
-    if any(d.type == "judge" and d.final == "deferred" for d in decisions):
+    # With no judge at all (no model, no key) a deferred judge rule is named once in the run's summary,
+    # not routed trace by trace: the verdict is then the engine's, as `seqjudge check` gives it.
+    if judge_skipped is None and any(d.type == "judge" and d.final == "deferred" for d in decisions):
         reasons.append("judge_rule_undecided")
     final_verdict: Verdict = verdict(value, critical, threshold=threshold, risk_level=risk_level)
     if final_verdict == "pass" and reasons:

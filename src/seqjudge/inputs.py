@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seqjudge.config import RunConfig, load_config
+from seqjudge.defaults import CONFIG_FILE
 from seqjudge.errors import InputError
 from seqjudge.rules.model import RuleSet
 
 if TYPE_CHECKING:
+    from seqjudge.config import RunConfig
     from seqjudge.rules.catalog import Catalog
     from seqjudge.rules.lint import LintProblem
 
@@ -33,7 +34,6 @@ __all__ = [
     "Suite",
     "build_config",
     "catalog_path",
-    "load_config",
     "load_suite",
     "model_or_env",
     "read_catalog",
@@ -69,15 +69,22 @@ class Suite:
 
 def read_rules(path: str | Path, *, warn: Callable[[str], None] | None = _to_stderr) -> RuleSet:
     """The rule set of a rule file. Loader warnings (a deprecated shape) go to ``warn`` (None: dropped)."""
-    from seqjudge.rules.load import load_rules
+    return _read_rules_located(path, warn)[0]
+
+
+def _read_rules_located(
+    path: str | Path, warn: Callable[[str], None] | None
+) -> tuple[RuleSet, dict[str, str]]:
+    """``read_rules`` plus where each rule is written (``load_rules_located``), for messages."""
+    from seqjudge.rules.load import load_rules_located
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        ruleset = load_rules(path)
+        located = load_rules_located(path)
     if warn is not None:
         for w in caught:
             warn(str(w.message))
-    return ruleset
+    return located
 
 
 def catalog_path(ruleset: RuleSet, given: str | Path | None = None) -> Path | None:
@@ -94,12 +101,17 @@ def read_catalog(path: str | Path) -> Catalog:
     return load_catalog(path)
 
 
-def unknown_tools(ruleset: RuleSet, catalog: Catalog) -> list[LintProblem]:
-    """The catalog errors of a rule set: tool names the catalog lacks. Cycles are not among them: commands
-    that evaluate report a cycle as a violation on the traces, and `lint` lists it."""
+def unknown_tools(
+    ruleset: RuleSet, catalog: Catalog, locations: dict[str, str] | None = None
+) -> list[LintProblem]:
+    """The catalog errors of a rule set: tool names the catalog lacks, arguments its schemas lack. Cycles are
+    not among them: commands that evaluate report a cycle as a violation on the traces, and `lint` lists it.
+    ``locations`` (rule id -> line and path) places each problem in the rule file."""
     from seqjudge.rules.lint import lint
 
-    return [p for p in lint(ruleset, catalog) if p.level == "error" and p.code != "cycle"]
+    return [
+        p for p in lint(ruleset, catalog, locations=locations) if p.level == "error" and p.code != "cycle"
+    ]
 
 
 def read_examples(path: str | Path | None = None) -> Any:
@@ -123,15 +135,17 @@ def load_suite(
     ``known_tools``: a rule naming a tool the catalog lacks is an ``InputError`` here. The judge commands
     pass False because the judge checks the rules and each trace against the catalog itself, in one message.
     """
-    ruleset = read_rules(rules, warn=warn)
+    ruleset, locations = _read_rules_located(rules, warn)
     path = catalog_path(ruleset, catalog)
     cat = read_catalog(path) if path is not None else None
     if cat is not None and known_tools:
-        problems = unknown_tools(ruleset, cat)
+        problems = unknown_tools(ruleset, cat, locations)
         if problems:
-            listing = "; ".join(f"{p.rule_id or p.where}: {p.message}" for p in problems)
+            listing = "; ".join(
+                f"{p.where or p.rule_id}: {p.message}" + (f" ({p.hint})" if p.hint else "") for p in problems
+            )
             raise InputError(
-                f"the rules name tools the catalog does not have: {listing}",
+                f"the rules name tools or arguments the catalog does not have: {listing}",
                 source=str(rules),
                 hint=f"fix the names or the catalog {path} (`seqjudge lint` lists every problem)",
             )
@@ -144,25 +158,36 @@ def suite_of(cfg: RunConfig, *, known_tools: bool = True) -> Suite:
     return load_suite(cfg.rules, cfg.catalog, cfg.examples, known_tools=known_tools)
 
 
+def project_config(arg: str | None) -> Path:
+    """The config file `run` reads: ARG, ARG/seqjudge.yaml when ARG is a folder, ./seqjudge.yaml without one
+    (what `seqjudge init` writes, so that a bare `seqjudge run` works in its folder)."""
+    path = Path(arg) if arg else Path(CONFIG_FILE)
+    if path.is_dir():
+        path = path / CONFIG_FILE
+    if not path.is_file() and not arg:
+        raise InputError(
+            f"no {CONFIG_FILE} in this folder",
+            source=str(Path.cwd()),
+            where="arguments",
+            hint="write a starter suite here with `seqjudge init`, or name the files: RULES TRACES",
+        )
+    return path
+
+
 def build_config(args: list[str], overrides: dict[str, Any], base: RunConfig | None = None) -> RunConfig:
     """`run CONFIG` or `run RULES TRACES`; flags (non-None) override the file. ``base``: the stored config
     of the run being resumed, used when no argument is given (`seqjudge run --resume RUN`)."""
+    from seqjudge.config import RunConfig, load_config  # `check` loads suites without the run config
+
     if not args and base is not None:
         cfg = base
-    elif len(args) == 1:
-        cfg = load_config(args[0])
-    elif len(args) == 2:
+    elif len(args) <= 1:
+        cfg = load_config(project_config(args[0] if args else None))
+    else:
         try:
-            cfg = RunConfig(rules=args[0], traces=args[1])
+            cfg = RunConfig(rules=args[0], traces=args[1] if len(args) == 2 else args[1:])
         except Exception as exc:  # pragma: no cover - two strings always validate
             raise InputError(str(exc)) from None
-    else:
-        raise InputError(
-            f"expected CONFIG or RULES TRACES, got {len(args)} argument(s)",
-            where="arguments",
-            hint="seqjudge run seqjudge.yaml  or  seqjudge run rules.yaml traces.jsonl  "
-            "(or seqjudge run --resume RUN)",
-        )
     if overrides.get("model") is None and cfg.model is None:
         overrides["model"] = model_or_env(None)
     options = {k: overrides.pop(k) for k in ("base_url",) if overrides.get(k) is not None}

@@ -8,6 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from pydantic_core import to_json
 
+from seqjudge.defaults import DEFAULT_THRESHOLD
+
 ViolationType = Literal[
     "out_of_order",
     "missing_prerequisite",
@@ -26,10 +28,9 @@ Verdict = Literal["pass", "fail", "review"]
 RiskLevel = Literal["low", "medium", "high"]
 # How much of each rule a report explains: "not-passed" (the lean report `check` writes by default) gives a
 # passed rule only its id, type, severity, outcome and group; "all" gives every rule its explanation, call
-# indices and details. A report of 20 rules on a 20-call trace is then about a sixth of the size.
+# indices and details.
 Explain = Literal["not-passed", "all"]
 EXPLAIN_CHOICES: tuple[str, ...] = Explain.__args__  # type: ignore[attr-defined]
-DEFAULT_THRESHOLD = 0.85
 
 
 class Violation(BaseModel):

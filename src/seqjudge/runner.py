@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -33,9 +32,12 @@ from typing import TYPE_CHECKING, Any
 from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
 from seqjudge.errors import InputError, ProviderError
-from seqjudge.judge.providers.registry import provider_profile
+from seqjudge.judge.providers.registry import judge_unavailable
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
+from seqjudge.provenance import rules_hash
+from seqjudge.report import Report
+from seqjudge.rules.coverage import Coverage
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.lint import JUDGE_ONLY_HINT, JUDGE_ONLY_WARNING
 from seqjudge.rules.model import RuleSet
@@ -53,22 +55,6 @@ FATAL_KINDS = {"auth", "config"}
 FATAL_UNTIL_SUCCESS = {"connection", "bad_request"}
 # Expected output tokens of one judge reply for --dry-run (a judgement with a few violations is 250-500).
 DRY_RUN_OUTPUT_TOKENS = 400
-
-
-def judge_unavailable(model: str | None) -> str | None:
-    """Why the judge cannot run, in a sentence for the user (None when it can)."""
-    if not model:
-        return (
-            "no model configured (give --model provider:model, `model:` in seqjudge.yaml, or SEQJUDGE_MODEL)"
-        )
-    try:
-        profile = provider_profile(model.split(":", 1)[0])
-    except ProviderError as exc:  # an installed provider that cannot load
-        return f"model {model} is configured but its provider cannot be used: {exc}"
-    env = profile.key_env if profile is not None else None
-    if env and not os.environ.get(env):
-        return f"model {model} is configured but {env} is not set"
-    return None
 
 
 @dataclass
@@ -98,6 +84,9 @@ class RunSummary:
     cache_hits: int = 0
     stopped: str | None = None  # why the run stopped early (the budget)
     notes: list[str] = field(default_factory=list)  # what the reader of the summary must know (judge-only)
+    # The `judge` rules left `deferred` because no judge could run (judge_skipped): named, never silent.
+    deferred_rules: list[str] = field(default_factory=list)
+    coverage: Coverage | None = None  # what the traces left unchecked (rules exercised on none, ...)
     decisions: list[RuleDecision] = field(default_factory=list, repr=False)  # cross-checked, for agreement
 
     @property
@@ -138,8 +127,10 @@ class RunSummary:
             "violations_by_rule": dict(self.violated.most_common()),
             "agreement": self.agreement,
             "judge_skipped": self.judge_skipped,
+            "deferred_rules": list(self.deferred_rules),
             "stopped": self.stopped,
             "notes": list(self.notes),
+            **({"coverage": self.coverage.as_dict()} if self.coverage is not None else {}),
         }
 
 
@@ -196,7 +187,7 @@ async def run_traces(
     from seqjudge.redact import redact_trace
 
     engine = Engine(ruleset)
-    skipped = None if provider is not None else judge_unavailable(cfg.model)
+    skipped = None if provider is not None else judge_unavailable(cfg.model, cfg.model_options.base_url)
     if provider is None and skipped is None:
         from seqjudge.judge.providers.base import get_provider
 
@@ -219,6 +210,7 @@ async def run_traces(
         "model": cfg.model if provider is not None else None,
         "judge_mode": cfg.judge_mode,
         "engine": "seqjudge-engine/1",
+        "rules_hash": rules_hash(ruleset),  # ties a calibration to runs of its own rules (provenance)
     }
     if run_id is not None:
         store.reopen_run(run_id)
@@ -226,12 +218,15 @@ async def run_traces(
         run_id = store.create_run(
             config=cfg.model_dump(mode="json"), fingerprint=fingerprint, label=cfg.label
         )
+    coverage = Coverage.of(ruleset, catalog, strict=cfg.strict)
     summary = RunSummary(
         run_id=run_id,
         judged=provider is not None,
         judge_skipped=skipped,
         model=cfg.model if provider is not None else None,
         price=price,
+        deferred_rules=[r.rule_id for r in ruleset.rules if r.type == "judge"] if skipped else [],
+        coverage=coverage,
     )
     if ruleset.rules and all(r.type == "judge" for r in ruleset.rules):
         summary.notes.append(f"{JUDGE_ONLY_WARNING}. {JUDGE_ONLY_HINT}.")
@@ -277,7 +272,9 @@ async def run_traces(
     async def decide_now(trace: Trace) -> None:
         # The engine sees the trace as it is (a rule may match on any argument); only what leaves the
         # process or is kept — the judge's prompt and the store — gets the redacted copy.
-        report = engine.check(trace, threshold=cfg.threshold, risk_level=cfg.risk_level)
+        data = engine.check_data(trace, threshold=cfg.threshold, risk_level=cfg.risk_level)
+        coverage.add_trace(trace, data["rules"])
+        report = Report.model_validate(data)
         redacted = redact_trace(trace, cfg.redact)
         judged = None
         if gate is not None and rule_ids:
@@ -322,8 +319,10 @@ async def run_traces(
                     break
                 if trace.trace_id in done:
                     summary.skipped_stored += 1
+                    # Stored before: the engine alone, so that what the run left unchecked covers it too.
+                    coverage.add_trace(trace, engine.check_data(trace)["rules"])
                     continue
-                check_trace_data(trace, cfg.traces)  # before redacting, judging or storing it
+                check_trace_data(trace, cfg.traces_named())  # before redacting, judging or storing it
                 await lookahead.acquire()
                 task = asyncio.create_task(decide(trace))
                 pending.add(task)
@@ -525,7 +524,7 @@ def estimate_run(
 
     est = RunEstimate(model=cfg.model, price=run_price(cfg, prices) if cfg.model else None)
     if not cfg.model:
-        est.judge_skipped = judge_unavailable(cfg.model)
+        est.judge_skipped = judge_unavailable(cfg.model, cfg.model_options.base_url)
     rule_ids = judge_rule_ids(ruleset, cfg.judge_mode)
     names = catalog_names(catalog) if catalog is not None else None
     max_tokens = cfg.model_options.max_tokens

@@ -112,6 +112,22 @@ class Trace(BaseModel):
         return assign_steps(self.calls)
 
 
+def timeline(trace: Trace) -> list[tuple[str, int, Any]]:
+    """Calls and messages in the order they happened: a message with ``at = k`` came after k calls (one
+    without ``at``, or past the last call, comes last). Items are ``("call", i, call)`` and
+    ``("message", k, message)``; the judge's prompt and `seqjudge review show` both read the trace so."""
+    n = len(trace.calls)
+    placed: dict[int, list[Any]] = {}
+    for m in trace.messages:
+        placed.setdefault(n if m.at is None or m.at > n else m.at, []).append(m)
+    out: list[tuple[str, int, Any]] = []
+    for i, call in enumerate(trace.calls):
+        out.extend(("message", i, m) for m in placed.get(i, []))
+        out.append(("call", i, call))
+    out.extend(("message", n, m) for m in placed.get(n, []))
+    return out
+
+
 def assign_steps(calls: list[Call]) -> list[int]:
     """Group calls into steps.
 
@@ -196,7 +212,7 @@ class PlainTrace:
     these (``seqjudge check`` in its JSON formats); ``load_traces`` always yields ``Trace``.
     """
 
-    __slots__ = ("trace_id", "context", "names", "ok", "args")
+    __slots__ = ("trace_id", "context", "names", "ok", "args", "metadata")
 
     def __init__(
         self,
@@ -205,9 +221,11 @@ class PlainTrace:
         names: list[str],
         ok: list[bool],
         args: list[dict[str, Any]],
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         self.trace_id = trace_id
         self.context = context
+        self.metadata = metadata if metadata is not None else {}  # read by `when: {metadata.x: ...}`
         self.names = names
         self.ok = ok
         self.args = args

@@ -7,30 +7,66 @@ Exit codes: 0 every trace passed (or the command succeeded), 1 some trace failed
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 
 import typer
 
-# Each command module registers its commands on `app` when imported.
-from seqjudge.cli import (  # noqa: F401
-    batch_cmd,
-    calibrate_cmd,
-    check_cmd,
-    compare_cmd,
-    convert_cmd,
-    demo_cmd,
-    golden_cmd,
-    judge_cmd,
-    report_cmd,
-    rules_cmd,
-    run_cmd,
-    store_cmd,
-)
 from seqjudge.cli.app import app
 from seqjudge.errors import SeqjudgeError
+
+# Each command module registers its commands on `app` when imported, in this order (the order of --help).
+MODULES = (
+    "batch_cmd",
+    "calibrate_cmd",
+    "check_cmd",
+    "compare_cmd",
+    "convert_cmd",
+    "demo_cmd",
+    "golden_cmd",
+    "init_cmd",
+    "judge_cmd",
+    "report_cmd",
+    "rules_cmd",
+    "run_cmd",
+    "store_cmd",
+)
+# The module of each top-level command or group. A command line naming one imports only that module: typer
+# builds every registered command's options before it runs one, which cost more than checking a small trace.
+# Anything else (--help, a typo, a command missing here) imports them all. tests/test_startup.py holds this
+# table to what the modules register.
+COMMAND_MODULES = {
+    "batch": "batch_cmd",
+    "calibrate": "calibrate_cmd",
+    "check": "check_cmd",
+    "baseline": "compare_cmd",
+    "compare": "compare_cmd",
+    "report-ci": "compare_cmd",
+    "convert": "convert_cmd",
+    "demo": "demo_cmd",
+    "golden": "golden_cmd",
+    "init": "init_cmd",
+    "judge": "judge_cmd",
+    "prompt": "judge_cmd",
+    "report": "report_cmd",
+    "lint": "rules_cmd",
+    "migrate": "rules_cmd",
+    "run": "run_cmd",
+    "review": "store_cmd",
+    "runs": "store_cmd",
+}
+
+
+def register(argv: list[str]) -> None:
+    """Import the command module(s) this command line needs (all of them unless it names a known command)."""
+    name = next((arg for arg in argv if not arg.startswith("-")), None)
+    wanted = COMMAND_MODULES.get(name or "")
+    for module in (wanted,) if wanted else MODULES:
+        import_module(f"seqjudge.cli.{module}")
 
 
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (tests call this; ``main`` exits with it)."""
+    register(sys.argv[1:] if argv is None else argv)
     try:
         result = app(args=argv, standalone_mode=False, prog_name="seqjudge")
     except SeqjudgeError as exc:

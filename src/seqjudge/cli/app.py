@@ -10,6 +10,9 @@ app = typer.Typer(
     name="seqjudge",
     help="Did the agent call its tools in an order that respects the rules?",
     no_args_is_help=True,
+    # Plain help and usage errors: typer's rich rendering imports rich and markdown-it, which doubles the
+    # time `seqjudge --help` takes. Every sub-command group (typer.Typer) sets this too.
+    rich_markup_mode=None,
     add_completion=False,
     pretty_exceptions_enable=False,
     # -h as well as --help, on every command: what people type first.

@@ -3,25 +3,27 @@ provider's batch API at half price, and finish the run when the batches are done
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import StoreOpt, format_option
-from seqjudge.config import RunConfig
+from seqjudge.defaults import DEFAULT_STORE_PATH
 from seqjudge.errors import InputError
-from seqjudge.outputs.batches import BatchStatus, Submitted, round_text
 from seqjudge.outputs.registry import writer
-from seqjudge.rules.model import RuleSet
-from seqjudge.store import DEFAULT_STORE_PATH, Store
+
+if TYPE_CHECKING:
+    from seqjudge.config import RunConfig
+    from seqjudge.rules.model import RuleSet
+    from seqjudge.store import Store
 
 batch_app = typer.Typer(
     help="Batch runs (`seqjudge run --batch`): poll their provider batches, collect the results.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(batch_app, name="batch")
 
@@ -46,9 +48,13 @@ def submit_batch(
     fmt: str = "text",
 ) -> int:
     """Submit the run's judge requests; print the run id and the batch ids; exit 0 (the run is pending)."""
+    import asyncio
+
     from seqjudge.batch import submit_run
     from seqjudge.batch_api import batch_api
     from seqjudge.judge.providers.base import get_provider
+    from seqjudge.outputs.batches import Submitted
+    from seqjudge.store import Store
 
     if resume:
         raise InputError(
@@ -92,7 +98,11 @@ def status(
     fmt: Annotated[str, format_option("batch-status")] = "text",
 ) -> int:
     """Poll the provider about the run's batches and print each one's state and request counts."""
+    import asyncio
+
     from seqjudge.batch import poll_batches
+    from seqjudge.outputs.batches import BatchStatus
+    from seqjudge.store import Store
 
     with Store(store, create=False) as db:
         run_id = db.resolve_run(run)
@@ -132,7 +142,11 @@ def collect(
     Exit 0 while batches are still out, or when the finished run passed every trace; 1 when some trace
     failed or needs review; 2 bad input; 3 provider unreachable.
     """
+    import asyncio
+
     from seqjudge.batch import collect_run
+    from seqjudge.outputs.batches import round_text
+    from seqjudge.store import Store
 
     with Store(store, create=False) as db:
         run_id = db.resolve_run(run)

@@ -83,6 +83,14 @@ def calibrate(
     from seqjudge.calibrate import Settings
     from seqjudge.calibrate_runs import calibrate_golden, write_thresholds
 
+    no_plot = None
+    if plot is not None:
+        from seqjudge.outputs.calibrate_plot import plot_unavailable
+
+        # Said before the judge runs; the figures are still computed and written.
+        no_plot = plot_unavailable()
+        if no_plot:
+            print(f"warning: {no_plot}; the figures are written without it", file=sys.stderr)
     chosen = objective.value if objective is not None else None
     if target_recall is not None:
         if chosen is not None:
@@ -135,10 +143,10 @@ def calibrate(
     )
     if write:
         report.written = str(write_thresholds(report, dataset))
-    if plot is not None:
+    if plot is not None and no_plot is None:
         from seqjudge.outputs.calibrate_plot import write_plot
 
-        write_plot(report.calibration, plot, title=f"seqjudge calibrate: {report.name}")
+        write_plot(report.calibration, plot, title=f"seqjudge calibrate: {report.name}", suite=report.suite)
     to_stdout = output is not None and str(output) == "-"
     if output is not None:
         with open_output(output) as handle:
@@ -147,6 +155,8 @@ def calibrate(
         writer("calibration", "text")(report, sys.stdout)
         if output is not None:
             print(f"figures: {output}")
-        if plot is not None:
+        if plot is not None and no_plot is None:
             print(f"plot: {plot}")
+    if no_plot:
+        print(f"plot: not written to {plot}: {no_plot}", file=sys.stderr)
     return 0

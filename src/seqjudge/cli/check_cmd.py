@@ -3,34 +3,35 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Generator
-from typing import Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import (
     CatalogOpt,
+    ConfigRiskOpt,
+    ConfigThresholdOpt,
     Explain,
     ExplainOpt,
     OutputOpt,
     Risk,
-    RiskOpt,
-    RulesArg,
-    ThresholdOpt,
-    TracesArg,
+    StrictOpt,
     format_option,
 )
 from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat, Verbose
-from seqjudge.ingest.base import Done
-from seqjudge.inputs import load_suite
-from seqjudge.outputs.check import CheckOutput
+from seqjudge.defaults import DEFAULT_THRESHOLD
+from seqjudge.errors import InputError
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
-from seqjudge.outputs.textview import Totals
-from seqjudge.report import DEFAULT_THRESHOLD
-from seqjudge.rules.engine import Engine
-from seqjudge.trace import PlainTrace, Trace
+
+if TYPE_CHECKING:
+    from seqjudge.config import RunConfig
+    from seqjudge.outputs.check import CheckOutput
+    from seqjudge.trace import PlainTrace, Trace
 
 FormatOpt = Annotated[str, format_option("check")]
 # The trace-reading options are defined once, in trace_options; these names are what the commands use.
@@ -42,11 +43,25 @@ VerboseOpt = Verbose
 
 @app.command()
 def check(
-    rules: RulesArg,
-    traces: TracesArg,
+    rules: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Rule file (YAML or JSON, any supported shape); none: the rules, traces and catalog of "
+            "./seqjudge.yaml, or of DIR/seqjudge.yaml when this is a folder (as `seqjudge init` writes)."
+        ),
+    ] = None,
+    traces: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Trace files or directories (several may be given, e.g. traces/*.json), or - for stdin; the "
+            "suite's own files (rules.yaml, catalog.json, labels.jsonl, ...) are skipped with a note; none: "
+            "the config's.",
+            show_default=False,
+        ),
+    ] = None,
     catalog: CatalogOpt = None,
-    threshold: ThresholdOpt = DEFAULT_THRESHOLD,
-    risk_level: RiskOpt = Risk.medium,
+    threshold: ConfigThresholdOpt = None,
+    risk_level: ConfigRiskOpt = None,
     fmt: FormatOpt = "text",
     output: OutputOpt = None,
     trace_format: TraceFormatOpt = None,
@@ -54,6 +69,7 @@ def check(
     error_pattern: ErrorPatternOpt = None,
     verbose: VerboseOpt = False,
     allow_empty: AllowEmpty = False,
+    strict: StrictOpt = False,
     explain: ExplainOpt = Explain.not_passed,
     workers: Annotated[
         int | None,
@@ -71,12 +87,31 @@ def check(
     """
     from seqjudge.checkpool import Checker, LinePool
     from seqjudge.ingest import IngestStats, load_checkable, load_traces
+    from seqjudge.ingest.base import Done
     from seqjudge.ingest.stats import report as report_ingest
+    from seqjudge.inputs import load_suite
+    from seqjudge.outputs.coverage import coverage_lines
+    from seqjudge.outputs.textview import Totals
+    from seqjudge.rules.coverage import Coverage
+    from seqjudge.rules.engine import Engine
 
-    ruleset = load_suite(rules, catalog).ruleset
+    if rules is None or not traces:
+        cfg = _from_config(rules)
+        rules = Path(cfg.rules)
+        traces = [cfg.traces] if isinstance(cfg.traces, str) else list(cfg.traces)
+        catalog = catalog if catalog is not None else (Path(cfg.catalog) if cfg.catalog else None)
+        # The config's risk level and threshold, unless given as flags: `check` and `run` of a suite agree.
+        risk_level = risk_level or Risk(cfg.risk_level)
+        threshold = cfg.threshold_for(risk_level.value) if threshold is None else threshold
+        strict = strict or cfg.strict
+    risk_level = risk_level or Risk.medium
+    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+    suite = load_suite(rules, catalog)
+    ruleset = suite.ruleset
     output_class: type[CheckOutput] = writer("check", fmt)
     checker = Checker(Engine(ruleset), threshold, risk_level.value, explain.value)
     totals = Totals()
+    coverage = totals.coverage = Coverage.of(ruleset, suite.catalog, strict=strict)
     stats = IngestStats()
     options: dict[str, Any] = dict(
         format=trace_format,
@@ -92,15 +127,17 @@ def check(
     else:
         # The other views need only the engine's data, so plain JSONL records skip the models (PlainTrace),
         # and line output from a large native JSONL file is checked by worker processes (checkpool).
-        pool = LinePool(checker, workers=workers) if output_class.lines and traces != "-" else None
+        pool = LinePool(checker, workers=workers) if output_class.lines and "-" not in traces else None
         stream = load_checkable(traces, native_lines=pool, **options)
     # closing: an error ends the loop early, and a worker pool must shut down then, not at collection.
     with open_output(output) as out, contextlib.closing(stream):
-        shown = output_class(out, source=traces)
+        # Several paths name no single file or folder, as stdin does not (SARIF then gives no file location).
+        shown = output_class(out, source=traces[0] if len(traces) == 1 else "-")
         for item in stream:
             if shown.lines:
                 checked = item.result if isinstance(item, Done) else checker.checked(item)
                 totals.count(checked.verdict, checked.violated, checked.deferred)
+                coverage.add(item.trace_id, checked.exercised, checked.tools)
                 shown.line(checked)
                 continue
             assert not isinstance(item, Done)
@@ -110,8 +147,29 @@ def check(
                 [v["rule_id"] for v in data["violations"]],
                 [r["rule_id"] for r in data["rules"] if r["outcome"] == "deferred"],
             )
+            coverage.add_trace(item, data["rules"])
             shown.report(item, data)
         shown.finish(totals)
     if verbose:
         report_ingest(stats)
+    if fmt != "text":  # the text view ends with these; machine formats keep stdout for their data
+        for line in coverage_lines(coverage):
+            print(line, file=sys.stderr)
+    failure = coverage.strict_error()
+    if failure is not None:
+        raise InputError(failure, hint="See the warnings above; fix the rules or the input")
     return 0 if totals.verdicts["pass"] == totals.n else 1
+
+
+def _from_config(arg: Path | None) -> RunConfig:
+    """`check` or `check DIR`: the config of DIR/seqjudge.yaml (or of this folder's)."""
+    from seqjudge.config import load_config
+    from seqjudge.inputs import project_config
+
+    if arg is not None and not arg.is_dir():
+        raise InputError(
+            "missing TRACES",
+            where="arguments",
+            hint="seqjudge check RULES TRACES, or seqjudge check [DIR] for the suite of DIR/seqjudge.yaml",
+        )
+    return load_config(project_config(None if arg is None else str(arg)))

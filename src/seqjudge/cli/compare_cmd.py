@@ -14,30 +14,24 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import StoreOpt, format_option
-from seqjudge.compare import compare, noise_floor
+from seqjudge.defaults import DEFAULT_STORE_PATH
 from seqjudge.errors import InputError
-from seqjudge.outputs import alerts
-from seqjudge.outputs.ci_outputs import (
-    Pair,
-    github_compare,
-    github_run,
-    junit_compare,
-    junit_run,
-    markdown_compare,
-    markdown_run,
-)
-from seqjudge.outputs.comparison import ComparisonView, RunCounts, write_ci
 from seqjudge.outputs.registry import writer
-from seqjudge.store import DEFAULT_STORE_PATH, RunInfo, Store, StoredResult, read_export
+
+if TYPE_CHECKING:
+    from seqjudge.outputs.ci_outputs import Pair
+    from seqjudge.store import RunInfo, Store, StoredResult
 
 baseline_app = typer.Typer(
-    help="Named baselines: the runs `seqjudge compare` measures candidates against.", no_args_is_help=True
+    help="Named baselines: the runs `seqjudge compare` measures candidates against.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(baseline_app, name="baseline")
 
@@ -94,6 +88,8 @@ class _Stores:
 
     def get(self) -> Store:
         if self.db is None:
+            from seqjudge.store import Store
+
             self.db = Store(self.path, create=False)
         return self.db
 
@@ -107,6 +103,8 @@ def _looks_like_file(ref: str) -> bool:
 
 
 def load_side(ref: str, stores: _Stores, role: str) -> Side:
+    from seqjudge.store import read_export
+
     path = Path(ref)
     if path.is_file():
         try:
@@ -149,6 +147,8 @@ def baseline_save(
     store: StoreOpt = DEFAULT_STORE_PATH,
 ) -> int:
     """Mark a stored run as the baseline NAME."""
+    from seqjudge.store import Store
+
     with Store(store, create=False) as db:
         run_id = db.resolve_run(run)
         before = db.baselines().get(name)
@@ -164,6 +164,8 @@ def baseline_list(
     store: StoreOpt = DEFAULT_STORE_PATH, fmt: Annotated[str, format_option("baselines")] = "text"
 ) -> int:
     """List the baselines with their runs."""
+    from seqjudge.store import Store
+
     with Store(store, create=False) as db:
         rows = [(name, db.run_info(run_id)) for name, run_id in db.baselines().items()]
     writer("baselines", fmt)(rows, sys.stdout)
@@ -179,6 +181,8 @@ def _alert(
     subject: str,
     details: list[str],
 ) -> bool:
+    from seqjudge.outputs import alerts
+
     if level is None:
         return True
     alert = alerts.evaluate(results, level, subject=subject, details=details)
@@ -231,6 +235,11 @@ def compare_cmd(
     Exit 0 no regression, 1 regression, 2 bad input, 3 an alert that could not be posted (only with
     --alert-fail-hard, and only when there is no regression to report).
     """
+    from seqjudge.compare import compare, noise_floor
+    from seqjudge.outputs import alerts
+    from seqjudge.outputs.ci_outputs import github_compare, junit_compare, markdown_compare
+    from seqjudge.outputs.comparison import ComparisonView, write_ci
+
     alert_webhook = alert_webhook or None  # an unset CI secret arrives as an empty string
     alerts.check_level(alert_below)
     alerts.check_webhook(alert_webhook, alert_below)
@@ -303,6 +312,10 @@ def report_ci(
     Exit 0 when every trace passed, 1 when some failed or need review (as `seqjudge run`), 2 bad input,
     3 an alert that could not be posted (with --alert-fail-hard).
     """
+    from seqjudge.outputs import alerts
+    from seqjudge.outputs.ci_outputs import github_run, junit_run, markdown_run
+    from seqjudge.outputs.comparison import RunCounts, write_ci
+
     alert_webhook = alert_webhook or None  # an unset CI secret arrives as an empty string
     alerts.check_level(alert_below)
     alerts.check_webhook(alert_webhook, alert_below)

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, TYPE_CHECKING, Annotated
 
 import typer
 
@@ -28,15 +28,18 @@ from seqjudge.cli.trace_options import (
     load_options,
 )
 from seqjudge.errors import InputError
-from seqjudge.ingest import IngestStats, load_traces
-from seqjudge.ingest.stats import report
-from seqjudge.trace import Trace, check_trace_data
+
+if TYPE_CHECKING:
+    from seqjudge.trace import Trace
 
 
 @app.command()
 def convert(
     input: Annotated[
-        str, typer.Argument(metavar="INPUT", help="A trace file, a directory of them, or - for stdin.")
+        list[str],
+        typer.Argument(
+            metavar="INPUT...", help="Trace files or directories (several may be given), or - for stdin."
+        ),
     ],
     output: Annotated[
         str,
@@ -51,20 +54,26 @@ def convert(
     allow_empty: AllowEmpty = False,
 ) -> int:
     """Convert traces (any format `--trace-format` names) to native JSONL; print what was read and skipped."""
+    from seqjudge.ingest import IngestStats, load_traces
+    from seqjudge.ingest.stats import report
+
     stats = IngestStats()
     options = load_options(trace_format, messages_key, error_pattern, verbose, allow_empty)
     traces = load_traces(input, stats=stats, **options)
+    named = ", ".join(input)
     if output == "-":
-        count, calls = _write(traces, sys.stdout, input)
+        count, calls = _write(traces, sys.stdout, named)
         sys.stdout.flush()
     else:
-        count, calls = _write_file(traces, Path(output), input)
-    print(f"converted {count} trace(s), {calls} call(s): {input} -> {output}", file=sys.stderr)
+        count, calls = _write_file(traces, Path(output), named)
+    print(f"converted {count} trace(s), {calls} call(s): {named} -> {output}", file=sys.stderr)
     report(stats)
     return 0
 
 
 def _write(traces: Iterable[Trace], stream: IO[str], source: str) -> tuple[int, int]:
+    from seqjudge.trace import check_trace_data
+
     count = calls = 0
     for trace in traces:
         check_trace_data(trace, source)  # a value JSON cannot write must end in a message, not a traceback

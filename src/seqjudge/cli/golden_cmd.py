@@ -10,11 +10,12 @@ import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import format_option
-from seqjudge.outputs.datasets import Validation
 from seqjudge.outputs.registry import writer
 
 golden_app = typer.Typer(
-    help="Golden datasets: labelled traces to calibrate the judge on.", no_args_is_help=True
+    help="Golden datasets: labelled traces to calibrate the judge on.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(golden_app, name="golden")
 
@@ -33,6 +34,7 @@ def validate_cmd(
     Exit 0 when the dataset is usable, 2 when it has errors.
     """
     from seqjudge.golden import cross_check, errors, guidelines, read_dataset
+    from seqjudge.outputs.datasets import Validation
 
     dataset, problems = read_dataset(directory)
     contradictions = cross_check(dataset) if dataset is not None else []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -32,21 +31,19 @@ from seqjudge.cli.trace_options import (
     Verbose,
     load_options,
 )
-from seqjudge.crosscheck import reconcile
+from seqjudge.defaults import DEFAULT_THRESHOLD
 from seqjudge.errors import InputError, ProviderError
-from seqjudge.inputs import load_suite, model_or_env
-from seqjudge.judge.providers.registry import key_variables
-from seqjudge.outputs.judged import JudgeOutput
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
-from seqjudge.report import DEFAULT_THRESHOLD, Report, RiskLevel
-from seqjudge.rules.model import RuleSet
 
 if TYPE_CHECKING:
     from seqjudge.judge.judge import JudgeResult
+    from seqjudge.outputs.judged import JudgeOutput
+    from seqjudge.report import Report, RiskLevel
+    from seqjudge.rules.model import RuleSet
 
 
-def _traces(traces: str, **options: Any) -> Any:
+def _traces(traces: list[str], **options: Any) -> Any:
     from seqjudge.ingest import load_traces
 
     return load_traces(traces, **options)
@@ -74,6 +71,7 @@ def prompt(
     """Print the judge prompt for one trace exactly as the model sees it: the system prompt, then the user
     content."""
     from seqjudge.config import judge_rule_ids
+    from seqjudge.inputs import load_suite
     from seqjudge.judge.prompt import catalog_names, render
     from seqjudge.judge.validate import check_inputs
 
@@ -98,12 +96,12 @@ def prompt(
     if chosen is None:
         raise InputError(
             f"no trace with id {trace_id!r}" if trace_id else "the input holds no trace",
-            source=trace,
+            source=", ".join(trace),
             hint="pick an existing trace with --trace-id" if trace_id else None,
         )
     if trace_id is None and count > 1:
         print(
-            f"note: {count} traces in {trace}; showing the first ({chosen.trace_id}); "
+            f"note: {count} traces in {', '.join(trace)}; showing the first ({chosen.trace_id}); "
             "choose one with --trace-id",
             file=sys.stderr,
         )
@@ -144,24 +142,23 @@ def judge(
     """Judge every trace with an LLM and show its report beside the engine's, rule by rule.
 
     Exit 0 when every trace passed both, 1 when some trace failed, needs review, or could not be scored,
-    2 on bad input, 3 when the model provider cannot be used (missing key, wrong base URL, rate limit).
+    2 on bad input (no model, or its key is not set: `seqjudge run` then defers the judge rules instead),
+    3 when the model provider cannot be used (a rejected key, wrong base URL, rate limit).
     """
+    import asyncio
+
+    from seqjudge.inputs import load_suite, model_or_env
     from seqjudge.judge.cache import ResponseCache
     from seqjudge.judge.providers.base import get_provider
+    from seqjudge.judge.providers.registry import require_judge
     from seqjudge.rules.engine import Engine
 
     # The judge checks the rules and every trace against the catalog itself (judge.validate).
     suite = load_suite(rules, catalog, examples, with_examples=True, known_tools=False)
     ruleset, cat, worked = suite.ruleset, suite.catalog, suite.examples
     output_class = writer("judge", fmt)
-    model = model_or_env(model)
-    if not model:
-        raise InputError(
-            "no model to judge with",
-            where="--model",
-            hint="pass --model provider:model (for example openai:gpt-4o) or set SEQJUDGE_MODEL; "
-            "`seqjudge check` needs no model",
-        )
+    # No model or no key: exit 2 with the sentence `run` prints when it defers the judge rules.
+    model = require_judge(model_or_env(model), base_url, needs="`seqjudge judge`")
     try:
         provider = get_provider(model, base_url=base_url)
     except ProviderError as exc:
@@ -190,6 +187,8 @@ def judge(
 
 def _explain(exc: ProviderError, model: str, base_url: str | None, *, done: int) -> ProviderError:
     """The provider's message, plus which model and endpoint, and what to do for each kind of trouble."""
+    from seqjudge.judge.providers.registry import key_variables
+
     todo = {
         "config": "fix what the message above names; keys are read from the environment only "
         f"({key_variables()})",
@@ -256,6 +255,8 @@ class _JudgeRun:
 
     def row(self, report: Report, result: JudgeResult) -> dict[str, Any]:
         """One trace as `seqjudge run` decides it: the engine and the judge reconciled by ``reconcile``."""
+        from seqjudge.crosscheck import reconcile
+
         decided = reconcile(report, result, threshold=self.threshold, risk_level=self.risk_level)
         # Shown in the judge column when the judge gave no outcome for a rule.
         missing = "unscored" if result.status == "unscored" else "not_asked"

@@ -61,7 +61,14 @@ class Risk(StrEnum):
 
 # -- a suite's inputs (seqjudge.inputs loads them) --
 RulesArg = Annotated[Path, typer.Argument(help="Rule file (YAML or JSON, any supported shape).")]
-TracesArg = Annotated[str, typer.Argument(help="Trace file, directory, or - for stdin.")]
+TracesArg = Annotated[
+    list[str],
+    typer.Argument(
+        help="Trace files or directories (several may be given, e.g. traces/*.json), or - for stdin; the "
+        "suite's own files (rules.yaml, catalog.json, labels.jsonl, ...) are skipped with a note.",
+        show_default=False,
+    ),
+]
 CatalogOpt = Annotated[
     Path | None,
     typer.Option(
@@ -133,6 +140,15 @@ ConfigMaxAttemptsOpt = Annotated[
     ),
 ]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Ignore and do not fill .seqjudge/cache/.")]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Exit 2 when a rule was exercised on no trace, a tool a rule names is called in no trace (and "
+        "not in the catalog), or a trace calls tools the catalog lacks (use it in CI; `strict: true` in "
+        "seqjudge.yaml).",
+    ),
+]
 
 
 class JudgeMode(StrEnum):

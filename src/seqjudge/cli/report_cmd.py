@@ -6,21 +6,25 @@ import json
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import StoreOpt
+from seqjudge.defaults import DEFAULT_STORE_PATH
 from seqjudge.errors import InputError
-from seqjudge.outputs.html.render import PNG_MAGIC, Calibration, render_report
 from seqjudge.outputs.streams import open_output
-from seqjudge.store import DEFAULT_STORE_PATH, RunInfo, Store, StoredResult, read_export
+
+if TYPE_CHECKING:
+    from seqjudge.outputs.html.render import Calibration
+    from seqjudge.provenance import Suite
+    from seqjudge.store import RunInfo, Store, StoredResult
+
+    Run = tuple[RunInfo, list[StoredResult]]
 
 EXPORT_SUFFIXES = (".jsonl", ".ndjson")
 CALIBRATION_NAMES = ("calibration-{run}.png", "calibration.png", "calibration-{run}.json", "calibration.json")
-
-Run = tuple[RunInfo, list[StoredResult]]
 
 
 def is_export(ref: str) -> bool:
@@ -30,6 +34,8 @@ def is_export(ref: str) -> bool:
 
 
 def load_export(path: Path) -> Run:
+    from seqjudge.store import read_export
+
     try:
         stream = path.open(encoding="utf-8")
     except OSError as exc:
@@ -58,23 +64,75 @@ def _from_store(db: Store, run_id: str) -> Run:
     return db.run_info(run_id), list(db.results(run_id))
 
 
-def _calibration(explicit: Path | None, folders: list[Path], run_id: str) -> Calibration | None:
-    """The calibration to embed: the file given, else one beside the store (or export), else none."""
+def _run_suite(info: RunInfo, stored: list[StoredResult]) -> Suite | None:
+    """The run's rules (hashed when it ran) and traces; None for a run stored before runs recorded it."""
+    from seqjudge.provenance import Suite, traces_hash
+
+    rules = (info.fingerprint or {}).get("rules_hash")
+    if not isinstance(rules, str):
+        return None
+    ids = [s.trace_id for s in stored]
+    return Suite(f"run {info.id}", rules, traces_hash(ids), len(set(ids)))
+
+
+def _calibration(
+    explicit: Path | None, folders: list[Path], run_id: str, suite: Suite | None
+) -> Calibration | None:
+    """The calibration to embed: the file given, else one beside the store (or export) made from this
+    run's rules and traces, else none."""
     if explicit is not None:
-        return _read_calibration(explicit, strict=True)
+        given = _read_calibration(explicit, strict=True)
+        return None if given is None else _tied(given, explicit, suite, strict=True)
     for folder in folders:
         for name in CALIBRATION_NAMES:
             path = folder / name.format(run=run_id)
             if path.is_file():
                 found = _read_calibration(path, strict=False)
-                if found is not None:
-                    return found
+                tied = None if found is None else _tied(found, path, suite, strict=False)
+                if tied is not None:
+                    return tied
+    return None
+
+
+def _tied(cal: Calibration, path: Path, run: Suite | None, *, strict: bool) -> Calibration | None:
+    """``cal`` with a note of what it was made from when that is this run's suite. A file found by looking
+    is skipped (with a warning) otherwise; a file given with --calibration is shown with what is known, and
+    refused when it names another suite."""
+    from dataclasses import replace
+
+    from seqjudge.provenance import Suite, png_suite
+
+    made = png_suite(cal.png) if cal.png else Suite.from_dict((cal.figures or {}).get("suite"))
+    if made is not None and run is not None and made.same(run):
+        return replace(cal, note=f"made from the dataset {made.name}: the same rules and traces as this run")
+    if made is not None and run is not None:
+        problem = f"it was made from the dataset {made.describe()}, not from this run's rules and traces"
+        if strict:
+            raise InputError(
+                f"the calibration does not belong to this run: {problem}",
+                source=str(path),
+                where="--calibration",
+                hint="calibrate the dataset this run checked (`seqjudge calibrate DATASET --plot FILE`), or "
+                "leave --calibration out",
+            )
+        print(f"warning: skipped {path}: {problem}", file=sys.stderr)
+        return None
+    unknown = (
+        "it records no dataset (made by an older seqjudge or another tool)"
+        if made is None
+        else "this run records no rules hash to compare it with (stored by an older seqjudge)"
+    )
+    if strict:
+        return replace(cal, note=f"given with --calibration; {unknown}, so it is not checked against the run")
+    print(f"warning: skipped {path}: {unknown}; --calibration {path} shows it anyway", file=sys.stderr)
     return None
 
 
 def _read_calibration(path: Path, *, strict: bool) -> Calibration | None:
     """A PNG plot or a JSON object of figures; a bad file found by looking is skipped with a warning, a bad
     file given with --calibration is an error."""
+    from seqjudge.outputs.html.render import PNG_MAGIC, Calibration
+
     problem = None
     try:
         raw = path.read_bytes()
@@ -128,6 +186,9 @@ def report(
 ) -> int:
     """Write one self-contained HTML page of a run: its health, a sortable table of traces, each trace's
     calls with the violations marked, and, with --compare, what changed since a baseline."""
+    from seqjudge.outputs.html.render import render_report
+    from seqjudge.store import Store
+
     with ExitStack() as stack:
         db: Store | None = None
 
@@ -155,9 +216,8 @@ def report(
                 names = s.baselines()
                 baseline = _from_store(s, names[compare] if compare in names else s.resolve_run(compare))
     info, stored = candidate
-    page = render_report(
-        info, stored, baseline=baseline, calibration=_calibration(calibration, folders, info.id)
-    )
+    shown = _calibration(calibration, folders, info.id, _run_suite(info, stored))
+    page = render_report(info, stored, baseline=baseline, calibration=shown)
     with open_output(output) as out:
         out.write(page)
     if str(output) != "-":

@@ -10,12 +10,8 @@ from typing import Annotated
 
 import typer
 
-from seqjudge import inputs
 from seqjudge.cli.app import app
 from seqjudge.errors import InputError
-from seqjudge.rules.lint import LintProblem, lint
-from seqjudge.rules.load import SeqjudgeDeprecationWarning, load_rules_located
-from seqjudge.rules.migrate import NothingToMigrate, migrate_text
 
 
 @app.command("lint")
@@ -33,6 +29,10 @@ def lint_command(
 
     Exits 2 if there is any error (including a file that does not load), else 0.
     """
+    from seqjudge import inputs
+    from seqjudge.rules.lint import LintProblem, lint
+    from seqjudge.rules.load import SeqjudgeDeprecationWarning, load_rules_located
+
     source = str(rules)
     with warnings.catch_warnings(record=True) as caught:
         # Shown as lint warnings below rather than through Python's warning machinery.
@@ -87,6 +87,8 @@ def migrate_command(
     ] = False,
 ) -> int:
     """Rewrite a v0 `sequences:` rule file as `rules:` (printed, or written in place with --write)."""
+    from seqjudge.rules.migrate import NothingToMigrate, migrate_text
+
     try:
         text = migrate_text(file, fmt="json" if write and file.suffix.lower() == ".json" else "yaml")
     except NothingToMigrate as exc:

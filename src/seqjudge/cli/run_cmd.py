@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Annotated
+import itertools
+import sys
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,21 +22,26 @@ from seqjudge.cli.options import (
     JudgeModeOpt,
     ModelOpt,
     NoCacheOpt,
+    StrictOpt,
     format_option,
 )
 from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat
-from seqjudge.config import DEFAULT_STORE, RunConfig
+from seqjudge.defaults import DEFAULT_STORE
 from seqjudge.errors import InputError
-from seqjudge.inputs import build_config, suite_of
 from seqjudge.outputs.registry import writer
-from seqjudge.runner import estimate_run, run_traces
+
+if TYPE_CHECKING:
+    from seqjudge.config import RunConfig
 
 
 @app.command()
 def run(
     args: Annotated[
         list[str] | None,
-        typer.Argument(help="CONFIG (seqjudge.yaml), or RULES TRACES; none with --resume (the run's own)."),
+        typer.Argument(
+            help="CONFIG (seqjudge.yaml) or a folder holding one, or RULES TRACES... (trace files or "
+            "folders, several allowed); none: ./seqjudge.yaml (with --resume: the run's own)."
+        ),
     ] = None,
     model: ModelOpt = None,
     catalog: CatalogOpt = None,
@@ -55,6 +61,7 @@ def run(
     messages_key: MessagesKey = None,
     error_pattern: ErrorPattern = None,
     allow_empty: AllowEmpty = False,
+    strict: StrictOpt = False,
     rpm: Annotated[
         int | None,
         typer.Option(
@@ -98,6 +105,9 @@ def run(
     2 bad input; 3 provider unreachable.
     """
     from seqjudge.ingest import load_traces
+    from seqjudge.inputs import build_config, suite_of
+    from seqjudge.outputs.coverage import coverage_lines
+    from seqjudge.runner import estimate_run, run_traces
     from seqjudge.store import Store
 
     base_cfg = None
@@ -122,6 +132,7 @@ def run(
             "messages_key": messages_key,
             "error_pattern": error_pattern,
             "allow_empty": True if allow_empty else None,
+            "strict": True if strict else None,
             "rpm": rpm,
             "tpm": tpm,
             "max_cost": max_cost,
@@ -138,6 +149,9 @@ def run(
         error_pattern=cfg.error_pattern,
         allow_empty=cfg.allow_empty,
     )
+    # Read the first trace now: an input without traces ends here (exit 2), before a run is stored.
+    first = next(traces, None)
+    traces = traces if first is None else itertools.chain([first], traces)
     if dry_run:
         skip: set[str] = set()
         if resume:
@@ -150,6 +164,8 @@ def run(
     if batch:
         return submit_batch(cfg, ruleset, traces, catalog_obj, examples_obj, resume=resume, fmt=fmt)
     # -- end batch runs --
+    import asyncio
+
     from seqjudge.cli.progress import RunProgress, progress_wanted
 
     total = count_traces(cfg) if progress_wanted() else None
@@ -170,6 +186,12 @@ def run(
                 )
             )
     writer("run", fmt)(summary)
+    if fmt != "text":  # the text summary ends with these; JSON keeps stdout for its data
+        for line in coverage_lines(summary.coverage):
+            print(line, file=sys.stderr)
+    failure = summary.coverage.strict_error() if summary.coverage is not None else None
+    if failure is not None:
+        raise InputError(failure, hint=f"See the warnings above; run {summary.run_id} is stored")
     if summary.status == "stopped":
         return 1
     return 0 if summary.verdicts["pass"] == summary.traces else 1
@@ -179,6 +201,7 @@ def stored_config(store_path: str, ref: str) -> RunConfig:
     """The config a run was started with, for `seqjudge run --resume RUN` without arguments."""
     from pydantic import ValidationError
 
+    from seqjudge.config import RunConfig
     from seqjudge.store import Store
 
     with Store(store_path, create=False) as db:
@@ -201,7 +224,7 @@ def count_traces(cfg: RunConfig) -> int | None:
     from seqjudge.errors import SeqjudgeError
     from seqjudge.ingest import load_traces
 
-    if cfg.traces == "-":
+    if "-" in ([cfg.traces] if isinstance(cfg.traces, str) else cfg.traces):
         return None
     try:
         return sum(
@@ -212,6 +235,7 @@ def count_traces(cfg: RunConfig) -> int | None:
                 messages_key=cfg.messages_key,
                 error_pattern=cfg.error_pattern,
                 allow_empty=cfg.allow_empty,
+                notes=False,  # the run itself says which files it skipped
             )
         )
     except (SeqjudgeError, OSError):

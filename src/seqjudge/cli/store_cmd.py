@@ -7,22 +7,27 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, TYPE_CHECKING, Annotated
 
 import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import OutputOpt, StoreOpt, format_option
-from seqjudge.crosscheck import REVIEW_REASONS
+from seqjudge.defaults import DEFAULT_STORE_PATH, REVIEW_REASONS
 from seqjudge.errors import InputError
-from seqjudge.outputs.listings import result_lines, review_lines, run_lines
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
-from seqjudge.store import DEFAULT_STORE_PATH, Store
 
-runs_app = typer.Typer(help="Stored runs: list them, show one, export one.", no_args_is_help=True)
+if TYPE_CHECKING:
+    from seqjudge.store import ReviewDetail, Store
+
+runs_app = typer.Typer(
+    help="Stored runs: list them, show one, export one.", no_args_is_help=True, rich_markup_mode=None
+)
 review_app = typer.Typer(
-    help="The human review queue: list, show, resolve, export labels.", no_args_is_help=True
+    help="The human review queue: list, show, resolve, export labels.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(runs_app, name="runs")
 app.add_typer(review_app, name="review")
@@ -44,6 +49,8 @@ ListFormatOpt = Annotated[str, format_option("runs")]
 
 
 def _open(path: Path) -> Store:
+    from seqjudge.store import Store
+
     # Reading commands never create a database: a wrong --store should say so, not show an empty store.
     return Store(path, create=False)
 
@@ -65,6 +72,8 @@ def runs_show(
     store: StoreOpt = DEFAULT_STORE_PATH,
 ) -> int:
     """A run's summary: counts, judge-engine agreement, fingerprints; with --trace, one trace's rules."""
+    from seqjudge.outputs.listings import result_lines, run_lines
+
     with _open(store) as db:
         run_id = db.resolve_run(run)
         info = db.run_info(run_id)
@@ -99,49 +108,101 @@ def runs_export(
 
 
 # -- review -------------------------------------------------------------------------------------------------
-@review_app.command("list")
-def review_list(
-    run: Annotated[str | None, typer.Option("--run", help="Only this run (id, prefix or latest).")] = None,
-    reason: Annotated[
-        str | None,
-        typer.Option("--reason", help="Only items routed for this reason: " + ", ".join(REVIEW_REASONS)),
-    ] = None,
-    status: Annotated[Status, typer.Option("--status", help="open, resolved or all.")] = Status.open,
-    store: StoreOpt = DEFAULT_STORE_PATH,
-    fmt: ListFormatOpt = "text",
-) -> int:
-    """List review items (open ones by default), oldest first."""
+ReasonOpt = Annotated[
+    str | None,
+    typer.Option("--reason", help="Only items routed for this reason: " + ", ".join(REVIEW_REASONS)),
+]
+
+
+def _check_reason(reason: str | None) -> None:
     if reason is not None and reason not in REVIEW_REASONS:
         raise InputError(
             f"unknown review reason {reason!r}",
             where="--reason",
             hint="use one of " + ", ".join(REVIEW_REASONS),
         )
+
+
+def _latest(db: Store) -> str | None:
+    """The newest run's id; None when the store holds no run (an empty queue, not an error, to list)."""
+    try:
+        return db.resolve_run("latest")
+    except InputError:
+        return None
+
+
+@review_app.command("list")
+def review_list(
+    run: Annotated[
+        str | None, typer.Option("--run", help="Only this run: an id, a unique prefix or latest (default).")
+    ] = None,
+    every_run: Annotated[bool, typer.Option("--all", help="The items of every stored run.")] = False,
+    reason: ReasonOpt = None,
+    status: Annotated[Status, typer.Option("--status", help="open, resolved or all.")] = Status.open,
+    store: StoreOpt = DEFAULT_STORE_PATH,
+    fmt: ListFormatOpt = "text",
+) -> int:
+    """List review items (open ones by default) of the latest run, or of --run RUN, or of --all runs,
+    oldest first."""
+    _check_reason(reason)
+    if every_run and run is not None:
+        raise InputError(
+            "--all and --run both choose the runs",
+            where="--all",
+            hint="give one of them (or neither: latest)",
+        )
     with _open(store) as db:
-        items = db.review_items(run=run, reason=reason, status=status.value)
+        run_id = None if every_run else (db.resolve_run(run) if run is not None else _latest(db))
+        none_stored = not every_run and run_id is None
+        items = [] if none_stored else db.review_items(run=run_id, reason=reason, status=status.value)
     which = "" if status is Status.all else f"{status.value} "
     why = f" routed for {reason}" if reason else ""
-    writer("review", fmt)(items, sys.stdout, empty=f"no {which}review items{why}")
+    scope = "any run" if every_run else f"run {run_id}"
+    empty = f"no runs stored in {store} yet" if none_stored else f"no {which}review items{why} in {scope}"
+    writer("review", fmt)(items, sys.stdout, empty=empty)
+    if run is None and not every_run and run_id is not None:
+        # On stderr, so that --format json stays one JSON document.
+        print(f"(the latest run, {run_id}; --run RUN for another, --all for every run)", file=sys.stderr)
     return 0
 
 
 @review_app.command("show")
 def review_show(
     item: Annotated[int, typer.Argument(help="The review item number (from `seqjudge review list`).")],
+    full: Annotated[bool, typer.Option("--full", help="Show long messages whole instead of cut.")] = False,
     store: StoreOpt = DEFAULT_STORE_PATH,
 ) -> int:
-    """Everything needed to decide one item: the trace with each rule's engine and judge outcome beside the
-    calls it names, the reasons, the disagreement, the judge's explanation and its raw replies."""
+    """Everything needed to decide one item: the conversation (its messages between the calls, each call
+    with every rule's engine and judge outcome), the reasons, the disagreement, the judge's explanation and
+    its raw replies."""
+    from seqjudge.outputs.listings import review_lines
+
     with _open(store) as db:
         detail = db.review_item(item)
-    print("\n".join(review_lines(detail)))
+    print("\n".join(review_lines(detail, full=full)))
     return 0
 
 
 @review_app.command("resolve")
 def review_resolve(
-    item: Annotated[int, typer.Argument(help="The review item number.")],
-    verdict: Annotated[HumanVerdict, typer.Option("--verdict", help="The trace's verdict: pass or fail.")],
+    items: Annotated[
+        list[int] | None,
+        typer.Argument(help="Review item numbers (one or more); or --all-open.", show_default=False),
+    ] = None,
+    verdict: Annotated[
+        HumanVerdict | None, typer.Option("--verdict", help="The traces' verdict: pass or fail (required).")
+    ] = None,
+    all_open: Annotated[
+        bool,
+        typer.Option("--all-open", help="Every open item of the run (--run, default the latest)."),
+    ] = False,
+    run: Annotated[
+        str | None, typer.Option("--run", help="With --all-open: this run (id, prefix or latest).")
+    ] = None,
+    reason: Annotated[
+        str | None,
+        typer.Option("--reason", help="With --all-open: only the items routed for this reason."),
+    ] = None,
     rule: Annotated[
         list[str] | None, typer.Option("--rule", help="RULE=pass|fail for one rule; repeat for more.")
     ] = None,
@@ -152,7 +213,34 @@ def review_resolve(
     ] = None,
     store: StoreOpt = DEFAULT_STORE_PATH,
 ) -> int:
-    """Record a person's decision on an item; resolved items become golden-dataset labels."""
+    """Record a person's decision on one or more items; resolved items become golden-dataset labels.
+
+    `resolve 3 --verdict fail` decides item 3; `resolve 3 4 7 --verdict pass` decides three items alike;
+    `resolve --all-open --run RUN --verdict pass --note TEXT` decides every open item of a run (with
+    --reason, those routed for one reason). The items are checked first and written together: a bad item
+    or rule changes nothing."""
+    if verdict is None:
+        raise InputError("no verdict given", where="--verdict", hint="add --verdict pass or --verdict fail")
+    if all_open and items:
+        raise InputError(
+            "item numbers and --all-open both choose the items",
+            where="--all-open",
+            hint="give the numbers, or --all-open (with --run and --reason to narrow it)",
+        )
+    if not all_open and not items:
+        raise InputError(
+            "no review item given",
+            where="ITEMS",
+            hint="give item numbers (`seqjudge review resolve 3 4 --verdict pass`) or every open item of a "
+            "run (`seqjudge review resolve --all-open --run latest --verdict pass`)",
+        )
+    if not all_open and (run is not None or reason is not None):
+        raise InputError(
+            "--run and --reason choose items only with --all-open",
+            where="--run" if run is not None else "--reason",
+            hint="add --all-open, or drop them and give item numbers",
+        )
+    _check_reason(reason)
     rules: dict[str, str] = {}
     for entry in rule or []:
         rule_id, sep, outcome = entry.rpartition("=")
@@ -165,24 +253,47 @@ def review_resolve(
         rules[rule_id] = outcome
     who = reviewer or _login()
     with _open(store) as db:
-        before = db.review_item(item)
-        resolved = db.resolve_review(item, verdict=verdict.value, rules=rules, note=note, reviewer=who)
-    again = (
-        f" (replacing {before.resolution.verdict} by {before.resolution.reviewer})"
-        if before.resolution
-        else ""
-    )
-    print(f"resolved review item {resolved.id} (trace {resolved.trace_id}): {verdict.value} by {who}{again}")
-    engine = {d.rule_id: d.engine for d in before.result.rules if d.type != "judge"}
+        if all_open:
+            run_id = db.resolve_run(run or "latest")
+            ids = [i.id for i in db.review_items(run=run_id, reason=reason, status="open")]
+            if not ids:
+                why = f" routed for {reason}" if reason else ""
+                print(f"no open review items{why} in run {run_id}: nothing resolved", file=sys.stderr)
+                return 0
+        else:
+            ids = list(dict.fromkeys(items or []))  # a number given twice is one item
+        before = [db.review_item(i) for i in ids]
+        resolved = db.resolve_reviews(ids, verdict=verdict.value, rules=rules, note=note, reviewer=who)
+    for old, new in zip(before, resolved, strict=True):
+        again = (
+            f" (replacing {old.resolution.verdict} by {old.resolution.reviewer})" if old.resolution else ""
+        )
+        print(f"resolved review item {new.id} (trace {new.trace_id}): {verdict.value} by {who}{again}")
+        _contradictions(old, rules, several=len(ids) > 1)
+    if len(ids) > 1:
+        overridden = [str(d.id) for d in before if d.verdict == "fail" and verdict.value == "pass"]
+        if overridden:
+            print(
+                f"note: the engine failed the traces of items {', '.join(overridden)}; they are now labelled "
+                "pass",
+                file=sys.stderr,
+            )
+        print(f"resolved {len(ids)} review item(s): {verdict.value} by {who}")
+    return 0
+
+
+def _contradictions(item: ReviewDetail, rules: dict[str, str], *, several: bool) -> None:
+    """A per-rule label against the engine's own outcome is kept, and said (calibration reports it)."""
+    engine = {d.rule_id: d.engine for d in item.result.rules if d.type != "judge"}
+    which = f"item {item.id}: " if several else ""
     for rule_id, outcome in rules.items():
         said = engine.get(rule_id)
         if said in ("passed", "failed") and said[:4] != outcome:
             print(
-                f"note: {rule_id}: you said {outcome}, the engine said {said}; calibration will report this "
-                "contradiction",
+                f"note: {which}{rule_id}: you said {outcome}, the engine said {said}; calibration will "
+                "report this contradiction",
                 file=sys.stderr,
             )
-    return 0
 
 
 def _login() -> str:

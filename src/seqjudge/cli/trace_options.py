@@ -13,14 +13,14 @@ from typing import Annotated, Any
 
 import typer
 
-from seqjudge.ingest import FORMATS
+from seqjudge.defaults import TRACE_FORMATS
 
 TraceFormat = Annotated[
     str | None,
     typer.Option(
         "--trace-format",
         metavar="FORMAT",
-        help=f"Read TRACES as this format instead of detecting it: {', '.join(FORMATS)}.",
+        help=f"Read TRACES as this format instead of detecting it: {', '.join(TRACE_FORMATS)}.",
         show_default=False,
     ),
 ]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import itertools
 import re
 import sys
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, cast
@@ -55,6 +55,7 @@ from seqjudge.ingest import (
     vercel_ai,
 )
 from seqjudge.ingest.base import Done, Format, NativeLines, Options, Record, Source
+from seqjudge.ingest.files import TRACE_SUFFIXES
 from seqjudge.ingest.stats import IngestStats
 from seqjudge.trace import PlainTrace, Trace
 
@@ -80,7 +81,7 @@ __all__ = ["FORMATS", "IngestStats", "load_checkable", "load_traces"]
 
 
 def load_traces(
-    path: str | Path,
+    path: str | Path | Sequence[str | Path],
     *,
     format: str | None = None,
     messages_key: str | None = None,
@@ -88,19 +89,22 @@ def load_traces(
     verbose: bool = False,
     allow_empty: bool = False,
     stats: IngestStats | None = None,
+    notes: bool = True,
 ) -> Iterator[Trace]:
-    """Iterate over the traces in ``path``; bad input raises ``InputError`` naming the file and record.
+    """Iterate over the traces in ``path`` (a file, a folder, ``-``, or several of them in order); bad input
+    raises ``InputError`` naming the file and record.
 
     Arguments are checked now (an unknown format, a bad regex, a missing path), the files when iterated.
-    ``stats``, when given, is filled in as the traces are read.
+    ``stats``, when given, is filled in as the traces are read. ``notes``: say on stderr which files of a
+    folder were skipped as not traces (a second pass over the same input, such as a count, passes False).
     """
-    prepared = _prepare(path, format, messages_key, error_pattern, verbose, allow_empty, stats)
+    prepared = _prepare(path, format, messages_key, error_pattern, verbose, allow_empty, stats, notes)
     # Without options.plain the importers yield Trace only.
     return cast(Iterator[Trace], _load(*prepared))
 
 
 def load_checkable(
-    path: str | Path,
+    path: str | Path | Sequence[str | Path],
     *,
     format: str | None = None,
     messages_key: str | None = None,
@@ -116,21 +120,22 @@ def load_checkable(
     ``native_lines``, if given, reads each native JSONL file instead (see ``Options``); the loader still
     picks the format and checks trace ids for duplicates.
     """
-    sources, options = _prepare(path, format, messages_key, error_pattern, verbose, allow_empty, stats)
+    inputs, options = _prepare(path, format, messages_key, error_pattern, verbose, allow_empty, stats)
     options.plain = True
     options.native_lines = native_lines
-    return _load(sources, options)
+    return _load(inputs, options)
 
 
 def _prepare(
-    path: str | Path,
+    path: str | Path | Sequence[str | Path],
     format: str | None,
     messages_key: str | None,
     error_pattern: str | None,
     verbose: bool,
     allow_empty: bool,
     stats: IngestStats | None,
-) -> tuple[list[tuple[Source, Path | None]], Options]:
+    notes: bool = True,
+) -> tuple[files.Inputs, Options]:
     options = Options(
         format=format,
         messages_key=messages_key,
@@ -154,20 +159,33 @@ def _prepare(
                 where="--error-pattern",
                 hint="Write a Python regular expression, e.g. '^Error'",
             ) from None
-    return files.sources(path), options
+    inputs = files.sources(path)
+    note = inputs.note()
+    if note is not None:
+        # Not an error: a suite folder holds its rules, catalog and labels beside the traces.
+        options.stats.skip("files that are not traces", len(inputs.skipped))
+        if notes:
+            print(f"seqjudge: note: {note}", file=sys.stderr)
+    if not inputs.files and not allow_empty:
+        raise InputError(
+            f"no traces in {inputs.named()}: no {' or '.join(TRACE_SUFFIXES)} files there"
+            + (", only files that are not traces (noted above)" if inputs.skipped else ""),
+            hint="Point at trace files or folders of them (several may be given), or pass --allow-empty to "
+            "accept an input without traces",
+        )
+    return inputs, options
 
 
 _DUPLICATE_HINT = "Give every trace a distinct trace_id (ids must be unique within one input)"
 _DOCUMENT = 1 << 39  # marks a trace's ordinal in a document rather than a line number
 
 
-def _load(
-    sources: list[tuple[Source, Path | None]], options: Options
-) -> Generator[Trace | PlainTrace | Done, None, None]:
+def _load(inputs: files.Inputs, options: Options) -> Generator[Trace | PlainTrace | Done, None, None]:
     # The duplicate-id index is the only thing kept per trace: id -> where it was, packed in one int (file
     # number, then line or ordinal), so memory grows by about a hundred bytes a trace, not by the records.
     seen: dict[str, int] = {}
     stats = options.stats
+    sources = inputs.files
     for number, (source, file) in enumerate(sources):
         stats.files += 1
         tracker = _Tracker(stats)
@@ -211,8 +229,8 @@ def _load(
             )
     if stats.traces == 0 and not options.allow_empty:
         raise InputError(
-            "the input holds no trace (every file is empty)",
-            source=sources[0][0].name if len(sources) == 1 else None,
+            f"no traces in {inputs.named()}: "
+            + ("every file is empty" if len(sources) > 1 else "the input is empty"),
             hint="Point at a file with traces, or pass --allow-empty to accept an empty input",
         )
 

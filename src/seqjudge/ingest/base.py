@@ -123,9 +123,18 @@ def decode_json(raw: bytes, source: Source, line: int | None) -> Any:
     try:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
-        lineno = exc.lineno if line is None else line + exc.lineno - 1
-        where = f"line {lineno}, column {exc.colno}"
         text = exc.doc
+        pos = exc.pos
+        # A value cut off at the end is found only past its last character, often after the line's newline,
+        # which named the line after the record ("line 4" for a cut third line): place it at the last
+        # character of the text instead, on the line the record is written on.
+        content = len(text.rstrip())
+        if pos > content:
+            pos = content
+        line_in = text.count("\n", 0, pos) + 1
+        column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        lineno = line_in if line is None else line + line_in - 1
+        where = f"line {lineno}, column {column}"
         # Cut off mid-value: nothing after the error, or an object/list that never closes.
         truncated = not text[exc.pos :].strip() or (
             text.lstrip()[:1] in ("{", "[") and not text.rstrip().endswith(("}", "]"))

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,30 +21,99 @@ from seqjudge.ingest.base import Record, Source
 
 TRACE_SUFFIXES = (".json", ".jsonl")
 
+# Files a suite folder holds beside its traces (`golden_traces/NAME/`, a project root): skipped with a note
+# naming them, so that `seqjudge check rules.yaml suite/` or `suite/*` reads the traces alone. Any other
+# file with a trace suffix is read as traces and fails closed when it is not one.
+KNOWN_FILES = {
+    "rules.yaml": "rule file",
+    "rules.yml": "rule file",
+    "rules.json": "rule file",
+    "catalog.json": "tool catalog",
+    "catalog.yaml": "tool catalog",
+    "catalog.yml": "tool catalog",
+    "labels.jsonl": "golden labels",
+    "labels.json": "golden labels",
+    "seqjudge.yaml": "project config",
+    "seqjudge.yml": "project config",
+    "examples.yaml": "judge examples",
+    "scores.jsonl": "calibration scores",
+    "calibration.json": "calibration results",
+}
+_NAMED = 8  # skipped files of each kind named in the note; the rest are counted
+_OTHER = "other"
 
-def sources(path: str | Path) -> list[tuple[Source, Path | None]]:
-    if str(path) == "-":
-        return [(Source(name="<stdin>", label="<stdin>"), None)]
-    root = Path(path)
+
+def _listing(names: list[str]) -> str:
+    more = len(names) - _NAMED
+    return ", ".join(names[:_NAMED]) + (f" and {more} more" if more > 0 else "")
+
+
+@dataclass
+class Inputs:
+    """The trace files of one or more paths, and the files passed over (path, what it is)."""
+
+    given: list[str]
+    files: list[tuple[Source, Path | None]]
+    skipped: list[tuple[str, str]]
+
+    def named(self) -> str:
+        """The paths as given, for messages (stdin named as such)."""
+        return ", ".join("stdin (-)" if p == "-" else p for p in self.given)
+
+    def note(self) -> str | None:
+        """One line naming the files passed over, or None: the suite's own files with what they are, then
+        the other files (not .json/.jsonl), at most ``_NAMED`` of each named."""
+        if not self.skipped:
+            return None
+        known = [f"{path} ({what})" for path, what in self.skipped if what != _OTHER]
+        other = [path for path, what in self.skipped if what == _OTHER]
+        parts = [_listing(known)] if known else []
+        if other:
+            parts.append(f"{len(other)} not {' or '.join(TRACE_SUFFIXES)}: {_listing(other)}")
+        return f"skipped {len(self.skipped)} file(s) that are not traces: " + "; ".join(parts)
+
+
+def sources(paths: str | Path | Sequence[str | Path]) -> Inputs:
+    """The files to read, in the order given (a folder's files sorted by their path inside it)."""
+    given = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    if not given:
+        raise InputError("no trace path given", hint="Give a trace file, a directory of them, or - for stdin")
+    if sum(str(p) == "-" for p in given) > 1:
+        raise InputError("stdin (-) is given more than once", where="arguments", hint="Give - once")
+    found = Inputs([str(p) for p in given], [], [])
+    for path in given:
+        _add(Path(path) if str(path) != "-" else None, str(path), found)
+    return found
+
+
+def _add(root: Path | None, name: str, found: Inputs) -> None:
+    if root is None:
+        found.files.append((Source(name="<stdin>", label="<stdin>"), None))
+        return
     if root.is_dir():
-        files = sorted(
-            (p for p in root.rglob("*") if p.suffix in TRACE_SUFFIXES and p.is_file()),
-            key=lambda p: p.relative_to(root).as_posix(),
+        listed = sorted(
+            (p for p in root.rglob("*") if p.is_file()), key=lambda p: p.relative_to(root).as_posix()
         )
-        if not files:
-            raise InputError(
-                "the directory holds no .json or .jsonl files",
-                source=str(path),
-                hint="Point at a trace file, or a directory of trace files",
-            )
-        return [(Source(name=str(p), label=p.relative_to(root).as_posix()), p) for p in files]
+        for p in listed:
+            label = p.relative_to(root).as_posix()
+            what = KNOWN_FILES.get(p.name.lower())
+            if what is None and p.suffix in TRACE_SUFFIXES:
+                found.files.append((Source(name=str(p), label=label), p))
+            else:
+                # Named as the user wrote the folder, so the note reads like the command line.
+                found.skipped.append((f"{name.rstrip('/')}/{label}", what or _OTHER))
+        return
     if not root.exists():
         raise InputError(
             "no such file or directory",
-            source=str(path),
+            source=name,
             hint="Check the path (use - to read traces from stdin)",
         )
-    return [(Source(name=str(path), label=root.name), root)]
+    what = KNOWN_FILES.get(root.name.lower())
+    if what is not None:
+        found.skipped.append((name, what))
+        return
+    found.files.append((Source(name=name, label=root.name), root))
 
 
 def _open(source: Source, file: Path | None) -> IO[bytes]:
@@ -174,7 +244,17 @@ def _concatenated(record: Record) -> list[Record] | None:
         try:
             value: Any
             value, stop = decoder.raw_decode(text, position)
-        except ValueError:
+        except json.JSONDecodeError as exc:
+            if parts and not text[exc.pos :].strip():
+                # A later value cut off at the end: the whole-document error would say "Extra data" at
+                # the value's start; say what happened, at the line the cut record starts on.
+                raise InputError(
+                    f"bad JSON: the record that starts here is cut off ({exc.msg} at the end of the file)",
+                    source=record.source.name,
+                    where=f"line {line + (record.line or 1) - 1}",
+                    hint="The file looks truncated (it ends in the middle of a JSON value); re-export or "
+                    "re-copy it",
+                ) from None
             return None
         part = Record(record.source, line, text[position:stop].encode("utf-8"))
         part.set_value(value)

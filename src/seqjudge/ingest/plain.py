@@ -41,7 +41,8 @@ def plain_trace(value: Any, error_pattern: re.Pattern[str] | None) -> PlainTrace
         context = {}
     elif type(context) is not dict:
         return None
-    if "metadata" in value and type(value["metadata"]) is not dict:
+    metadata = value.get("metadata", {})
+    if type(metadata) is not dict:
         return None
     names: list[str] = []
     ok: list[bool] = []
@@ -76,4 +77,4 @@ def plain_trace(value: Any, error_pattern: re.Pattern[str] | None) -> PlainTrace
         names.append(name)
         ok.append(good)
         args.append(arguments)
-    return PlainTrace(trace_id, context, names, ok, args)
+    return PlainTrace(trace_id, context, names, ok, args, metadata)

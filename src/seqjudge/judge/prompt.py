@@ -153,7 +153,7 @@ def scope_lines(rule: Any) -> list[str]:
             else:
                 conds.append(f"`{path}` equals {json.dumps(want, sort_keys=True, ensure_ascii=False)}")
         out.append(
-            "Applies only when, in the trace's context, "
+            "Applies only when, in the trace's context (a `metadata.` path: in its metadata), "
             + " and ".join(conds)
             + "; otherwise it is not checked."
         )

@@ -18,6 +18,7 @@ from typing import Any
 
 from seqjudge.rules.select import expand_name, operand_names
 from seqjudge.trace import Trace
+from seqjudge.trace import timeline as trace_timeline
 
 MAX_FIELD_CHARS = 2_000
 MAX_TRACE_CHARS = 60_000
@@ -158,20 +159,6 @@ def _message_item(message: Any, limit: int) -> dict[str, Any]:
     }
 
 
-def _timeline(trace: Trace) -> list[tuple[str, int, Any]]:
-    """Calls and messages in the order they happened: a message with ``at = k`` came after k calls."""
-    n = len(trace.calls)
-    placed: dict[int, list[Any]] = {}
-    for m in trace.messages:
-        placed.setdefault(n if m.at is None or m.at > n else m.at, []).append(m)
-    out: list[tuple[str, int, Any]] = []
-    for i, call in enumerate(trace.calls):
-        out.extend(("message", i, m) for m in placed.get(i, []))
-        out.append(("call", i, call))
-    out.extend(("message", n, m) for m in placed.get(n, []))
-    return out
-
-
 def render_trace_data(
     trace: Trace,
     *,
@@ -183,7 +170,7 @@ def render_trace_data(
     """The trace as JSON lines, capped: long strings cut, then the middle shortened, then elided. What
     ``evidence`` says the rules need is not cut (messages) or cut less (the outputs of their tools)."""
     steps = trace.steps
-    timeline = _timeline(trace)
+    timeline = trace_timeline(trace)
 
     def line(kind: str, i: int, obj: Any, limit: int) -> str:
         if kind == "call":

@@ -9,10 +9,12 @@ state of a program that embeds seqjudge (the HTML report embeds ``calibration_pn
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 from seqjudge.calibrate import Calibration
 from seqjudge.errors import InputError
+from seqjudge.provenance import SUITE_KEY
 
 PASS_COLOUR = "#2b8a3e"
 FAIL_COLOUR = "#c92a2a"
@@ -21,21 +23,35 @@ MAX_BARS = 25  # more distinct scores than this: a histogram instead of one bar 
 BAR_WIDTH = 0.012
 
 
+MISSING = "the calibration plot needs matplotlib, which is not installed"
+INSTALL = "pip install 'seqjudge[plot]' (or pip install matplotlib), then run calibrate with --plot again"
+
+
 def _matplotlib() -> tuple[type, type]:
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
         raise InputError(
-            "the calibration plot needs matplotlib, which is not installed",
-            where="--plot",
-            hint="pip install matplotlib (or seqjudge[plot]); the JSON and the text summary do not need it",
+            MISSING, where="--plot", hint=INSTALL + "; the JSON and the text summary do not need it"
         ) from None
     return Figure, FigureCanvasAgg
 
 
-def calibration_png(cal: Calibration, *, title: str | None = None, dpi: int = 110) -> bytes:
-    """The plot as PNG bytes."""
+def plot_unavailable() -> str | None:
+    """Why no plot can be drawn here (matplotlib missing, with how to install it); None when one can."""
+    try:
+        _matplotlib()
+    except InputError:
+        return f"{MISSING}: {INSTALL}"
+    return None
+
+
+def calibration_png(
+    cal: Calibration, *, title: str | None = None, dpi: int = 110, suite: dict[str, object] | None = None
+) -> bytes:
+    """The plot as PNG bytes; ``suite`` (``provenance.Suite.as_dict()``) is written into it as a text chunk,
+    so that the HTML report embeds it only beside runs of the same rules and traces."""
     figure_cls, canvas_cls = _matplotlib()
     fig = figure_cls(figsize=(8.0, 6.4))
     canvas_cls(fig)
@@ -122,13 +138,16 @@ def calibration_png(cal: Calibration, *, title: str | None = None, dpi: int = 11
     fig.text(0.01, 0.005, note, fontsize=7, color="#495057")
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
+    metadata = {SUITE_KEY: json.dumps(suite, sort_keys=True)} if suite is not None else None
+    fig.savefig(buf, format="png", dpi=dpi, metadata=metadata)
     return buf.getvalue()
 
 
-def write_plot(cal: Calibration, path: str | Path, *, title: str | None = None) -> Path:
+def write_plot(
+    cal: Calibration, path: str | Path, *, title: str | None = None, suite: dict[str, object] | None = None
+) -> Path:
     p = Path(path)
-    data = calibration_png(cal, title=title)
+    data = calibration_png(cal, title=title, suite=suite)
     try:
         p.write_bytes(data)
     except OSError as exc:

@@ -13,6 +13,7 @@ import json
 from typing import IO, Any, ClassVar
 
 from seqjudge.checkpool import Checked
+from seqjudge.outputs.coverage import coverage_lines
 from seqjudge.outputs.streams import byte_writer
 from seqjudge.outputs.textview import Totals, trace_line, violation_block
 from seqjudge.report import Report
@@ -62,6 +63,8 @@ class TextOutput(CheckOutput):
         if note:
             self.out.write(note + "\n")
         self.out.write(totals.line() + "\n")
+        for line in coverage_lines(totals.coverage):
+            self.out.write(line + "\n")
 
 
 class JsonOutput(CheckOutput):

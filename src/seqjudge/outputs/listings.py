@@ -12,7 +12,9 @@ from pydantic import BaseModel
 
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement
 from seqjudge.outputs.textview import MARK, trace_lines
+from seqjudge.safetext import terminal
 from seqjudge.store import ReviewDetail, ReviewItem, RunInfo, Store, judge_data
+from seqjudge.trace import timeline
 
 
 def models_json(items: Sequence[BaseModel], out: IO[str], **_: Any) -> None:
@@ -236,26 +238,58 @@ def call_notes(rules: list[RuleDecision], judged: bool = True) -> dict[int, list
 _NUMBERED = re.compile(r"^\s*(\d+)\. ")
 
 
-def annotated_trace(detail: ReviewDetail) -> list[str]:
-    """``textview.trace_lines`` with its violation marks replaced by each rule's outcomes at that call."""
+def annotated_trace(detail: ReviewDetail, *, full: bool = False) -> list[str]:
+    """``textview.trace_lines`` with its violation marks replaced by each rule's outcomes at that call, and
+    the conversation's messages between the calls where they were said (``trace.timeline``).
+
+    With messages every call is shown: whether a call was confirmed, asked for or explained is in the words
+    around it. Messages are cut to ``MESSAGE_CHARS`` unless ``full``."""
+    trace = detail.trace
     notes = call_notes(detail.result.rules, detail.result.judge is not None)
+    marks = range(len(trace.calls)) if trace.messages else notes.keys()
+    calls: dict[int, str] = {}
     lines = []
-    for line in trace_lines(detail.trace, notes.keys()):
+    for line in trace_lines(trace, marks):
         match = _NUMBERED.match(line)
         if match:
             line = line.removesuffix(f"  {MARK}")
             said = notes.get(int(match.group(1)) - 1)
             if said:
                 line += "  ← " + "; ".join(said)
+            calls[int(match.group(1)) - 1] = line
         lines.append(line)
-    return lines
+    if not trace.messages:
+        return lines
+    # Messages line up with the calls' text; a trace without calls keeps its "(no calls)" line first.
+    first = _NUMBERED.match(calls[0]) if calls else None
+    pad = " " * (first.end() if first else 5)
+    shown = [
+        calls[i] if kind == "call" else pad + _message_text(item, full) for kind, i, item in timeline(trace)
+    ]
+    return shown if calls else lines + shown
 
 
-def review_lines(detail: ReviewDetail) -> list[str]:
+MESSAGE_CHARS = 400  # messages are cut to this in `review show` (--full shows them whole)
+
+
+def _message_text(message: Any, full: bool) -> str:
+    content = message.content
+    if content is None:
+        text = "(no text)"
+    else:
+        raw = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str)
+        text = terminal(" ".join(raw.split()))  # the agent's words: no escape codes reach the terminal
+        if not full and len(text) > MESSAGE_CHARS:
+            text = text[: MESSAGE_CHARS - 1] + f"… ({len(text)} chars; --full shows it whole)"
+    return f"[{terminal(str(message.role))}] {text}"
+
+
+def review_lines(detail: ReviewDetail, *, full: bool = False) -> list[str]:
     result = detail.result
     head = f"Review item {detail.id} · run {detail.run_id} · trace {detail.trace_id} · {detail.status}"
-    lines = [head, f"  verdict {result.verdict}, score {result.score:.2f}", "", "  Trace:"]
-    lines += annotated_trace(detail)
+    said = f", {len(detail.trace.messages)} message(s) in between" if detail.trace.messages else ""
+    lines = [head, f"  verdict {result.verdict}, score {result.score:.2f}", "", f"  Trace (calls{said}):"]
+    lines += annotated_trace(detail, full=full)
     # Rules that name no call but matter (failed, undecided, disputed): listed under the trace, not lost.
     judged = result.judge is not None
     for d in result.rules:

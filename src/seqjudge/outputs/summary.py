@@ -10,6 +10,7 @@ import json
 import sys
 from typing import IO
 
+from seqjudge.outputs.coverage import coverage_lines
 from seqjudge.runner import DRY_RUN_OUTPUT_TOKENS, RunEstimate, RunSummary
 
 
@@ -34,7 +35,7 @@ def run_text(summary: RunSummary, out: IO[str] | None = None) -> None:
     )
     w(f" ({summary.skipped_stored} already stored, not judged again)\n" if summary.skipped_stored else "\n")
     if summary.judge_skipped:
-        w(f"judge skipped: {summary.judge_skipped}. Judge rules stay deferred and go to review.\n")
+        w(deferred_line(summary) + "\n")
     else:
         w(
             f"judge: {dict(summary.judge_status)}; tokens: {summary.tokens['input']} input "
@@ -59,6 +60,8 @@ def run_text(summary: RunSummary, out: IO[str] | None = None) -> None:
             )
     for note in summary.notes:
         w(f"note: {note}\n")
+    for line in coverage_lines(summary.coverage):
+        w(line + "\n")
     if summary.violated:
         w("most often failed: " + ", ".join(f"{k} ({v})" for k, v in summary.violated.most_common(5)) + "\n")
     w(
@@ -70,6 +73,19 @@ def run_text(summary: RunSummary, out: IO[str] | None = None) -> None:
             f"STOPPED before every trace was judged: {summary.stopped}. The run is resumable: "
             f"`seqjudge run --resume {summary.run_id}` finishes it (add --max-cost to cap the rest).\n"
         )
+
+
+def deferred_line(summary: RunSummary) -> str:
+    """The one line a run without a judge prints: which `judge` rules were left undecided, and why.
+
+    Those rules count in no score and send no trace to review; the verdicts are the engine's alone."""
+    why = f"judge skipped: {summary.judge_skipped}"
+    if not summary.deferred_rules:
+        return f"{why}; the suite has no judge rules, so the verdicts are the engine's."
+    return (
+        f"judge rules deferred (no model): {', '.join(summary.deferred_rules)}; in no verdict and no review "
+        f"item (verdicts as `seqjudge check`); {why}."
+    )
 
 
 def cost_line(summary: RunSummary) -> str:

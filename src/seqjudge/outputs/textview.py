@@ -9,6 +9,7 @@ from typing import Any
 
 from seqjudge.redact import redact_value
 from seqjudge.report import Report, Violation
+from seqjudge.rules.coverage import Coverage
 from seqjudge.safetext import terminal
 from seqjudge.trace import Trace
 
@@ -98,6 +99,7 @@ class Totals:
         self.violated: Counter[str] = Counter()
         self.deferred: Counter[str] = Counter()
         self.n = 0
+        self.coverage: Coverage | None = None  # what the traces left unchecked, when the command tracks it
 
     def add(self, report: Report) -> None:
         self.count(
@@ -131,4 +133,5 @@ class Totals:
             "review": self.verdicts["review"],
             "violations_by_rule": dict(self.violated.most_common()),
             "deferred_rules": dict(self.deferred.most_common()),
+            **({"coverage": self.coverage.as_dict()} if self.coverage is not None else {}),
         }

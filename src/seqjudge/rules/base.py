@@ -31,12 +31,15 @@ __all__ = [
     "Operand",
     "OperandWords",
     "Ordering",
+    "Pointless",
     "RuleBase",
     "SameMixin",
     "SelectorFactory",
     "Wording",
     "Severity",
     "check_operand",
+    "failed_only",
+    "never_met",
     "operand_text",
     "rule_classes",
     "seal_rule_types",
@@ -123,6 +126,39 @@ def check_operand(op: Operand) -> Operand:
     return op
 
 
+def failed_only(op: Operand) -> bool:
+    """True when the operand selects failed calls only (``status: error`` on every item)."""
+    items = op if isinstance(op, list) else [op]
+    return all(isinstance(item, ArgsSelector) and item.status == "error" for item in items)
+
+
+class Pointless(NamedTuple):
+    """Why a rule can never mean anything: it checks nothing, or it fails on every trace it applies to.
+
+    ``field`` is the path inside the rule the problem is about (``("then",)``); the loader turns it into the
+    file's line and path, and refuses the rule file (the lesson of a peer tool's v4, where ``max_calls: 0``
+    quietly meant the opposite of what it said)."""
+
+    field: tuple[str | int, ...]
+    problem: str
+    hint: str
+
+
+def never_met(path: tuple[str | int, ...], op: Operand, rule_words: str) -> list[Pointless]:
+    """The ``Pointless`` of an operand that only a successful call can meet, narrowed to failed calls."""
+    if not failed_only(op):
+        return []
+    field = "".join(f"[{p}]" if isinstance(p, int) else p for p in path)
+    return [
+        Pointless(
+            path,
+            f"{field} selects only failed calls (status: error), but {rule_words} only a successful call "
+            "counts, so the rule can never pass",
+            f"remove `status: error` from {field} (or write `status: ok`)",
+        )
+    ]
+
+
 # type name -> class, filled as the classes are defined; sealed once the rule union is built from it.
 _RULE_TYPES: dict[str, type[RuleBase]] = {}
 _sealed = False
@@ -204,6 +240,23 @@ class RuleBase(BaseModel):
     def ordering(self) -> Ordering | None:  # pragma: no cover - every rule type defines its own
         """The order this rule puts tools in (see ``Ordering``), or None."""
         raise NotImplementedError
+
+    def pointless(self, aliases: dict[str, list[str]]) -> list[Pointless]:
+        """Why this rule can never mean anything (empty: it can); the loader refuses a rule file with any.
+
+        Here the cases every type shares; a type with cases of its own extends the list in its module.
+        ``aliases`` are the rule file's, for cases that depend on what the operands select."""
+        out: list[Pointless] = []
+        for path, value in (self.when or {}).items():
+            if isinstance(value, list) and not value:
+                out.append(
+                    Pointless(
+                        ("when", path),
+                        f"when {path!r} lists no values, so the rule applies to no trace",
+                        "list the values the rule applies to, or remove the path",
+                    )
+                )
+        return out
 
     def operands(self) -> list[Operand]:
         """Every operand the rule names, field by field as declared (an optional one left out is none)."""

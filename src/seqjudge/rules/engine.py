@@ -31,6 +31,7 @@ _ATTEMPT_COUNTS = {"forbidden_call", "too_many_calls", "out_of_order", "missing_
 
 _OUTCOMES = ("passed", "failed", "not_exercised", "not_applicable", "deferred")
 _NOT_APPLICABLE = "The trace's context does not match the rule's `when`."
+_METADATA = "metadata."
 _DEFERRED = ev.DEFERRED
 
 
@@ -137,16 +138,22 @@ def _lookup(context: dict[str, Any], path: str) -> Any:
     return node
 
 
-def context_matches(context: dict[str, Any], when: dict[str, Any]) -> bool:
+def context_matches(
+    context: dict[str, Any], when: dict[str, Any], metadata: dict[str, Any] | None = None
+) -> bool:
     """Every dotted path must exist in the context and equal the value (or be one of a list of values).
 
     Paths are read inside the trace's ``context``; seed 002 writes them from the trace's root
-    (``context.user_role``), so a leading ``context.`` is accepted when the context has no such key.
+    (``context.user_role``), so a leading ``context.`` is accepted when the context has no such key. In the
+    same way ``metadata.domain`` reads the trace's ``metadata`` (where tau traces and most exporters keep
+    the domain, agent and task) when the context has no such path.
     """
     for path, want in when.items():
         node = _lookup(context, path)
         if node is _MISSING and path.startswith("context."):
             node = _lookup(context, path[len("context.") :])
+        elif node is _MISSING and path.startswith(_METADATA) and metadata:
+            node = _lookup(metadata, path[len(_METADATA) :])
         if node is _MISSING:
             return False
         if isinstance(want, list):
@@ -206,13 +213,14 @@ class Engine:
         missing: list[dict[str, Any]] = []
         cycle_hits = self._cycle_hits(index) if self.cycles else None
         context = trace.context
+        metadata = trace.metadata
         ok = index.ok
         passed = failed = 0
         critical_failed = critical = False
         counts = dict.fromkeys(_OUTCOMES, 0)  # for the summary
         for comp in self.compiled:
             when = comp.when
-            if when and not context_matches(context, when):
+            if when and not context_matches(context, when, metadata):
                 results.append(comp.entry("not_applicable", _NOT_APPLICABLE))
                 counts["not_applicable"] += 1
                 continue

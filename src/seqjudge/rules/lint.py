@@ -29,7 +29,8 @@ from seqjudge.rules.model import (
     RuleSet,
 )
 from seqjudge.rules.pattern import SEARCH_TIMEOUT, nested_quantifier
-from seqjudge.rules.select import Selector, compile_operand, operand_names
+from seqjudge.rules.problems import suggest
+from seqjudge.rules.select import Selector, compile_operand, expand_name, operand_names
 
 __all__ = ["Cycle", "LintProblem", "find_cycles", "lint", "rule_tool_names", "strong_components"]
 
@@ -347,6 +348,7 @@ def lint(
                         "that may be intended (a tool that must never appear), or the pattern is misspelt",
                     )
                 )
+        out.extend(_argument_problems(ruleset, catalog, locs))
         for alias, members in aliases.items():
             where = locs.get(f"aliases.{alias}")
             for m in members:
@@ -444,6 +446,52 @@ def _arg_patterns(rule: object) -> list[tuple[str, str]]:
     return found
 
 
+def _argument_problems(ruleset: RuleSet, catalog: Catalog, locs: dict[str, str]) -> list[LintProblem]:
+    """``args_match`` and ``same:`` naming an argument that the catalog's schemas of the tools concerned do
+    not have: such a selector matches no call (a call without the argument never matches), and such a
+    ``same:`` puts no call in any group, so the rule checks nothing. Decided only when every tool concerned
+    is in the catalog with a schema (a tool listed without parameters may take any)."""
+    aliases = ruleset.aliases
+    out: list[LintProblem] = []
+
+    def schemas(names: list[str]) -> list[dict[str, object]] | None:
+        tools = [t for n in names for t in expand_name(n, aliases)]
+        specs = [catalog.tools.get(t) for t in tools]
+        if not tools or any(s is None or not s.parameters for s in specs):
+            return None
+        return [s.parameters for s in specs if s is not None]
+
+    def check(rule: RuleBase, argument: str, names: list[str], field: str, effect: str) -> None:
+        known = schemas(names)
+        if known is None or any(argument in params for params in known):
+            return
+        choices = sorted({a for params in known for a in params})
+        guess = suggest(argument, choices)
+        out.append(
+            LintProblem(
+                "error",
+                rule.rule_id,
+                locs.get(rule.rule_id),
+                f"rule {rule.rule_id!r}: {field} names argument {argument!r}, which the catalog's schema of "
+                f"{', '.join(dict.fromkeys(names))} does not have, so {effect}",
+                (f"did you mean {guess!r}? The" if guess else "the")
+                + f" catalog's arguments are: {', '.join(choices)}",
+                code="unknown_argument",
+            )
+        )
+
+    for rule in ruleset.rules:
+        for op in rule.operands():
+            for item in op if isinstance(op, list) else [op]:
+                if isinstance(item, ArgsSelector):
+                    names = [item.tool] if isinstance(item.tool, str) else list(item.tool)
+                    for argument in item.args_match:
+                        check(rule, argument, names, f"args_match.{argument}", "the operand selects no call")
+        for argument in getattr(rule, "same", None) or []:
+            check(rule, argument, rule_tool_names(rule), "same:", "no call is in any group")
+    return out
+
+
 def _alias_closure(name: str, aliases: dict[str, list[str]], used: set[str]) -> None:
     stack = list(aliases.get(name, ()))
     while stack:
@@ -509,7 +557,7 @@ def _when_problems(rule_id: str, when: dict[str, object] | None, where: str | No
                 "remove when: or give the context paths it depends on",
             )
         )
-    for path, value in when.items():
+    for path in when:
         parts = path.split(".")
         if not path.strip() or any(not p.strip() for p in parts):
             out.append(
@@ -529,16 +577,6 @@ def _when_problems(rule_id: str, when: dict[str, object] | None, where: str | No
                     where,
                     f"rule {rule_id!r}: when path {path!r} has spaces around a part",
                     "remove the spaces: keys are matched exactly",
-                )
-            )
-        if isinstance(value, list) and not value:
-            out.append(
-                LintProblem(
-                    "warning",
-                    rule_id,
-                    where,
-                    f"rule {rule_id!r}: when {path!r} lists no values, so the rule never applies",
-                    "list the values the rule applies to",
                 )
             )
     return out

@@ -132,3 +132,9 @@ def compile_operand(op: Operand, aliases: dict[str, list[str]], owner: str | Non
             patterns = tuple((k, compile_pattern(v)) for k, v in item.args_match.items())
             conditions.append(ArgCondition(frozenset(members), patterns, item.status, owner))
     return Selector(operand_text(op), frozenset(names), tuple(conditions))
+
+
+def selects_within(inner: Operand, outer: Operand, aliases: dict[str, list[str]]) -> bool:
+    """True when every call ``inner`` can select, ``outer`` selects too, decided on tool names: every tool
+    ``inner`` names (aliases expanded, whatever its conditions) is one ``outer`` names without conditions."""
+    return compile_operand(inner, aliases).all_names <= compile_operand(outer, aliases).names

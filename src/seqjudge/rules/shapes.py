@@ -21,13 +21,13 @@ named like a real tool hides that tool from every rule; only a catalog can tell,
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
 from seqjudge.rules.document import LineMap, Loc
 from seqjudge.rules.messages import Spec, validate_rule
-from seqjudge.rules.model import alias_loop
+from seqjudge.rules.model import RuleBase, alias_loop
 from seqjudge.rules.problems import ProblemCollector, describe
 
 __all__ = ["SeqjudgeDeprecationWarning", "ShapeParser"]
@@ -459,6 +459,11 @@ class ShapeParser(ProblemCollector):
                     rid = f"{base}#{n}"
                 model.id = rid  # type: ignore[attr-defined]
                 used[rid] = self.where(spec.loc)
+        # Rules that validate but can never mean anything (each type says which of its own can't).
+        for spec, model in built:
+            rule = cast(RuleBase, model)
+            for p in rule.pointless(self.aliases):
+                self.add(spec.place(p.field), f"rule {rule.rule_id!r}: {p.problem}", p.hint)
         locations = {m.rule_id: self.where(s.loc) for s, m in built}  # type: ignore[attr-defined]
         locations.update({f"aliases.{k}": v for k, v in self.alias_locs.items()})
         return [m for _, m in built], locations

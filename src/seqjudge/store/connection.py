@@ -15,13 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from seqjudge.config import DEFAULT_STORE
+from seqjudge.defaults import DEFAULT_STORE_PATH
 from seqjudge.errors import InputError
 from seqjudge.redact import ENV_SECRET_NAMES, scrub_secrets, secret_env_values
 from seqjudge.store.codec import _dumps, _iso, _now
 from seqjudge.store.schema import MIGRATIONS, Migration
-
-DEFAULT_STORE_PATH = Path(DEFAULT_STORE)  # one default, declared in config
 
 
 class Connection:

@@ -97,6 +97,19 @@ class ReviewMixin(ResultsMixin):
         reviewer: str,
     ) -> ReviewItem:
         """Record a person's decision. Resolving again replaces the earlier resolution (a correction)."""
+        return self.resolve_reviews([item_id], verdict=verdict, rules=rules, note=note, reviewer=reviewer)[0]
+
+    def resolve_reviews(
+        self,
+        item_ids: list[int],
+        *,
+        verdict: str,
+        rules: dict[str, str] | None = None,
+        note: str = "",
+        reviewer: str,
+    ) -> list[ReviewItem]:
+        """Record one decision on several items: every item is checked first and all are written in one
+        transaction, so a bad item id or rule leaves every item as it was."""
         if verdict not in ("pass", "fail"):
             raise InputError(
                 f"verdict {verdict!r} is not pass or fail",
@@ -104,15 +117,7 @@ class ReviewMixin(ResultsMixin):
                 hint="a reviewer says pass or fail",
             )
         rules = dict(rules or {})
-        item = self.review_item(item_id)
-        known = [d.rule_id for d in item.result.rules]
         for rule_id, outcome in rules.items():
-            if rule_id not in known:
-                raise InputError(
-                    f"rule {rule_id!r} is not a rule of trace {item.trace_id}",
-                    where="--rule",
-                    hint=f"its rules are: {', '.join(known) or '(none)'}",
-                )
             if outcome not in ("pass", "fail"):
                 raise InputError(
                     f"rule {rule_id}: {outcome!r} is not pass or fail",
@@ -121,13 +126,28 @@ class ReviewMixin(ResultsMixin):
                 )
         if not reviewer.strip():
             raise InputError("the reviewer is empty", where="--reviewer", hint="say who decided")
+        for item_id in item_ids:
+            item = self.review_item(item_id)
+            known = [d.rule_id for d in item.result.rules]
+            for rule_id in rules:
+                if rule_id not in known:
+                    raise InputError(
+                        f"rule {rule_id!r} is not a rule of trace {item.trace_id} (review item {item_id})",
+                        where="--rule",
+                        hint=f"its rules are: {', '.join(known) or '(none)'}",
+                    )
         with self._tx() as conn:
-            conn.execute(
+            conn.executemany(
                 "UPDATE review_items SET status = 'resolved', resolved_at = ?, reviewer = ?, "
                 "resolution_verdict = ?, resolution_rules = ?, note = ? WHERE id = ?",
-                (_iso(_now()), self._clean(reviewer), verdict, self._text(rules), self._clean(note), item_id),
+                [
+                    (_iso(_now()), self._clean(reviewer), verdict, self._text(rules), self._clean(note), i)
+                    for i in item_ids
+                ],
             )
-        return self._review_item(self._read(self._REVIEW_SELECT + " WHERE i.id = ?", (item_id,))[0])
+        return [
+            self._review_item(self._read(self._REVIEW_SELECT + " WHERE i.id = ?", (i,))[0]) for i in item_ids
+        ]
 
     def export_labels(self, out: IO[str], *, run: str | None = None) -> int:
         """Write resolved items as golden-dataset label lines ``{trace_id, verdict, rules, labeler, note}``.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "all_profiles",
     "get_provider",
+    "judge_unavailable",
     "key_variables",
     "known_providers",
     "load_object",
@@ -30,6 +32,7 @@ __all__ = [
     "provider_profile",
     "register_profile",
     "register_provider",
+    "require_judge",
 ]
 
 ENTRY_POINT_GROUP = "seqjudge.providers"
@@ -96,6 +99,40 @@ def all_profiles() -> list[ProviderProfile]:
 def key_variables() -> str:
     """Which variable holds which provider's key, for hints: "OPENAI_API_KEY for openai, ..."."""
     return ", ".join(f"{p.key_env} for {p.name}" for p in all_profiles() if p.key_env)
+
+
+def judge_unavailable(model: str | None, base_url: str | None = None) -> str | None:
+    """Why the judge cannot run, in a sentence for the user (None when it can).
+
+    The one test of "is there a judge" that `run`, `judge`, `calibrate` and `demo` share: no model, a
+    provider that cannot load, or a missing key. With ``base_url`` (a local OpenAI-compatible server) a
+    missing key is no reason: the adapter sends a placeholder (``sdk.read_api_key``)."""
+    if not model:
+        return (
+            "no model configured (give --model provider:model, `model:` in seqjudge.yaml, or SEQJUDGE_MODEL)"
+        )
+    try:
+        profile = provider_profile(model.split(":", 1)[0])
+    except ProviderError as exc:  # an installed provider that cannot load
+        return f"model {model} is configured but its provider cannot be used: {exc}"
+    env = profile.key_env if profile is not None else None
+    if env and not base_url and not os.environ.get(env, "").strip():
+        return f"model {model} is configured but {env} is not set"
+    return None
+
+
+def require_judge(model: str | None, base_url: str | None, *, needs: str, hint: str = "") -> str:
+    """``model``, or ``InputError`` (exit 2) when ``judge_unavailable``: for commands that cannot do without
+    the judge (`judge`, `calibrate`). `run` instead decides what the engine can and defers the judge rules."""
+    why = judge_unavailable(model, base_url)
+    if why is None and model:
+        return model
+    todo = (
+        "set the provider's key in the environment, or give --base-url for a local server that needs none"
+        if model
+        else "`seqjudge check` and `seqjudge run` need no model"
+    )
+    raise InputError(f"{needs} needs the LLM judge, but {why}", where="--model", hint=hint or todo)
 
 
 def _dist(ep: importlib.metadata.EntryPoint) -> str:

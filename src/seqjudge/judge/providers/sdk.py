@@ -94,13 +94,22 @@ SDK_OPTIONS = {
 }
 
 
-def read_api_key(provider: str, env_var: str) -> str:
-    """The key from the environment (never from a file or flag, so it cannot land in a config or a log)."""
+# What the SDK client is given for a local server (``base_url``) when the key variable is not set: the
+# SDKs refuse to build a client without some key string, and a local server usually checks none. It is not
+# a secret, but it is still never shown: it stays inside the client like a real key.
+NO_KEY_PLACEHOLDER = "seqjudge-no-key"
+
+
+def read_api_key(provider: str, env_var: str, base_url: str | None = None) -> str:
+    """The key from the environment (never from a file or flag, so it cannot land in a config or a log);
+    with ``base_url`` and no key set, a placeholder, so that a local server works without inventing one."""
     key = os.environ.get(env_var, "").strip()
+    if not key and base_url:
+        return NO_KEY_PLACEHOLDER
     if not key:
         raise ProviderError(
             f"no API key for the {provider} provider: set the {env_var} environment variable "
-            f"(for a local server that needs no key, any value will do; another variable can be named "
+            f"(a local server that needs no key needs only --base-url; another variable can be named "
             f"with the api_key_env option)",
             kind="config",
             provider=provider,
@@ -176,7 +185,7 @@ class SDKProvider:
                 kind="config",
                 provider=self.name,
             ) from None
-        self._api_key = read_api_key(self.name, self.key_env)
+        self._api_key = read_api_key(self.name, self.key_env, self.base_url)
         self._sdk_client: Any = None
         self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self._observer: TransportObserver | None = None
@@ -429,6 +438,12 @@ class SDKProvider:
 
     def _status_message(self, status: int, detail: str, retried: str, exc: Exception) -> tuple[str, str]:
         name, model, where = self.name, self.model, self.endpoint
+        if status == 401 and self._api_key == NO_KEY_PLACEHOLDER:
+            return (
+                f"the server at {where} wants an API key (HTTP 401: {detail}), and {self.key_env} is not "
+                f"set; set it to the key that server expects",
+                "auth",
+            )
         if status == 401:
             return (
                 f"{name} rejected the API key from {self.key_env} (HTTP 401: {detail}); check that the "

@@ -38,6 +38,7 @@ class Calibration:
     source: str
     png: bytes | None = None
     figures: dict[str, Any] | None = None
+    note: str | None = None  # what it was made from, against the run's rules and traces (provenance)
 
     @property
     def data_uri(self) -> str | None:

@@ -11,16 +11,19 @@ from seqjudge.rules.base import (
     Evaluator,
     Operand,
     Ordering,
+    Pointless,
     RuleBase,
     SameMixin,
     SelectorFactory,
     Wording,
     check_operand,
+    never_met,
     operand_text,
 )
 from seqjudge.rules.evaluate import Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
 from seqjudge.rules.evaluate import name as _name
+from seqjudge.rules.select import selects_within
 
 if TYPE_CHECKING:
     from seqjudge.rules.index import View
@@ -37,6 +40,21 @@ class AfterRule(SameMixin, RuleBase):
     operand_fields = ("trigger", "then")
 
     _v = field_validator("trigger", "then")(lambda cls, v: check_operand(v))
+
+    def pointless(self, aliases: dict[str, list[str]]) -> list[Pointless]:
+        out = super().pointless(aliases)
+        if selects_within(self.then, self.trigger, aliases):
+            # The last trigger needs a successful `then` in a later step, which would be a later trigger.
+            out.append(
+                Pointless(
+                    ("then",),
+                    f"every call then ({operand_text(self.then)}) selects is also a trigger "
+                    f"({operand_text(self.trigger)}), so the last trigger can never be followed by one and "
+                    "the rule fails on every trace that calls it",
+                    "name in then the tool that must follow, different from the trigger",
+                )
+            )
+        return out + never_met(("then",), self.then, "after a trigger")
 
     def default_id(self) -> str:
         return f"after:{operand_text(self.trigger)}->{operand_text(self.then)}@{self.within}"

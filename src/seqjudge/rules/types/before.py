@@ -11,11 +11,13 @@ from seqjudge.rules.base import (
     Evaluator,
     Operand,
     Ordering,
+    Pointless,
     RuleBase,
     SameMixin,
     SelectorFactory,
     Wording,
     check_operand,
+    never_met,
     operand_text,
 )
 from seqjudge.rules.evaluate import Finding, Flaw
@@ -23,6 +25,7 @@ from seqjudge.rules.evaluate import at as _at
 from seqjudge.rules.evaluate import failed_note as _failed_note
 from seqjudge.rules.evaluate import first_ok_before as _first_ok_before
 from seqjudge.rules.evaluate import name as _name
+from seqjudge.rules.select import selects_within
 
 if TYPE_CHECKING:
     from seqjudge.rules.index import View
@@ -46,6 +49,22 @@ class BeforeRule(SameMixin, RuleBase):
                 f"first and then are both {operand_text(self.first)!r}: a tool cannot be its own prerequisite"
             )
         return self
+
+    def pointless(self, aliases: dict[str, list[str]]) -> list[Pointless]:
+        out = super().pointless(aliases)
+        if selects_within(self.first, self.then, aliases):
+            # The first `then` call would need a `first` call in an earlier step, which would itself be an
+            # earlier `then` call: no trace can pass once the rule is exercised.
+            out.append(
+                Pointless(
+                    ("first",),
+                    f"every call first ({operand_text(self.first)}) selects is also a call of then "
+                    f"({operand_text(self.then)}), so the first `then` call can never have a successful "
+                    "`first` before it and the rule fails on every trace that calls it",
+                    "name the prerequisite in first and only the calls that need it in then",
+                )
+            )
+        return out + never_met(("first",), self.first, "for a prerequisite")
 
     def default_id(self) -> str:
         return f"before:{operand_text(self.first)}->{operand_text(self.then)}"

@@ -11,10 +11,12 @@ from seqjudge.rules.base import (
     Evaluator,
     Operand,
     Ordering,
+    Pointless,
     RuleBase,
     SelectorFactory,
     Wording,
     check_operand,
+    never_met,
     operand_text,
 )
 from seqjudge.rules.evaluate import Finding, Flaw
@@ -35,6 +37,9 @@ class EventuallyRule(RuleBase):
     operand_fields = ("tool",)
 
     _v = field_validator("tool")(lambda cls, v: check_operand(v))
+
+    def pointless(self, aliases: dict[str, list[str]]) -> list[Pointless]:
+        return super().pointless(aliases) + never_met(("tool",), self.tool, "for eventually")
 
     def default_id(self) -> str:
         return f"eventually:{operand_text(self.tool)}@{self.within}"

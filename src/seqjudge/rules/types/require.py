@@ -11,10 +11,12 @@ from seqjudge.rules.base import (
     Evaluator,
     Operand,
     Ordering,
+    Pointless,
     RuleBase,
     SelectorFactory,
     Wording,
     check_operand,
+    never_met,
     operand_text,
 )
 from seqjudge.rules.evaluate import Finding, Flaw
@@ -34,6 +36,9 @@ class RequireRule(RuleBase):
     operand_fields = ("tool",)
 
     _v = field_validator("tool")(lambda cls, v: check_operand(v))
+
+    def pointless(self, aliases: dict[str, list[str]]) -> list[Pointless]:
+        return super().pointless(aliases) + never_met(("tool",), self.tool, "for require")
 
     def default_id(self) -> str:
         return f"require:{operand_text(self.tool)}"

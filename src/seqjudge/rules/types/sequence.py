@@ -12,11 +12,13 @@ from seqjudge.rules.base import (
     Evaluator,
     Operand,
     Ordering,
+    Pointless,
     RuleBase,
     SameMixin,
     SelectorFactory,
     Wording,
     check_operand,
+    never_met,
     operand_text,
 )
 from seqjudge.rules.evaluate import Finding, Flaw
@@ -42,6 +44,12 @@ class SequenceRule(SameMixin, RuleBase):
         for op in value:
             check_operand(op)
         return value
+
+    def pointless(self, aliases: dict[str, list[str]]) -> list[Pointless]:
+        out = super().pointless(aliases)
+        for i, member in enumerate(self.tools):
+            out += never_met(("tools", i), member, "to progress through a sequence")
+        return out
 
     def default_id(self) -> str:
         return "sequence:" + ">".join(operand_text(t) for t in self.tools)

@@ -1,0 +1,136 @@
+"""Start-up time: `seqjudge --help` and `seqjudge check` of one small trace, wall clock, in fresh processes.
+
+    python benchmarks/startup.py [--runs 15]
+    python benchmarks/startup.py --src /work/main/src --src src     # two checkouts side by side
+    python benchmarks/startup.py --importtime [--top 15]            # the slowest imports of each command
+
+Each run is a new interpreter (`python -c "from seqjudge.cli import main; main()" ...`), so it pays what a
+user pays: the interpreter, the imports, the command. With --src the checkouts are put first on PYTHONPATH
+and run alternately, so that a noisy machine hits them alike; the ratio is of their medians. Wall time is
+what a user waits; CPU time (user + system of the process) moves less when the machine is shared.
+--importtime runs each command once under `python -X importtime` and prints the modules with the largest
+cumulative import time (a package's figure includes what it imports).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ENTRY = "import sys; from seqjudge.cli import main; sys.argv[0] = 'seqjudge'; main()"
+RULES = """\
+rules:
+  - id: auth-first
+    type: before
+    first: authenticate
+    then: refund
+  - id: one-refund
+    type: max_calls
+    tool: refund
+    max: 1
+"""
+TRACE = {
+    "trace_id": "small",
+    "calls": [
+        {"tool_name": "authenticate", "arguments": {"user": "u1"}},
+        {"tool_name": "get_order", "arguments": {"order": "o1"}},
+        {"tool_name": "refund", "arguments": {"order": "o1"}},
+    ],
+}
+
+
+def commands(folder: Path) -> dict[str, list[str]]:
+    rules = folder / "rules.yaml"
+    trace = folder / "trace.json"
+    rules.write_text(RULES, encoding="utf-8")
+    trace.write_text(json.dumps(TRACE), encoding="utf-8")
+    return {"--help": ["--help"], "check (1 trace)": ["check", str(rules), str(trace)]}
+
+
+def environment(src: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(x for x in (src, env.get("PYTHONPATH")) if x)
+    return env
+
+
+def once(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of one fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", ENTRY, *args], env=env, capture_output=True, text=True)
+    took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in (0, 1):  # check exits 1 when a trace fails; anything else is a broken command
+        raise SystemExit(f"`seqjudge {' '.join(args)}` exited {done.returncode}:\n{done.stderr}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return took, cpu
+
+
+def timings(cmds: dict[str, list[str]], sources: list[str | None], runs: int) -> None:
+    Key = tuple[str, str | None]
+    times: dict[Key, list[tuple[float, float]]] = {(c, s): [] for c in cmds for s in sources}
+    for _ in range(runs):
+        for name, args in cmds.items():
+            for src in sources:  # alternate, so that load spikes hit every variant alike
+                times[(name, src)].append(once(args, environment(src)))
+    load = os.getloadavg()[0]
+    print(f"medians of {runs} fresh processes ({sys.executable}; load average {load:.1f} at the end)")
+    print(f"  {'command':<25} {'wall':>8} {'cpu':>8}")
+    for name in cmds:
+        medians = {
+            src: tuple(statistics.median(t[k] for t in times[(name, src)]) for k in (0, 1)) for src in sources
+        }
+        for src, (wall, cpu) in medians.items():
+            label = "installed" if src is None else src
+            print(f"  seqjudge {name:<16} {wall:6.3f} s {cpu:6.3f} s   [{label}]")
+        if len(sources) == 2:
+            (w1, c1), (w2, c2) = (medians[s] for s in sources)
+            print(f"  seqjudge {name:<16} {w1 / w2:6.2f} x {c1 / c2:6.2f} x   first/second")
+
+
+def importtime(cmds: dict[str, list[str]], top: int) -> None:
+    for name, args in cmds.items():
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", ENTRY, *args], capture_output=True, text=True
+        )
+        rows = []
+        for line in done.stderr.splitlines():
+            if not line.startswith("import time:") or "cumulative" in line:
+                continue
+            _, cumulative, module = line.split("|")
+            rows.append((int(cumulative), module.removeprefix(" ")))
+        total = sum(c for c, m in rows if not m.startswith(" "))  # nested imports are indented
+        print(f"seqjudge {name}: {total / 1e6:.3f} s of imports; largest cumulative:")
+        for cumulative, module in sorted(rows, reverse=True)[:top]:
+            print(f"  {cumulative / 1e6:6.3f} s  {module.strip()}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15, help="fresh processes per command (default 15)")
+    parser.add_argument(
+        "--src", action="append", help="a checkout's src/ to put first on PYTHONPATH (repeat to compare)"
+    )
+    parser.add_argument("--importtime", action="store_true", help="print the slowest imports instead")
+    parser.add_argument("--top", type=int, default=15, help="how many imports --importtime prints")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        cmds = commands(Path(tmp))
+        if options.importtime:
+            importtime(cmds, options.top)
+        else:
+            sources: list[str | None] = list(options.src) if options.src else [None]
+            timings(cmds, sources, options.runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Defaults and names that the command line needs before any command runs.
+
+They live here, in a module that imports nothing, so that building the CLI (``seqjudge --help``) does not
+load the modules that own the concepts (the report models, the config, the store, the importers). Those
+modules import their value from here; nothing else declares them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+# Scores below this go to review (seqjudge.report).
+DEFAULT_THRESHOLD = 0.85
+# The SQLite store (seqjudge.config, seqjudge.store).
+DEFAULT_STORE = ".seqjudge/seqjudge.db"
+DEFAULT_STORE_PATH = Path(DEFAULT_STORE)
+# A project's config, found in a folder by `run`, `check`, `calibrate` and `init` (seqjudge.config).
+CONFIG_FILE = "seqjudge.yaml"
+
+# Why a trace is routed to a person (seqjudge.crosscheck).
+ReviewReason = Literal[
+    "below_threshold", "high_risk_imperfect", "judge_engine_disagreement", "unscored", "judge_rule_undecided"
+]
+REVIEW_REASONS: tuple[str, ...] = ReviewReason.__args__  # type: ignore[attr-defined]
+
+# The trace formats of seqjudge.ingest, in its detection order (a test holds them equal to ingest.FORMATS).
+TRACE_FORMATS: tuple[str, ...] = (
+    "native",
+    "claude-code",
+    "codex",
+    "tau2",
+    "openai-log",
+    "langsmith",
+    "langchain",
+    "anthropic",
+    "openai",
+    "openinference",
+    "openllmetry",
+    "vercel-ai",
+    "otel",
+    "assay",
+)
