@@ -17,7 +17,7 @@ server of the project, as benchmarks/judge_throughput.py uses it), which answers
 request with the recorded answer of the trace the request is about, runs `seqjudge run` per suite in a child
 process (the OpenAI adapter with `--base-url`, a dummy key in the child's environment only, a temporary
 store, no response cache, one attempt: a recorded answer cannot improve on a re-ask), then reads the stored
-results and compares the final outcome of each `judge` rule with the suite's labels.jsonl: n, agreement,
+results and compares the judge's outcome of each `judge` rule with the suite's labels.jsonl: n, agreement,
 Cohen's kappa (crosscheck.cohen_kappa), misses (label fail, judge pass), false flags (label pass, judge fail),
 unscored, and the disagreeing trace ids, overall and per suite. A trace without an answer file is
 unscored and named.
@@ -369,11 +369,16 @@ def run_suite(
 
 
 def judge_outcomes(result: Any) -> dict[str, bool | None]:
-    """judge rule id -> failed? (None: not decided, e.g. the judge did not score)."""
+    """judge rule id -> failed? (None: not decided, e.g. the judge did not score).
+
+    The judge's own decision is what is measured: a run without a matching calibration certificate keeps
+    it as advice (``route`` advisory, final ``deferred``) and one with a certificate may route it to review;
+    either way ``judge`` holds what the judge said (revisions before issue 18 have no ``route``)."""
     out: dict[str, bool | None] = {}
     for d in result.rules:
         if d.type == "judge":
-            out[d.rule_id] = {"failed": True, "passed": False, "not_exercised": False}.get(d.final)
+            outcome = d.judge if getattr(d, "route", None) is not None else d.final
+            out[d.rule_id] = {"failed": True, "passed": False, "not_exercised": False}.get(outcome)
     return out
 
 

@@ -49,6 +49,7 @@ from seqjudge.judge.judge import (
     prepare_request,
 )
 from seqjudge.judge.providers.base import JudgeRequest
+from seqjudge.judge_gate import gate_data, gate_from_data, run_gate
 from seqjudge.provenance import rules_hash
 from seqjudge.redact import redact_trace
 from seqjudge.report import Report
@@ -106,6 +107,13 @@ async def submit_run(
 ) -> SubmitSummary:
     """Create a run, store the traces that need no model call, and submit the others' judge requests."""
     api = api or batch_api(provider)  # an unsupported provider fails before anything is stored
+    if cfg.confidence != "stated":
+        raise InputError(
+            f"--batch sends one request per trace and keeps no log-probabilities: --confidence "
+            f"{cfg.confidence} needs an online run",
+            where="--confidence",
+            hint="drop --batch, or use --confidence stated (the model's own confidence) with --batch",
+        )
     if cfg.model is None:
         cfg = cfg.model_copy(update={"model": f"{provider.name}:{provider.model}"})
     engine = Engine(ruleset)
@@ -169,14 +177,17 @@ async def submit_run(
         items.append(_Item(report.trace_id, cid, prompt.prompt_hash, request, row))
 
     plan = _plan(api, [(it, "first", SessionState(request=it.request), None) for it in items])
+    gate = run_gate(cfg, ruleset, provider)
     run_id = store.create_run(
-        config=cfg.model_dump(mode="json"), fingerprint=run_fingerprint(cfg, ruleset), label=cfg.label
+        config=cfg.model_dump(mode="json"),
+        fingerprint={**run_fingerprint(cfg, ruleset), "judge_gate": gate_data(gate)},
+        label=cfg.label,
     )
     summary = SubmitSummary(run_id=run_id, submitted=len(items))
     try:
         for trace, report, session in immediate:
             judged = None if session is None else await _finish_online(session, trace, cfg.max_attempts)
-            _save(store, run_id, cfg, trace, report, judged)
+            _save(store, run_id, cfg, trace, report, judged, gate)
             summary.stored += 1
     except ProviderError:
         # Nothing was submitted yet: an ordinary interrupted run, which `seqjudge run --resume` finishes.
@@ -212,10 +223,19 @@ def _cache(cfg: RunConfig, store: Store) -> Any:
 
 
 def _save(
-    store: Store, run_id: str, cfg: RunConfig, trace: Trace, report: Report, judged: JudgeResult | None
+    store: Store,
+    run_id: str,
+    cfg: RunConfig,
+    trace: Trace,
+    report: Report,
+    judged: JudgeResult | None,
+    gate: Any = None,
 ) -> None:
-    """What the online runner does with a decided trace: reconcile and store it."""
-    result = reconcile(report, judged, threshold=cfg.threshold, risk_level=cfg.risk_level, judge_skipped=None)
+    """What the online runner does with a decided trace: reconcile (``gate``: ``runner.run_gate``'s) and
+    store it."""
+    result = reconcile(
+        report, judged, threshold=cfg.threshold, risk_level=cfg.risk_level, judge_skipped=None, gate=gate
+    )
     # Every trace reaching here was redacted with the run's names at submit time.
     store.save_result(run_id, trace, result, redacted_with=cfg.redact)
 
@@ -442,6 +462,16 @@ class _Collector:
         self.parts = store.prompt_parts(parts)
         self.bases = {tid: unpack_request(t.request, self.parts) for tid, t in traces.items()}
         self.default_api = batch_api(provider)
+        self._gate: Any = None
+        self._gated = False
+
+    def gate(self) -> Any:
+        """The run's judge gate as its submission stored it (``judge_gate.gate_data``; none for a run
+        submitted before gates existed), read once."""
+        if not self._gated:
+            self._gate = gate_from_data(self.store.run_info(self.run_id).fingerprint.get("judge_gate"))
+            self._gated = True
+        return self._gate
 
     def _item(self, trace_id: str) -> _Item:
         t = self.traces[trace_id]
@@ -561,7 +591,15 @@ class _Collector:
         t = self.traces[req.trace_id]
         # Another collect of this run may have stored it meanwhile: one result per trace, theirs.
         with suppress(DuplicateTraceError):
-            _save(self.store, self.run_id, self.cfg, t.trace, Report.model_validate(t.engine), judged)
+            _save(
+                self.store,
+                self.run_id,
+                self.cfg,
+                t.trace,
+                Report.model_validate(t.engine),
+                judged,
+                self.gate(),
+            )
         self.store.mark_handled([(req.batch_id, req.custom_id)])
 
     async def _reask_online(self, work: list[tuple[BatchRequest, JudgeSession]]) -> int:

@@ -1,10 +1,11 @@
 """Scores for a calibration: judged runs of a golden dataset (stored ones reused), or an external scores file.
 
 Reuse: a stored run counts as a judgement of the dataset when it is *completed*, was made with the same
-rules and traces files, model, judge mode and sampling options, and, trace by trace, the judge was sent
-exactly the prompt it would be sent now (the stored ``prompt_hash`` equals a fresh render's, which covers
-the template, rules, catalog, examples, risk level, redaction and the trace itself) under the same template
-hash. Then its scores are used and no model is called.
+rules and traces files, model, judge mode, confidence source and sampling options, no judge decision in it
+was routed by a certificate (``seqjudge.judge_gate``: calibration runs are ungated), and, trace by trace,
+the judge was sent exactly the prompt it would be sent now (the stored ``prompt_hash`` equals a fresh
+render's, which covers the template, rules, catalog, examples, risk level, redaction and the trace itself)
+under the same template hash. Then its scores are used and no model is called.
 
 Repeats (``--repeats K``): each repeat is one stored run made with ``run_traces``. With K = 1 the response
 cache is used as ``seqjudge run`` uses it. With K > 1 every new repeat runs with the response cache off, so
@@ -23,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from seqjudge.calibrate import Calibration, Settings, Stability, calibrate, stability, writable
+from seqjudge.calibrate_guarantee import GuaranteeReport, GuaranteeSettings
 from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import TraceResult
 from seqjudge.defaults import CONFIG_FILE
@@ -87,7 +89,7 @@ def expected_prompts(dataset: GoldenDataset, cfg: RunConfig) -> dict[str, tuple[
     return out
 
 
-_SAME_CONFIG = ("rules", "traces", "model", "judge_mode", "risk_level")
+_SAME_CONFIG = ("rules", "traces", "model", "judge_mode", "risk_level", "confidence", "samples")
 _SAME_OPTIONS = ("temperature", "seed", "base_url")
 
 
@@ -125,6 +127,8 @@ def _same_prompts(
             return False
         if independent_only and any(a.cached for a in judge.attempts):
             return False
+        if any(d.route is not None for d in stored.result.rules):
+            return False  # a gated run's scores leave out (or route) judge decisions: not the judge's own
         seen.add(stored.trace_id)
     return seen == set(expected)
 
@@ -186,14 +190,26 @@ async def judge_repeats(
             provider=provider,
             catalog=dataset.catalog,
             examples=dataset.examples,
+            gated=False,  # the calibration measures the judge itself: no certificate applies yet
         )
         run_ids.append(summary.run_id)
     results = [{s.trace_id: s.result for s in store.results(run_id)} for run_id in run_ids]
     return JudgedRepeats(run_ids=run_ids, reused=reused, results=results)
 
 
-def read_scores(path: str | Path, dataset: GoldenDataset) -> dict[str, float]:
-    """An external scores file: exactly one score in [0, 1] per labelled trace."""
+RULES_HINT = (
+    'optional "rules": {"RULE_ID": {"decision": "passed" | "failed", "confidence": 0.0 to 1.0}} per `judge` '
+    "rule the judge decided, for the guarantee (calibrate --alpha)"
+)
+
+
+def read_scores(
+    path: str | Path,
+    dataset: GoldenDataset,
+    rule_decisions: dict[str, dict[str, tuple[str, float]]] | None = None,
+) -> dict[str, float]:
+    """An external scores file: exactly one score in [0, 1] per labelled trace. ``rule_decisions``, when
+    given, is filled with each line's optional ``rules`` (trace id -> rule id -> (decision, confidence))."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -232,6 +248,16 @@ def read_scores(path: str | Path, dataset: GoldenDataset) -> dict[str, float]:
         if tid in scores:
             raise InputError(f"trace {tid} is scored twice", source=str(p), where=where, hint=SCORES_HINT)
         scores[tid] = float(score)
+        extra = sorted(set(record) - {"trace_id", "score", "rules"})
+        if extra:
+            raise InputError(
+                f"unknown key(s) {', '.join(extra)}",
+                source=str(p),
+                where=where,
+                hint=f"{SCORES_HINT}; {RULES_HINT}",
+            )
+        if "rules" in record and rule_decisions is not None:
+            rule_decisions[tid] = _rule_scores(record["rules"], dataset, str(p), where)
     missing = [t for t in dataset.labels if t not in scores]
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
@@ -241,6 +267,36 @@ def read_scores(path: str | Path, dataset: GoldenDataset) -> dict[str, float]:
             hint="a calibration on part of the dataset would not say what it left out: score every trace",
         )
     return scores
+
+
+def _rule_scores(raw: Any, dataset: GoldenDataset, source: str, where: str) -> dict[str, tuple[str, float]]:
+    judge_rules = {r.rule_id for r in dataset.ruleset.rules if r.type == "judge"}
+    if not isinstance(raw, dict):
+        raise InputError("rules must be an object", source=source, where=f"{where}, rules", hint=RULES_HINT)
+    out: dict[str, tuple[str, float]] = {}
+    for rid, entry in raw.items():
+        at = f"{where}, rules.{rid}"
+        if rid not in judge_rules:
+            raise InputError(
+                f"{rid!r} is not a `judge` rule of the dataset", source=source, where=at, hint=RULES_HINT
+            )
+        decision = entry.get("decision") if isinstance(entry, dict) else None
+        confidence = entry.get("confidence") if isinstance(entry, dict) else None
+        if (
+            decision not in ("passed", "failed")
+            or isinstance(confidence, bool)
+            or not isinstance(confidence, int | float)
+            or not 0.0 <= confidence <= 1.0
+            or set(entry) - {"decision", "confidence"}
+        ):
+            raise InputError(
+                "expected exactly a decision (passed or failed) and a confidence between 0 and 1",
+                source=source,
+                where=at,
+                hint=RULES_HINT,
+            )
+        out[rid] = (decision, float(confidence))
+    return out
 
 
 # -- the whole calibration of a golden dataset -------------------------------------------------------------
@@ -257,6 +313,7 @@ class CalibrationReport(BaseModel):
     contradictions: list[dict[str, Any]] = Field(default_factory=list)
     dataset_warnings: list[str] = Field(default_factory=list)
     written: str | None = None
+    guarantee: GuaranteeReport | None = None
     # The rules and traces it was made from (provenance.Suite): the HTML report shows a calibration only
     # beside runs of the same suite.
     suite: dict[str, Any] | None = None
@@ -304,12 +361,17 @@ def calibrate_golden(
     explicit_objective: bool = False,
     reuse: bool = True,
     say: Any = None,
+    guarantee: GuaranteeSettings | None = None,
+    confidence: str | None = None,
+    samples: int | None = None,
 ) -> CalibrationReport:
     """Calibrate the judge on a golden dataset (the Python entry point of `seqjudge calibrate`).
 
     ``provider``: a Provider instance to judge with (tests and embedding programs); without one it is built
     from the model. ``explicit_objective``: the objective of ``settings`` was asked for, so the risk level
-    ``risk_level`` (default medium) uses it instead of its default objective."""
+    ``risk_level`` (default medium) uses it instead of its default objective. ``guarantee``: also certify
+    confidence thresholds per judge rule (``seqjudge.calibrate_guarantee``) and, when a judge was run,
+    write the certificate beside the store."""
     import asyncio
 
     from seqjudge.crosscheck import agreement
@@ -332,10 +394,13 @@ def calibrate_golden(
         judge_mode=judge_mode,
         store=str(store) if store is not None else None,
         concurrency=concurrency,
+        confidence=confidence,
+        samples=samples,
     )
     judged: JudgedRepeats | None = None
     if scores_file is not None:
-        scores = read_scores(scores_file, dataset)
+        external_rules: dict[str, dict[str, tuple[str, float]]] = {}
+        scores = read_scores(scores_file, dataset, external_rules)
         source: dict[str, Any] = {"kind": "scores", "file": str(scores_file), "repeats": 1}
         excluded: dict[str, str] = {}
     else:
@@ -395,8 +460,73 @@ def calibrate_golden(
         agreement=agreement_figures,
         contradictions=[c.as_dict() for c in contradictions],
         dataset_warnings=[p.render() for p in problems if p.level == "warning"],
+        guarantee=_guarantee(dataset, cfg, judged, guarantee, external_rules if scores_file else None)
+        if guarantee is not None
+        else None,
         suite=dataset_suite(dataset).as_dict(),
     )
+
+
+def dataset_files(dataset: GoldenDataset) -> list[Path]:
+    """The files a certificate's dataset hash covers: rules, traces, labels, and catalog/examples if any."""
+    files = [dataset.rules_path, dataset.traces_path, dataset.labels_path]
+    return files + [p for p in (dataset.catalog_path, dataset.examples_path) if p is not None]
+
+
+def _guarantee(
+    dataset: GoldenDataset,
+    cfg: RunConfig,
+    judged: JudgedRepeats | None,
+    settings: GuaranteeSettings,
+    external: dict[str, dict[str, tuple[str, float]]] | None = None,
+) -> GuaranteeReport:
+    """The guarantee per judge rule from the first judged run (or the scores file's ``rules``), and its
+    certificate when a judge ran."""
+    from seqjudge.calibrate_guarantee import (
+        external_decisions,
+        guarantee_report,
+        labelled_decisions,
+        make_certificate,
+    )
+    from seqjudge.certificate import certificates_dir, save_certificate, template_hash
+
+    rule_ids = [r.rule_id for r in dataset.ruleset.rules if r.type == "judge"]
+    if external is not None:
+        decisions, unlabelled = external_decisions(external, dataset.labels)
+    else:
+        results = list(judged.results[0].values()) if judged is not None else []
+        decisions, unlabelled = labelled_decisions(results, dataset.labels, rule_ids)
+    report, certified = guarantee_report(
+        decisions,
+        rule_ids,
+        settings,
+        risk_level=cfg.risk_level,
+        confidence_source=cfg.confidence,
+        unlabelled=unlabelled,
+    )
+    if judged is None:
+        report.note = (
+            "external scores: no certificate is written (it needs the judge model and seqjudge's prompt; "
+            "judge the dataset with --model to certify)"
+            + ("" if decisions else '; the scores file has no "rules" decisions, so no rule can be certified')
+        )
+        return report
+    if not rule_ids:
+        report.note = "the rules have no `judge` rule: nothing to certify, no certificate written"
+        return report
+    cert = make_certificate(
+        certified,
+        settings,
+        model=cfg.model or "",
+        template_hash=template_hash(),
+        ruleset=dataset.ruleset,
+        dataset_files=dataset_files(dataset),
+        dataset=dataset.name,
+        confidence_source=cfg.confidence,
+        samples=cfg.samples,
+    )
+    report.certificate = str(save_certificate(cert, certificates_dir(cfg.store)))
+    return report
 
 
 def dataset_suite(dataset: GoldenDataset) -> Suite:
@@ -483,3 +613,36 @@ def _replace_block(lines: list[str], block: list[str]) -> list[str]:
     ):
         first -= 2
     return [*lines[:first], *block, *lines[end:]]
+
+
+def certificate_status(
+    directory: str | Path, *, model: str | None = None, store: str | Path | None = None
+) -> tuple[Any, list[str], str]:
+    """`seqjudge calibrate --check`: (the certificate, what changed since it, the folder looked in)."""
+    from seqjudge.certificate import certificates_dir, rules_hash, staleness, template_hash
+    from seqjudge.golden import load_dataset
+
+    dataset = load_dataset(directory)
+    cfg = dataset_config(dataset, model=model, store=str(store) if store is not None else None)
+    if not cfg.model:
+        raise InputError(
+            "--check compares the certificate with the judge model, and no model is configured",
+            where="--model",
+            hint="give --model provider:model, set `model:` in the dataset's seqjudge.yaml or SEQJUDGE_MODEL",
+        )
+    folder = certificates_dir(cfg.store)
+    cert, changes = staleness(
+        folder,
+        dataset=dataset.name,
+        model=cfg.model,
+        template=template_hash(),
+        rules=rules_hash(dataset.ruleset),
+        data=dataset_hash_of(dataset),
+    )
+    return cert, changes, str(folder)
+
+
+def dataset_hash_of(dataset: GoldenDataset) -> str:
+    from seqjudge.certificate import dataset_hash
+
+    return dataset_hash(dataset_files(dataset))

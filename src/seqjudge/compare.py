@@ -130,6 +130,7 @@ class JudgeTest(BaseModel):
     rules: list[str]
     paired: int  # traces whose judge rules are decided on both sides
     undecided: int  # matched traces left out: a judge rule undecided (deferred) on a side
+    advisory: int = 0  # of those, traces where a judge rule was advisory (no certificate matched its run)
     pass_to_fail: int
     fail_to_pass: int
     p_value: float
@@ -448,13 +449,19 @@ def _judge_test(
 ) -> JudgeTest | None:
     if not rule_ids:
         return None
-    b = c = undecided = 0
+    b = c = undecided = advisory = 0
     deltas: list[float] = []
     for trace_id in matched:
         old, new = judge_outcome(base[trace_id], rule_ids), judge_outcome(cand[trace_id], rule_ids)
         old_s, new_s = judge_score(base[trace_id], rule_ids), judge_score(cand[trace_id], rule_ids)
         if old is None or new is None or old_s is None or new_s is None:
             undecided += 1
+            advisory += any(
+                d.route == "advisory"
+                for r in (base[trace_id], cand[trace_id])
+                for d in r.rules
+                if d.rule_id in rule_ids
+            )
             continue
         b += old == "pass" and new == "fail"
         c += old == "fail" and new == "pass"
@@ -464,6 +471,7 @@ def _judge_test(
         rules=sorted(rule_ids),
         paired=len(deltas),
         undecided=undecided,
+        advisory=advisory,
         pass_to_fail=b,
         fail_to_pass=c,
         p_value=p,
@@ -502,6 +510,17 @@ def _deterministic_decision(regressed: dict[str, list[str]], rules: dict[str, Ru
 def _judge_decision(judge: JudgeTest | None, alpha: float, noise: NoiseFloor | None) -> Decision:
     if judge is None:
         return Decision(rule="judge_paired", applies=False, fired=False, reason="no judge rule on both sides")
+    decision = _paired_decision(judge, alpha, noise)
+    if judge.advisory:
+        # seqjudge.judge_gate: a run no certificate matched (model, prompt, rules) took them as advice.
+        decision.reason = (
+            f"judge rules advisory on {judge.advisory} trace(s) (no calibration certificate matched the "
+            f"run): left out, never gating; {decision.reason}"
+        )
+    return decision
+
+
+def _paired_decision(judge: JudgeTest, alpha: float, noise: NoiseFloor | None) -> Decision:
     if judge.paired == 0:
         return Decision(
             rule="judge_paired",

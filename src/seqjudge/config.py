@@ -23,6 +23,10 @@ from seqjudge.report import DEFAULT_THRESHOLD, RiskLevel
 
 JudgeMode = Literal["full", "contextual"]
 JUDGE_MODES: tuple[str, ...] = JudgeMode.__args__  # type: ignore[attr-defined]
+# Where a judged rule decision's confidence comes from (``seqjudge run --confidence``): the reply's own
+# ``rule_decisions``, agreement across ``samples`` judge calls, or the tokens' log-probabilities.
+ConfidenceSource = Literal["stated", "samples", "logprobs"]
+CONFIDENCE_SOURCES: tuple[str, ...] = ConfidenceSource.__args__  # type: ignore[attr-defined]
 
 
 class ModelOptions(BaseModel):
@@ -61,6 +65,8 @@ class RunConfig(BaseModel):
     thresholds: Thresholds | None = None
     store: str = DEFAULT_STORE
     judge_mode: JudgeMode = "full"
+    confidence: ConfidenceSource = "stated"
+    samples: int = Field(default=1, ge=1)  # judge calls per trace; K > 1 with confidence "samples"
     max_attempts: int = Field(default=3, ge=1)
     concurrency: int = Field(default=8, ge=1)
     # Requests / tokens per minute; None = the provider's default (its profile's), 0 = off.

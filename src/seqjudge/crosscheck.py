@@ -47,6 +47,13 @@ class Judged(Protocol):
     def rule_ids(self) -> Sequence[str]: ...
 
 
+class JudgeRouting(Protocol):
+    """What a judge rule decision does (``seqjudge.judge_gate.JudgeGate`` is one): ``gate`` (it stands),
+    ``review`` (below its certified confidence threshold) or ``advisory`` (no certificate: reported only)."""
+
+    def route(self, rule_id: str, said: str, confidence: float | None) -> str: ...
+
+
 class RuleDecision(BaseModel):
     rule_id: str
     type: str
@@ -59,6 +66,8 @@ class RuleDecision(BaseModel):
     engine_explanation: str = ""
     judge_explanation: str | None = None
     judge_call_indices: list[int] = Field(default_factory=list)
+    confidence: float | None = None  # the judge's confidence in ``judge`` (None: none given, or not asked)
+    route: Literal["review", "advisory"] | None = None  # a judge rule decision that did not gate, and why
 
 
 class TraceResult(BaseModel):
@@ -89,10 +98,13 @@ def reconcile(
     threshold: float = DEFAULT_THRESHOLD,
     risk_level: RiskLevel = "medium",
     judge_skipped: str | None = None,
+    gate: JudgeRouting | None = None,
 ) -> TraceResult:
-    """Reconcile one trace. ``judge`` is a JudgeResult or None (not run: say why in ``judge_skipped``)."""
+    """Reconcile one trace. ``judge`` is a JudgeResult or None (not run: say why in ``judge_skipped``).
+    ``gate``: how the judge's decisions on `judge` rules gate (None: they all stand)."""
     asked: set[str] = set(judge.rule_ids) if judge is not None else set()
     report = judge.report if judge is not None and judge.status == "scored" else None
+    confidences = _confidences(judge) if report is not None else {}
     scored = report is not None
     judge_fail: dict[str, list[JudgedViolation]] = defaultdict(list)
     if report is not None:
@@ -105,10 +117,17 @@ def reconcile(
             said = "failed" if r.rule_id in judge_fail else "passed"
         final: Outcome = r.outcome
         agree: bool | None = None
+        route: Literal["review", "advisory"] | None = None
         if r.type == "judge":
             # A judge rule the engine found not exercised (no call of its applies_to) stays so.
             if said is not None and r.outcome == "deferred":
                 final = said
+                routed = (
+                    gate.route(r.rule_id, said, confidences.get(r.rule_id)) if gate is not None else "gate"
+                )
+                if routed in ("review", "advisory"):
+                    # Pending a person (review) or advice only: the judge's word is in ``judge``, not final.
+                    final, route = "deferred", routed  # type: ignore[assignment]
         elif said is not None and r.outcome in ("passed", "failed", "not_exercised", "not_applicable"):
             # Binary cross-check: did the engine fail the rule, did the judge?
             agree = (r.outcome == "failed") == (said == "failed")
@@ -128,6 +147,8 @@ def reconcile(
                 judge_call_indices=sorted(
                     {v.offending_call_index for v in violations if v.offending_call_index is not None}
                 ),
+                confidence=confidences.get(r.rule_id) if said is not None else None,
+                route=route,
             )
         )
     finals = [
@@ -146,9 +167,14 @@ def reconcile(
     if judge is not None and judge.status == "unscored":
         reasons.append("unscored")
     # With no judge at all (no model, no key) a deferred judge rule is named once in the run's summary,
-    # not routed trace by trace: the verdict is then the engine's, as `seqjudge check` gives it.
-    if judge_skipped is None and any(d.type == "judge" and d.final == "deferred" for d in decisions):
+    # not routed trace by trace: the verdict is then the engine's, as `seqjudge check` gives it. A decision
+    # routed by the certificate (review, advisory) is not undecided: its route says what happens to it.
+    if judge_skipped is None and any(
+        d.type == "judge" and d.final == "deferred" and d.route is None for d in decisions
+    ):
         reasons.append("judge_rule_undecided")
+    if any(d.route == "review" for d in decisions):
+        reasons.append("low_confidence")
     final_verdict: Verdict = verdict(value, critical, threshold=threshold, risk_level=risk_level)
     if final_verdict == "pass" and reasons:
         final_verdict = "review"
@@ -162,6 +188,11 @@ def reconcile(
         judge=judge,
         judge_skipped=judge_skipped,
     )
+
+
+def _confidences(judge: Judged | None) -> dict[str, float]:
+    get = getattr(judge, "rule_confidences", None)
+    return get() if get is not None else {}
 
 
 class Agreement(BaseModel):

@@ -20,7 +20,12 @@ CONFIG_FILE = "seqjudge.yaml"
 
 # Why a trace is routed to a person (seqjudge.crosscheck).
 ReviewReason = Literal[
-    "below_threshold", "high_risk_imperfect", "judge_engine_disagreement", "unscored", "judge_rule_undecided"
+    "below_threshold",
+    "high_risk_imperfect",
+    "judge_engine_disagreement",
+    "unscored",
+    "judge_rule_undecided",
+    "low_confidence",  # a judge rule decision below its certified confidence threshold (seqjudge.judge_gate)
 ]
 REVIEW_REASONS: tuple[str, ...] = ReviewReason.__args__  # type: ignore[attr-defined]
 

@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any
 from seqjudge.config import RunConfig, judge_rule_ids
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
 from seqjudge.errors import InputError, ProviderError
+from seqjudge.judge.confidence import check_source
 from seqjudge.judge.providers.registry import judge_unavailable
+from seqjudge.judge_gate import gate_data, gate_from_data, run_gate
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
 from seqjudge.provenance import rules_hash
@@ -84,6 +86,7 @@ class RunSummary:
     cache_hits: int = 0
     stopped: str | None = None  # why the run stopped early (the budget)
     notes: list[str] = field(default_factory=list)  # what the reader of the summary must know (judge-only)
+    advisory_fails: Counter[str] = field(default_factory=Counter)  # judge rule -> advisory fails (no gate)
     # The `judge` rules left `deferred` because no judge could run (judge_skipped): named, never silent.
     deferred_rules: list[str] = field(default_factory=list)
     coverage: Coverage | None = None  # what the traces left unchecked (rules exercised on none, ...)
@@ -130,6 +133,7 @@ class RunSummary:
             "deferred_rules": list(self.deferred_rules),
             "stopped": self.stopped,
             "notes": list(self.notes),
+            "advisory_judge_fails": dict(self.advisory_fails),
             **({"coverage": self.coverage.as_dict()} if self.coverage is not None else {}),
         }
 
@@ -178,12 +182,17 @@ async def run_traces(
     limiter: RateLimiter | None = None,
     prices: Any = None,
     cache_dir: str | Path | None = None,
+    strict: bool = False,
+    gated: bool = True,
 ) -> RunSummary:
     """Decide every trace of ``traces`` (an iterable) and store each result as it is decided.
 
     ``limiter`` replaces the one built from ``cfg.rpm``/``cfg.tpm`` (a benchmark scales the window);
     ``prices`` replaces ``cfg.prices``; ``cache_dir`` the response cache's folder (default: ``cache/``
-    beside the store)."""
+    beside the store). ``strict`` (or ``cfg.strict``): a judge rule without a matching calibration
+    certificate is an error (``seqjudge.judge_gate``) instead of advice. ``gated=False``: every judge
+    decision stands, certificate or not (a calibration's own runs, which measure the judge the certificate
+    is about)."""
     from seqjudge.redact import redact_trace
 
     engine = Engine(ruleset)
@@ -191,13 +200,18 @@ async def run_traces(
     if provider is None and skipped is None:
         from seqjudge.judge.providers.base import get_provider
 
+        # Before the provider is built: it would refuse an option it lacks in less helpful words.
+        check_source(cfg.confidence, cfg.samples, str(cfg.model).split(":", 1)[0])
         opts = cfg.model_options
         provider = get_provider(
             cfg.model,  # type: ignore[arg-type]
             base_url=opts.base_url,
             timeout=opts.timeout,
             max_retries=opts.max_retries,
+            **({"logprobs": True} if cfg.confidence == "logprobs" else {}),
         )
+    if provider is not None:
+        check_source(cfg.confidence, cfg.samples, getattr(provider, "name", None))
     price = run_price(cfg, prices) if provider is not None else None
     if provider is not None and cfg.max_cost and price is None:
         raise InputError(
@@ -206,14 +220,23 @@ async def run_traces(
             hint="give it with --prices FILE (or prices: in seqjudge.yaml), e.g. "
             f"{cfg.model}: {{input: 2.5, cached_input: 1.25, output: 10}} in USD per million tokens",
         )
+    routing = run_gate(cfg, ruleset, provider) if gated else None
+    if strict or cfg.strict:
+        from seqjudge.judge_gate import require_certificate
+
+        require_certificate(routing)
     fingerprint = {
         "model": cfg.model if provider is not None else None,
         "judge_mode": cfg.judge_mode,
         "engine": "seqjudge-engine/1",
         "rules_hash": rules_hash(ruleset),  # ties a calibration to runs of its own rules (provenance)
+        "judge_gate": gate_data(routing),  # which certificate thresholds the judge rules ran under
     }
     if run_id is not None:
-        store.reopen_run(run_id)
+        info = store.reopen_run(run_id)
+        if gated and "judge_gate" in info.fingerprint:
+            # A resumed run routes as it started, whatever certificates came or went meanwhile.
+            routing = gate_from_data(info.fingerprint["judge_gate"])
     else:
         run_id = store.create_run(
             config=cfg.model_dump(mode="json"), fingerprint=fingerprint, label=cfg.label
@@ -230,6 +253,9 @@ async def run_traces(
     )
     if ruleset.rules and all(r.type == "judge" for r in ruleset.rules):
         summary.notes.append(f"{JUDGE_ONLY_WARNING}. {JUDGE_ONLY_HINT}.")
+    gate_note = routing.note() if routing is not None else None
+    if gate_note:
+        summary.notes.append(gate_note)
     done = store.completed_trace_ids(run_id)
     if done:
         # Totals and cost cover the whole run, not only what this invocation adds.
@@ -289,6 +315,7 @@ async def run_traces(
             threshold=cfg.threshold,
             risk_level=cfg.risk_level,
             judge_skipped=skipped if provider is None else None,
+            gate=routing,
         )
         store.save_result(run_id, redacted, result, redacted_with=cfg.redact)
         _count(summary, result)
@@ -379,6 +406,9 @@ async def _close_transport(provider: Any) -> None:
 
 def _finish(summary: RunSummary, gate: LimitedProvider | None, cache: Any) -> None:
     summary.agreement = agreement([_Decided(summary.decisions)])  # type: ignore[list-item]  # reads .rules
+    if summary.advisory_fails:
+        fails = ", ".join(f"{rule} on {n} trace(s)" for rule, n in summary.advisory_fails.most_common())
+        summary.notes.append(f"advice only, not gating: the judge failed {fails}")
     if gate is not None:
         summary.calls = gate.stats.as_dict()
     if cache is not None:
@@ -404,25 +434,41 @@ async def _judge(
     examples: Any,
     fatal: list[ProviderError],
 ) -> JudgeResult | None:
+    from seqjudge.judge.confidence import combine_samples, reordered, sample_temperature, with_source
     from seqjudge.judge.judge import JudgeFailure, settle_trace  # cheap once imported; deps stay lazy
 
-    outcome = await settle_trace(
-        trace,
-        ruleset,
-        gate,
-        catalog=catalog,
-        examples=examples,
-        risk_level=cfg.risk_level,
-        max_attempts=cfg.max_attempts,
-        cache=cache,
-        rule_ids=rule_ids,
-        max_tokens=cfg.model_options.max_tokens,
-        temperature=cfg.model_options.temperature,
-        seed=cfg.model_options.seed,
-        redact=cfg.redact,
-    )
-    if not isinstance(outcome, JudgeFailure):
-        return outcome
+    k = cfg.samples if cfg.confidence == "samples" else 1
+    temperature = cfg.model_options.temperature
+    if k > 1:
+        temperature = sample_temperature(gate, temperature)
+
+    async def one(i: int) -> JudgeResult | JudgeFailure:
+        rules_i, examples_i = reordered(ruleset, examples, i)
+        return await settle_trace(
+            trace,
+            rules_i,
+            gate,
+            catalog=catalog,
+            examples=examples_i,
+            risk_level=cfg.risk_level,
+            max_attempts=cfg.max_attempts,
+            # Samples after the first never read the cache: a repeated request would repeat its answer.
+            cache=cache if i == 0 else None,
+            rule_ids=rule_ids,
+            max_tokens=cfg.model_options.max_tokens,
+            temperature=temperature,
+            seed=cfg.model_options.seed,
+            redact=cfg.redact,
+        )
+
+    # One after another in this task, never gathered: the CPU lane belongs to the task that entered it, and
+    # LimitedProvider gives the turn up only from that task while it waits on the network.
+    outcomes = [await one(i) for i in range(k)]
+    failures = [o for o in outcomes if isinstance(o, JudgeFailure)]
+    if not failures or (k > 1 and len(failures) < k and not _stops(failures, gate)):
+        results = [o.unscored if isinstance(o, JudgeFailure) else o for o in outcomes]
+        return with_source(combine_samples(results) if k > 1 else results[0], cfg.confidence)
+    outcome = failures[0]
     exc = outcome.error
     if exc.kind in ("stopped", "budget"):
         return None  # gate.stop_reason says why (the budget, or a fatal error in another trace)
@@ -435,6 +481,16 @@ async def _judge(
     return outcome.unscored
 
 
+def _stops(failures: list[Any], gate: LimitedProvider) -> bool:
+    """Whether one of the failures ends the run (or this trace's turn): stopped, budget, or fatal."""
+    return any(
+        f.error.kind in ("stopped", "budget")
+        or f.error.kind in FATAL_KINDS
+        or (f.error.kind in FATAL_UNTIL_SUCCESS and gate.stats.calls == 0)
+        for f in failures
+    )
+
+
 def _count(summary: RunSummary, result: TraceResult) -> None:
     summary.verdicts[result.verdict] += 1
     for reason in result.review_reasons:
@@ -442,6 +498,8 @@ def _count(summary: RunSummary, result: TraceResult) -> None:
     for d in result.rules:
         if d.final == "failed":
             summary.violated[d.rule_id] += 1
+        if d.route == "advisory" and d.judge == "failed":
+            summary.advisory_fails[d.rule_id] += 1
         if d.agree is not None and d.judge is not None:
             summary.decisions.append(d)
     judge = result.judge

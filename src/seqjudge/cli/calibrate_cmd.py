@@ -10,7 +10,15 @@ from typing import Annotated
 import typer
 
 from seqjudge.cli.app import app
-from seqjudge.cli.options import ConcurrencyOpt, ConfigRiskOpt, ConfigStoreOpt, JudgeModeOpt, ModelOpt
+from seqjudge.cli.options import (
+    ConcurrencyOpt,
+    ConfidenceOpt,
+    ConfigRiskOpt,
+    ConfigStoreOpt,
+    JudgeModeOpt,
+    ModelOpt,
+    SamplesOpt,
+)
 from seqjudge.errors import InputError
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
@@ -57,13 +65,38 @@ def calibrate(
     scores: Annotated[
         Path | None,
         typer.Option(
-            "--scores", help='Calibrate external scores (JSONL of {"trace_id", "score"}), no judge.'
+            "--scores",
+            help='Calibrate external scores (JSONL of {"trace_id", "score"}, optionally "rules": {id: '
+            '{"decision", "confidence"}} for --alpha), no judge.',
         ),
     ] = None,
     judge_mode: JudgeModeOpt = None,
     concurrency: ConcurrencyOpt = None,
     no_reuse: Annotated[
         bool, typer.Option("--no-reuse", help="Judge again even when stored runs match.")
+    ] = False,
+    alpha: Annotated[
+        float,
+        typer.Option(
+            "--alpha",
+            min=0.0,
+            max=1.0,
+            help="Bound on the false-pass share among auto-passed judge decisions.",
+        ),
+    ] = 0.05,
+    delta: Annotated[
+        float, typer.Option("--delta", min=0.0, max=1.0, help="Allowed chance that the bound does not hold.")
+    ] = 0.05,
+    auto_fail: Annotated[
+        bool, typer.Option("--auto-fail", help="Certify an auto-fail threshold per judge rule too.")
+    ] = False,
+    confidence: ConfidenceOpt = None,
+    samples: SamplesOpt = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check", help="Only check the certificate: exit 1 when model, prompt, rules or labels changed."
+        ),
     ] = False,
 ) -> int:
     """Calibrate the judge's pass/fail threshold on a golden dataset.
@@ -76,13 +109,25 @@ def calibrate(
     objective; the --risk-level level takes --objective when you give one) and high (1.0: every imperfect
     score goes to review). --target-recall R picks the best precision among thresholds with recall >= R.
 
+    Per `judge` rule it also certifies a confidence threshold: with probability >= 1 - --delta the share of
+    label-fail decisions among those auto-passed is <= --alpha (Learn-then-Test with a Clopper-Pearson bound;
+    --auto-fail does the same for fails), or says how many labels that would take; and writes the
+    certificate (model, prompt template, rules, dataset hashes) that `seqjudge run` gates by. --check exits 1
+    when the certificate is stale.
+
     The judge is required: without a model (--model, `model:` in DATASET/seqjudge.yaml or SEQJUDGE_MODEL)
     it exits 2 and says what to set, unless --scores gives the scores. Exit 0 when the calibration ran,
     2 on bad input, 3 when the provider cannot be reached.
     """
     from seqjudge.calibrate import Settings
+    from seqjudge.calibrate_guarantee import GuaranteeSettings
     from seqjudge.calibrate_runs import calibrate_golden, write_thresholds
 
+    if check:
+        return _check(dataset, model, store)
+    for name, value in (("--alpha", alpha), ("--delta", delta)):
+        if not 0.0 < value < 1.0:
+            raise InputError(f"{name} is {value}", where=name, hint="give a share between 0 and 1, e.g. 0.05")
     no_plot = None
     if plot is not None:
         from seqjudge.outputs.calibrate_plot import plot_unavailable
@@ -140,13 +185,23 @@ def calibrate(
         explicit_objective=chosen is not None,
         reuse=not no_reuse,
         say=lambda text: print(text, file=sys.stderr),
+        guarantee=GuaranteeSettings(alpha=alpha, delta=delta, auto_fail=auto_fail),
+        confidence=confidence.value if confidence else None,
+        samples=samples,
     )
     if write:
         report.written = str(write_thresholds(report, dataset))
+    guarantee_plot: Path | None = None
     if plot is not None and no_plot is None:
         from seqjudge.outputs.calibrate_plot import write_plot
 
         write_plot(report.calibration, plot, title=f"seqjudge calibrate: {report.name}", suite=report.suite)
+        if report.guarantee is not None and report.guarantee.rules:
+            from seqjudge.outputs.guarantee_view import write_guarantee_plot
+
+            extra = plot.with_name(f"{plot.stem}-guarantee{plot.suffix or '.png'}")
+            write_guarantee_plot(report.guarantee, extra, title=f"seqjudge calibrate: {report.name}")
+            guarantee_plot = extra
     to_stdout = output is not None and str(output) == "-"
     if output is not None:
         with open_output(output) as handle:
@@ -157,6 +212,24 @@ def calibrate(
             print(f"figures: {output}")
         if plot is not None and no_plot is None:
             print(f"plot: {plot}")
+            if guarantee_plot is not None:
+                print(f"plot: {guarantee_plot}")
     if no_plot:
         print(f"plot: not written to {plot}: {no_plot}", file=sys.stderr)
     return 0
+
+
+def _check(dataset: Path, model: str | None, store: Path | None) -> int:
+    """`calibrate --check`: 0 when a certificate matches the model, prompt template, rules and labels."""
+    from seqjudge.calibrate_runs import certificate_status
+
+    cert, changes, folder = certificate_status(dataset, model=model, store=store)
+    if not changes:
+        assert cert is not None
+        print(
+            f"certificate of {cert.created} holds: same model, prompt template, rules and labels ({folder})"
+        )
+        return 0
+    print(f"the calibration certificate of {dataset} is stale: " + "; ".join(changes))
+    print(f"  re-run `seqjudge calibrate {dataset}` to certify the judge again")
+    return 1

@@ -225,12 +225,20 @@ def compare_cmd(
     alert_below: AlertBelowOpt = None,
     alert_webhook: AlertWebhookOpt = None,
     alert_fail_hard: AlertFailHardOpt = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Exit 2 when a run's judge rules were advisory (no calibration certificate matched it).",
+        ),
+    ] = False,
 ) -> int:
     """Compare a candidate run with a baseline, trace by trace: exit 1 on a regression.
 
     A rule the engine decides that newly fails on any trace is a regression. Rules only the judge decides
     are compared with a paired test (McNemar's exact test and a bootstrap interval) so that judge noise is
-    not taken for a regression. --max-drop adds a plain pass-rate gate.
+    not taken for a regression. --max-drop adds a plain pass-rate gate. Judge rules a run took as advice (no
+    calibration certificate matched it) are left out and said so; --strict makes them an error.
 
     Exit 0 no regression, 1 regression, 2 bad input, 3 an alert that could not be posted (only with
     --alert-fail-hard, and only when there is no regression to report).
@@ -253,6 +261,8 @@ def compare_cmd(
             noise = noise_floor(repeat, base.stored, again.stored)
     finally:
         stores.close()
+    if strict:
+        _require_certified((baseline, base.stored), (candidate, cand.stored))
     result = compare(
         base.stored,
         cand.stored,
@@ -292,6 +302,20 @@ def compare_cmd(
             raise
         print(f"error: {exc} (exiting 1 for the regression)", file=sys.stderr)
     return code
+
+
+def _require_certified(*sides: tuple[str, list[StoredResult]]) -> None:
+    """``compare --strict``: a side whose judge rules were advisory (``seqjudge.judge_gate``) is an error."""
+    for ref, stored in sides:
+        advisory = sorted({d.rule_id for s in stored for d in s.result.rules if d.route == "advisory"})
+        if advisory:
+            raise InputError(
+                f"{ref}: judge rule(s) {', '.join(advisory)} were advisory (no calibration certificate "
+                "matched the run's model, prompt and rules), so they cannot gate",
+                where="--strict",
+                hint="calibrate with `seqjudge calibrate DATASET --model MODEL`, run again, and compare "
+                "those runs; or drop --strict",
+            )
 
 
 # -- report-ci -----------------------------------------------------------------------------------------------

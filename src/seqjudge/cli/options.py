@@ -145,8 +145,8 @@ StrictOpt = Annotated[
     typer.Option(
         "--strict",
         help="Exit 2 when a rule was exercised on no trace, a tool a rule names is called in no trace (and "
-        "not in the catalog), or a trace calls tools the catalog lacks (use it in CI; `strict: true` in "
-        "seqjudge.yaml).",
+        "not in the catalog), or a trace calls tools the catalog lacks; `run`: also when no calibration "
+        "certificate matches the judge (use it in CI; `strict: true` in seqjudge.yaml).",
     ),
 ]
 
@@ -163,3 +163,25 @@ JudgeModeOpt = Annotated[
     ),
 ]
 ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", min=1, help="Judge calls at once.")]
+
+
+# -- the judge's confidence and its certificate (issue 18) --
+class Confidence(StrEnum):
+    stated = "stated"
+    samples = "samples"
+    logprobs = "logprobs"
+
+
+ConfidenceOpt = Annotated[
+    Confidence | None,
+    typer.Option(
+        "--confidence",
+        help="Where each judged rule decision's confidence comes from: stated (the model says it), samples "
+        "(agreement across --samples K calls) or logprobs (token log-probabilities, OpenAI chat); default: "
+        "the config's (stated).",
+    ),
+]
+SamplesOpt = Annotated[
+    int | None,
+    typer.Option("--samples", min=1, help="Judge calls per trace, examples reordered each time (default 1)."),
+]

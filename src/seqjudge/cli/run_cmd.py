@@ -14,6 +14,7 @@ from seqjudge.cli.options import (
     BaseUrlOpt,
     CatalogOpt,
     ConcurrencyOpt,
+    ConfidenceOpt,
     ConfigMaxAttemptsOpt,
     ConfigRiskOpt,
     ConfigStoreOpt,
@@ -22,6 +23,7 @@ from seqjudge.cli.options import (
     JudgeModeOpt,
     ModelOpt,
     NoCacheOpt,
+    SamplesOpt,
     StrictOpt,
     format_option,
 )
@@ -54,6 +56,8 @@ def run(
     concurrency: ConcurrencyOpt = None,
     no_cache: NoCacheOpt = False,
     base_url: BaseUrlOpt = None,
+    confidence: ConfidenceOpt = None,
+    samples: SamplesOpt = None,
     resume: Annotated[str | None, typer.Option("--resume", help="Finish run RUN (id or `latest`).")] = None,
     label: Annotated[str | None, typer.Option("--label", help="A name for this run.")] = None,
     fmt: Annotated[str, format_option("run", help="The summary's format: text or json.")] = "text",
@@ -100,6 +104,11 @@ def run(
     """Run the engine and (where a model is configured) the judge over a suite, reconcile them rule by rule,
     route doubtful traces to review, and store everything.
 
+    A `judge` rule gates only under a calibration certificate that matches the model, prompt template and
+    rules (`seqjudge calibrate`): its passes stand at or above the certified confidence threshold and go to
+    review below it. Without one the judge's decisions on `judge` rules are advisory (reported, never
+    gating) and the summary says so; --strict makes that an error (exit 2).
+
     Exit 0 when every trace passed; 1 when some failed or need review, or when --max-cost stopped the run
     before every trace was judged (it is stored as `stopped`; `seqjudge run --resume RUN` finishes it);
     2 bad input; 3 provider unreachable.
@@ -137,6 +146,8 @@ def run(
             "tpm": tpm,
             "max_cost": max_cost,
             "prices": prices,
+            "confidence": confidence.value if confidence else None,
+            "samples": samples,
         },
         base=base_cfg,
     )

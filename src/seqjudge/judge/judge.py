@@ -22,6 +22,7 @@ from typing import Any, Literal, ParamSpec
 from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_none
 
+from seqjudge.config import CONFIDENCE_SOURCES, ConfidenceSource  # noqa: F401  (re-exported: first named here)
 from seqjudge.errors import InputError, JudgeOutputError, ProviderError
 from seqjudge.judge.cache import ResponseCache, cache_reply
 from seqjudge.judge.prompt import MAX_FIELD_CHARS, MAX_TRACE_CHARS, RenderedPrompt, catalog_names, render
@@ -98,6 +99,18 @@ class JudgeResult(BaseModel):
     fingerprint: Fingerprint
     usage: Usage = Field(default_factory=Usage)  # tokens spent by this call (cached replies cost nothing)
     rule_ids: list[str] = Field(default_factory=list)  # the rules the judge was asked about
+    # Per rule, a confidence from another source than the reply itself (agreement across samples, token
+    # log-probabilities); None: the stated confidences of the reply are used (``rule_confidences``).
+    confidence: dict[str, float] | None = None
+    confidence_source: ConfidenceSource = "stated"
+
+    def rule_confidences(self) -> dict[str, float]:
+        """Per rule given to the judge, its confidence in its decision (a rule missing has none)."""
+        if self.confidence is not None:
+            return dict(self.confidence)
+        if self.report is None or self.report.rule_decisions is None or self.confidence_source != "stated":
+            return {}
+        return {d.rule_id: d.confidence for d in self.report.rule_decisions}
 
     def rule_outcomes(self) -> dict[str, Literal["passed", "failed"]]:
         """Per rule given to the judge: failed iff it appears in the violations. Empty when unscored."""
@@ -465,6 +478,11 @@ class JudgeSession:
             sampling_controlled=last.sampling_controlled if last else False,
             attempts_used=len(self.attempts),
         )
+        confidence = None
+        if report is not None and last is not None and last.token_logprobs is not None:
+            from seqjudge.judge.confidence import decision_confidences
+
+            confidence = decision_confidences(last.text, last.token_logprobs)
         return JudgeResult(
             trace_id=trace.trace_id,
             status="scored" if report is not None else "unscored",
@@ -474,4 +492,6 @@ class JudgeSession:
             fingerprint=fingerprint,
             usage=usage,
             rule_ids=list(self.prompt.rule_ids),
+            confidence=confidence,
+            confidence_source="logprobs" if confidence is not None else "stated",
         )

@@ -53,9 +53,24 @@ class JudgeMissingPrerequisite(_Strict):
     impact: str = Field(description="What the missing prerequisite put at risk.")
 
 
-class JudgeOutput(_Strict):
-    """Seed 000's output object, with the engine's eight violation types."""
+class JudgeRuleDecision(_Strict):
+    rule_id: str = Field(description="The id of a rule given, exactly as given.")
+    decision: Literal["passed", "failed"] = Field(
+        description="failed exactly when the rule has a violation; passed otherwise (also when not checked)."
+    )
+    confidence: float = Field(description="0.0 to 1.0: how likely this decision is right.")
 
+
+class JudgeOutput(_Strict):
+    """Seed 000's output object, with the engine's eight violation types, led by the decision per rule."""
+
+    # The judge's confidence per rule (seqjudge.guarantee thresholds it). First, so that each decision is
+    # written before the violations that follow from it: its tokens' log-probabilities then measure the
+    # decision itself (seqjudge.judge.confidence). Optional so that replies recorded before it existed still
+    # validate; a reply without it has no stated confidence, and a decision without one is never auto-passed.
+    rule_decisions: list[JudgeRuleDecision] | None = Field(
+        default=None, description="One entry per rule given, with your confidence in its decision."
+    )
     sequence_correctness_score: float = Field(
         description="0.0 to 1.0: 0.0 if any critical rule failed, else rules_passed / total_rules_checked, "
         "1.0 when no rule was checked."

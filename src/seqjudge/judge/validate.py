@@ -244,6 +244,7 @@ def semantic_problems(
             + (f" ({', '.join(failed_ids)})" if failed_ids else "")
             + "; a rule is failed exactly when it has a violation"
         )
+    problems.extend(_decision_problems(out, rules, failed_ids))
     critical = [v.rule_id for v in out.violations if v.severity == "critical"]
     if critical:
         if score != 0.0:
@@ -261,6 +262,40 @@ def semantic_problems(
         problems.append(
             f"sequence_correctness_score is {score}, but with no critical violation it must equal "
             f"rules_passed / total_rules_checked = {passed}/{checked} = {passed / checked:.4f}"
+        )
+    return problems
+
+
+def _decision_problems(out: JudgeOutput, rules: Mapping[str, str], failed_ids: Sequence[str]) -> list[str]:
+    """``rule_decisions``, when given: one entry per rule given, agreeing with the violations, each with a
+    confidence between 0 and 1."""
+    if out.rule_decisions is None:
+        return []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for n, d in enumerate(out.rule_decisions):
+        at = f"rule_decisions[{n}]"
+        if d.rule_id not in rules:
+            problems.append(f"{at}.rule_id {d.rule_id!r} is not one of the given rules")
+            continue
+        if d.rule_id in seen:
+            problems.append(f"{at}.rule_id {d.rule_id!r} is listed twice; give each rule once")
+        seen.add(d.rule_id)
+        said = "failed" if d.rule_id in failed_ids else "passed"
+        if d.decision != said:
+            problems.append(
+                f"{at}.decision is {d.decision!r}, but rule {d.rule_id!r} "
+                + ("has a violation" if said == "failed" else "has no violation")
+                + f", so it must be {said!r}"
+            )
+        if not 0.0 <= d.confidence <= 1.0:
+            problems.append(f"{at}.confidence is {d.confidence}; it must be between 0.0 and 1.0")
+    missing = [r for r in rules if r not in seen]
+    if missing:
+        problems.append(
+            "rule_decisions has no entry for rule(s) "
+            + ", ".join(repr(r) for r in missing[:10])
+            + "; give one entry per rule given"
         )
     return problems
 

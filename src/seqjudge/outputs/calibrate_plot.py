@@ -146,8 +146,12 @@ def calibration_png(
 def write_plot(
     cal: Calibration, path: str | Path, *, title: str | None = None, suite: dict[str, object] | None = None
 ) -> Path:
+    return write_png(calibration_png(cal, title=title, suite=suite), path)
+
+
+def write_png(data: bytes, path: str | Path) -> Path:
+    """Write a drawn plot; an unwritable path is bad input (exit 2), not a traceback."""
     p = Path(path)
-    data = calibration_png(cal, title=title, suite=suite)
     try:
         p.write_bytes(data)
     except OSError as exc:

@@ -7,6 +7,7 @@ import json
 from typing import IO, Any
 
 from seqjudge.calibrate_runs import CalibrationReport
+from seqjudge.outputs.guarantee_view import guarantee_text
 
 
 def report_json(report: CalibrationReport, out: IO[str]) -> None:
@@ -137,6 +138,7 @@ def report_text(report: CalibrationReport, out: IO[str]) -> None:
             )
     elif ag is not None:
         w("\njudge-engine agreement: no cross-checked decision (contextual mode judges only `judge` rules)\n")
+    guarantee_text(report.guarantee, out)
     if report.written:
         rec = cal.recommendations
         w(

@@ -162,8 +162,12 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 def _judge_said(d: RuleDecision, missing: str = "-") -> str:
-    """The judge's outcome, or ``missing`` when it was not asked or did not score."""
-    return d.judge or missing
+    """The judge's outcome (with its confidence, and ``review``/``advisory`` when it did not gate), or
+    ``missing`` when it was not asked or did not score."""
+    if not d.judge:
+        return missing
+    extra = ([f"{d.confidence:.2f}"] if d.confidence is not None else []) + ([d.route] if d.route else [])
+    return d.judge + (f" ({', '.join(extra)})" if extra else "")
 
 
 def _agree_mark(d: RuleDecision) -> str:
@@ -183,10 +187,11 @@ def _rules_table(rules: list[RuleDecision]) -> list[str]:
         return ["  (no rules)"]
     w = max([len(d.rule_id) for d in rules] + [4])
     t = max([len(d.type) for d in rules] + [4])
-    lines = [f"  {'rule':<{w}}  {'type':<{t}}  {'severity':<8}  {'engine':<14}  {'judge':<7}  final"]
+    j = max([len(_judge_said(d)) for d in rules] + [7])
+    lines = [f"  {'rule':<{w}}  {'type':<{t}}  {'severity':<8}  {'engine':<14}  {'judge':<{j}}  final"]
     for d in rules:
         lines.append(
-            f"  {d.rule_id:<{w}}  {d.type:<{t}}  {d.severity:<8}  {d.engine:<14}  {_judge_said(d):<7}  "
+            f"  {d.rule_id:<{w}}  {d.type:<{t}}  {d.severity:<8}  {d.engine:<14}  {_judge_said(d):<{j}}  "
             f"{d.final:<14}  {_agree_mark(d)}".rstrip()
         )
     return lines

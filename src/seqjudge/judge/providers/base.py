@@ -243,6 +243,8 @@ class ProviderReply(BaseModel):
     output_mode: Literal["json_schema", "tool", "text"] = "json_schema"
     transport_retries: int = 0
     request_id: str | None = None
+    # (token, log-probability) of each output token, when asked for and returned (OpenAI chat ``logprobs``).
+    token_logprobs: list[tuple[str, float]] | None = None
 
 
 @runtime_checkable

@@ -76,9 +76,12 @@ class OpenAIProvider(SDKProvider):
     default_base_url = "https://api.openai.com/v1"
     request_path = "/chat/completions"
     request_id_header = "x-request-id"
+    # logprobs=True: ask for each output token's log-probability (``--confidence logprobs``).
+    extra_options = frozenset({"logprobs"})
 
     def __init__(self, model: str, **options: Any) -> None:
         super().__init__(model, **options)
+        self.logprobs = bool(options.get("logprobs", False))
         self.reasoning = is_reasoning_model(model)
         self._temperature_override = options.get("temperature")
         self._seed_override = options.get("seed")
@@ -115,6 +118,8 @@ class OpenAIProvider(SDKProvider):
         }
         body["max_completion_tokens" if self.reasoning else "max_tokens"] = request.max_tokens
         body.update(self.sampling(request))
+        if self.logprobs:
+            body["logprobs"] = True
         return body
 
     # -- call ----------------------------------------------------------------------------------------------
@@ -172,7 +177,23 @@ class OpenAIProvider(SDKProvider):
             output_mode="json_schema",
             transport_retries=transport_retries,
             request_id=request_id,
+            token_logprobs=_token_logprobs(choice.get("logprobs")),
         )
+
+
+def _token_logprobs(logprobs: Any) -> list[tuple[str, float]] | None:
+    """``choices[0].logprobs.content`` as (token, logprob) pairs; None when absent or malformed."""
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list):
+        return None
+    out: list[tuple[str, float]] = []
+    for item in content:
+        token = item.get("token") if isinstance(item, dict) else None
+        value = item.get("logprob") if isinstance(item, dict) else None
+        if not isinstance(token, str) or isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        out.append((token, float(value)))
+    return out
 
 
 def _usage(usage: dict[str, Any]) -> Usage:
