@@ -59,9 +59,9 @@ def test_text_output_is_the_seed_block(tmp_path: Path, capsys: pytest.CaptureFix
     assert code == 1
     assert "❌ FAIL: bad · verify_before_delete" in out
     assert "Expected: VerifyIdentity before DeleteCustomer" in out
-    assert "Actual: DeleteCustomer called at position 2, but VerifyIdentity never called" in out
+    assert "Actual: DeleteCustomer (call 2), but VerifyIdentity never called" in out
     assert "  2. DeleteCustomer  ← violation" in out
-    assert "Suggestion: Add a successful VerifyIdentity call before DeleteCustomer (call 2)." in out
+    assert "Suggestion: Add a successful call to VerifyIdentity before DeleteCustomer (call 2)." in out
     assert "FAIL   bad  score 0.00" in out
     assert "PASS   good  score 1.00" in out
     assert out.rstrip().endswith("2 trace(s): 1 pass, 1 fail, 0 review")

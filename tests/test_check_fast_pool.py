@@ -46,22 +46,31 @@ def model_path(
     totals = Totals()
     totals.coverage = Coverage.of(engine.ruleset)
     lines: list[str] = []
-    reports: list[dict[str, Any]] = []
     try:
         for trace in load_traces(str(traces), error_pattern=pattern):
             report = engine.check(trace, explain=explain)
             totals.add(report)
             totals.coverage.add_trace(trace, report.model_dump(mode="json")["rules"])
             lines.append(report.model_dump_json(exclude_unset=True) + "\n")
-            reports.append(report.model_dump(mode="json", exclude_unset=True))
     except InputError as exc:
-        return 2, "".join(lines).encode() if fmt == "jsonl" else b"", f"error: {exc}\n"
-    if fmt == "json":
-        text = json.dumps({"summary": totals.as_dict(), "reports": reports}, ensure_ascii=False, indent=2)
-        out = (text + "\n").encode()
-    else:
-        out = "".join(lines).encode()
+        if fmt == "json":  # the document streams: the reports before the error, never closed
+            return 2, as_json(lines, None), f"error: {exc}\n"
+        return 2, "".join(lines).encode(), f"error: {exc}\n"
+    out = as_json(lines, totals.as_dict()) if fmt == "json" else "".join(lines).encode()
     return (0 if totals.verdicts["pass"] == totals.n else 1), out, ""
+
+
+def as_json(reports: list[str], summary: dict[str, Any] | None) -> bytes:
+    """`check --format json`'s bytes: the reports one a line, then the summary; without a summary (bad
+    input stopped the run), the reports written before the error and nothing after them."""
+    if summary is None and not reports:
+        return b""  # bad from its first record: nothing was started
+    items = ",".join("\n    " + line.rstrip("\n") for line in reports)  # each as model_dump_json writes it
+    out = '{\n  "reports": [' + items
+    if summary is not None:
+        closing = json.dumps(summary, ensure_ascii=False, indent=2).replace("\n", "\n  ")
+        out += ("\n  ]," if reports else "],") + '\n  "summary": ' + closing + "\n}\n"
+    return out.encode()
 
 
 def command(

@@ -12,6 +12,7 @@ import pytest
 from seqjudge import load_rules, load_traces
 from seqjudge.cli import run
 from seqjudge.config import RunConfig
+from seqjudge.crosscheck import agreement
 from seqjudge.errors import ProviderError
 from seqjudge.judge.providers.scripted import ScriptedProvider
 from seqjudge.rules.engine import Engine
@@ -144,6 +145,18 @@ def test_full_mode_cross_checks_every_rule_and_takes_the_judge_on_judge_rules(tm
         assert "judge_engine_disagreement" not in res.review_reasons
         assert "judge_rule_undecided" not in res.review_reasons
         assert res.judge.fingerprint.attempts_used == 1
+
+
+def test_the_run_summary_counts_agreement_without_keeping_a_decision_per_trace(tmp_path: Path) -> None:
+    """Issue 19.1: a run's summary is accumulated, not its results (it held every cross-checked decision)."""
+    ruleset = load_rules(SUITE / "rules.yaml")
+    asked = [r.rule_id for r in ruleset.rules]
+    provider = ScriptedProvider([oracle_reply(t, ruleset, asked, flip={asked[0]}) for t in suite_traces()])
+    summary, stored = run_suite(tmp_path, provider, judge_mode="full")
+    assert summary.agreement == agreement(stored)  # the same figures as over the stored results
+    assert summary.agreement["overall"]["decisions"] == N * (len(asked) - 1)
+    per_trace = [k for k, v in vars(summary).items() if isinstance(v, list | tuple) and len(v) >= N]
+    assert not per_trace
 
 
 def test_contextual_mode_asks_only_judge_rules_and_uses_fewer_tokens(tmp_path: Path) -> None:

@@ -84,7 +84,8 @@ def test_one_result_per_violation_with_rule_level_and_location(
     ]
     first = results[0]["locations"][0]
     assert first["physicalLocation"]["artifactLocation"]["uri"].endswith("traces.jsonl")
-    assert "region" not in first["physicalLocation"]  # a trace with its own id: the line is not known
+    # A trace with its own id is located by the line its record starts on.
+    assert first["physicalLocation"]["region"] == {"startLine": 1}
     assert first["logicalLocations"][0]["fullyQualifiedName"] == "bad/calls[0]"
     assert results[2]["locations"][0]["physicalLocation"]["region"] == {"startLine": 3}
     assert "Deleted" in results[0]["message"]["text"] or "DeleteCustomer" in results[0]["message"]["text"]
@@ -123,10 +124,10 @@ def test_a_folder_of_traces_locates_each_file(tmp_path: Path, capsys: pytest.Cap
         (r["properties"]["traceId"], r["locations"][0].get("physicalLocation"))
         for r in log["runs"][0]["results"]
     ]
-    # The id-less trace names its file and line; a trace with its own id in a folder names no file.
+    # Every trace names its own file and the line its record starts on, with an id of its own or not.
     assert located[0] == (
         "a.jsonl:2",
         {"artifactLocation": {"uri": (folder / "a.jsonl").as_uri()}, "region": {"startLine": 2}},
     )
-    assert [trace for trace, where in located[1:]] == ["bad", "bad"]
-    assert all(where is None for _, where in located[1:])
+    b_file = {"artifactLocation": {"uri": (folder / "b.jsonl").as_uri()}, "region": {"startLine": 1}}
+    assert located[1:] == [("bad", b_file), ("bad", b_file)]

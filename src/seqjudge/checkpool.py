@@ -1,4 +1,4 @@
-"""`seqjudge check --format jsonl` over many traces on every core: workers parse, check and serialise.
+"""`seqjudge check` over many traces on every core: workers parse, check and render each trace's output.
 
 The loader still reads the file, picks its format and checks trace ids for duplicates in this process; for
 a native JSONL file it hands the records to ``check_lines`` (an ``Options.native_lines`` hook), which checks
@@ -18,12 +18,13 @@ and shuts the pool down before the interrupt ends the command, so no worker outl
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
 import sys
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -44,27 +45,45 @@ CHUNK = 200  # records a task: large enough that a task's overhead is small, sma
 AHEAD = 4  # chunks in flight per worker: keeps workers busy while this process writes
 
 
+# Where a trace was read: its file (as the loader names it) and the line its record starts on.
+Origin = tuple[str, int]
+# A trace's part of an output format, rendered from its report data in whichever process checked it (so the
+# workers do the formatting too): what the format's writer puts in the output for that trace.
+Render = Callable[[Trace | PlainTrace, dict[str, Any], Origin | None], bytes]
+
+
+def jsonl_render(trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
+    return report_line(data)
+
+
 @dataclass(slots=True)
 class Checked:
-    """One trace's report as ``seqjudge check`` JSONL writes it, and what the totals count."""
+    """One trace's rendered output (by default the JSONL line), and what the totals count."""
 
-    line: bytes  # the report's JSON and a newline, UTF-8
+    line: bytes  # the trace's part of the output, UTF-8 (``Checker.render``'s)
     verdict: str
     violated: list[str]  # rule id of every violation, in order
     deferred: list[str]  # rule ids of the deferred rules
     exercised: list[str]  # rule ids of the rules exercised (rules.coverage)
     tools: list[str]  # the distinct tool names the trace calls
+    trace_id: str = ""
 
 
 class Checker:
     """The engine with the command's options: one trace in, its ``Checked`` out."""
 
     def __init__(
-        self, engine: Engine, threshold: float, risk_level: RiskLevel, explain: Explain = "not-passed"
+        self,
+        engine: Engine,
+        threshold: float,
+        risk_level: RiskLevel,
+        render: Render = jsonl_render,
+        explain: Explain = "not-passed",
     ) -> None:
         self.engine = engine
         self.threshold = threshold
         self.risk_level: RiskLevel = risk_level
+        self.render = render
         self.explain: Explain = explain
         # Rules whose messages quote trace values: `same:` rules quote the arguments they group by, a
         # blocklist names the trace's tool. Every other message is made of the rule file's own words.
@@ -80,16 +99,16 @@ class Checker:
             )
         )
 
-    def checked(self, trace: Trace | PlainTrace) -> Checked:
+    def checked(self, trace: Trace | PlainTrace, origin: Origin | None = None) -> Checked:
         data = self.data(trace)
-        line = report_line(data)
         return Checked(
-            line,
+            self.render(trace, data, origin),
             data["verdict"],
             [v["rule_id"] for v in data["violations"]],
             [r["rule_id"] for r in data["rules"] if r["outcome"] == "deferred"],
             exercised_ids(data["rules"]),
             called(trace),
+            str(data["trace_id"]),
         )
 
     def _redacted(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -115,7 +134,7 @@ def _check_record(checker: Checker, record: Record, source: Source, options: Opt
     (trace,) = native.parse([record], source, options)  # a JSONL record is one trace
     assert not isinstance(trace, Done)
     trace_id = trace.trace_id if isinstance(trace.trace_id, str) else str(trace.trace_id)
-    return Done(trace_id, record.line, checker.checked(trace))
+    return Done(trace_id, record.line, checker.checked(trace, (source.name, record.line)))
 
 
 def forkable() -> bool:
@@ -137,14 +156,28 @@ class LinePool:
 
     def __init__(self, checker: Checker, *, workers: int | None = None, inline: int | None = None) -> None:
         self.checker = checker
-        # An explicit count is honoured where workers can be forked; elsewhere everything runs here.
-        self.workers = worker_count() if workers is None else (workers if forkable() else 0)
+        self.requested = workers
+        self._workers: int | None = None
         self.inline = INLINE if inline is None else inline
+
+    @property
+    def workers(self) -> int:
+        """Worker processes to start. Decided when first asked (it imports multiprocessing): a file with no
+        more records than are checked inline loads none of it. An explicit count is honoured where workers
+        can be forked; elsewhere everything runs here."""
+        if self._workers is None:
+            requested = self.requested
+            self._workers = worker_count() if requested is None else (requested if forkable() else 0)
+        return self._workers
 
     def __call__(self, records: Iterator[Record], source: Source, options: Options) -> Iterator[Done]:
         options = replace(options, native_lines=None)
         for record in islice(records, self.inline):
             yield _check_record(self.checker, record, source, options)
+        following = next(records, None)
+        if following is None:
+            return  # everything was checked inline: no worker question asked
+        records = itertools.chain([following], records)
         if self.workers < 1:
             for record in records:
                 yield _check_record(self.checker, record, source, options)
@@ -182,7 +215,8 @@ class LinePool:
                 chunk, future = pending.popleft()
                 rows, stopped = self._result(future)
                 for trace_id, line, report, verdict, violated, deferred, exercised, tools in rows:
-                    yield Done(trace_id, line, Checked(report, verdict, violated, deferred, exercised, tools))
+                    checked = Checked(report, verdict, violated, deferred, exercised, tools, trace_id)
+                    yield Done(trace_id, line, checked)
                 if stopped:
                     # Read the record that stopped the worker (and the rest of its chunk) here, to raise
                     # its error exactly as the single-process path does; or the chunk no worker took.

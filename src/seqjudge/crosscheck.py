@@ -8,7 +8,7 @@ and only named in the run's summary when no judge could run at all (no model con
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Protocol
 
@@ -91,6 +91,16 @@ class TraceResult(BaseModel):
         return bool(self.review_reasons)
 
 
+def score_reasons(value: float, threshold: float, risk_level: str) -> list[ReviewReason]:
+    """The review reasons a score alone gives (all there are when no judge ran)."""
+    reasons: list[ReviewReason] = []
+    if value < threshold:
+        reasons.append("below_threshold")
+    if risk_level == "high" and value < 1.0:
+        reasons.append("high_risk_imperfect")
+    return reasons
+
+
 def reconcile(
     engine: Report,
     judge: Judged | None = None,
@@ -157,11 +167,7 @@ def reconcile(
     ]
     value, _, _, _ = score(finals)
     critical = any(d.final == "failed" and d.severity == "critical" for d in decisions)
-    reasons: list[ReviewReason] = []
-    if value < threshold:
-        reasons.append("below_threshold")
-    if risk_level == "high" and value < 1.0:
-        reasons.append("high_risk_imperfect")
+    reasons = score_reasons(value, threshold, risk_level)
     if any(d.agree is False for d in decisions):
         reasons.append("judge_engine_disagreement")
     if judge is not None and judge.status == "unscored":
@@ -208,34 +214,51 @@ def cohen_kappa(pairs: Iterable[tuple[bool, bool]]) -> Agreement:
     kappa = (p_o - p_e) / (1 - p_e); when both raters are constant and agree, p_e = 1 and kappa is
     undefined: reported as None rather than a number that pretends.
     """
-    items = list(pairs)
-    n = len(items)
+    return kappa_of(Counter(pairs))
+
+
+def kappa_of(counts: Counter[tuple[bool, bool]]) -> Agreement:
+    """``cohen_kappa`` from the count of each (rater a, rater b) pair: a running tally needs no list."""
+    n = sum(counts.values())
     if n == 0:
         return Agreement(decisions=0, agreed=0, rate=None, kappa=None)
-    agreed = sum(1 for a, b in items if a == b)
+    agreed = counts[True, True] + counts[False, False]
     p_o = agreed / n
-    a_yes = sum(1 for a, _ in items if a) / n
-    b_yes = sum(1 for _, b in items if b) / n
+    a_yes = (counts[True, True] + counts[True, False]) / n
+    b_yes = (counts[True, True] + counts[False, True]) / n
     p_e = a_yes * b_yes + (1 - a_yes) * (1 - b_yes)
     kappa = None if p_e >= 1.0 else (p_o - p_e) / (1 - p_e)
     return Agreement(decisions=n, agreed=agreed, rate=p_o, kappa=kappa)
 
 
-def agreement(results: Iterable[TraceResult]) -> dict[str, Any]:
-    """Judge-engine agreement overall, per rule type and per rule, over every cross-checked decision."""
-    overall: list[tuple[bool, bool]] = []
-    by_type: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
-    by_rule: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
-    for res in results:
-        for d in res.rules:
+class AgreementTally:
+    """Judge-engine agreement counted as results come (``agreement``'s figures without keeping them)."""
+
+    def __init__(self) -> None:
+        self.overall: Counter[tuple[bool, bool]] = Counter()
+        self.by_type: dict[str, Counter[tuple[bool, bool]]] = defaultdict(Counter)
+        self.by_rule: dict[str, Counter[tuple[bool, bool]]] = defaultdict(Counter)
+
+    def add(self, decisions: Iterable[RuleDecision]) -> None:
+        for d in decisions:
             if d.agree is None or d.judge is None:
                 continue
             pair = (d.engine == "failed", d.judge == "failed")
-            overall.append(pair)
-            by_type[d.type].append(pair)
-            by_rule[d.rule_id].append(pair)
-    return {
-        "overall": cohen_kappa(overall).model_dump(),
-        "by_type": {k: cohen_kappa(v).model_dump() for k, v in sorted(by_type.items())},
-        "by_rule": {k: cohen_kappa(v).model_dump() for k, v in sorted(by_rule.items())},
-    }
+            self.overall[pair] += 1
+            self.by_type[d.type][pair] += 1
+            self.by_rule[d.rule_id][pair] += 1
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "overall": kappa_of(self.overall).model_dump(),
+            "by_type": {k: kappa_of(v).model_dump() for k, v in sorted(self.by_type.items())},
+            "by_rule": {k: kappa_of(v).model_dump() for k, v in sorted(self.by_rule.items())},
+        }
+
+
+def agreement(results: Iterable[TraceResult]) -> dict[str, Any]:
+    """Judge-engine agreement overall, per rule type and per rule, over every cross-checked decision."""
+    tally = AgreementTally()
+    for res in results:
+        tally.add(res.rules)
+    return tally.figures()

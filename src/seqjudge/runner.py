@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seqjudge.config import RunConfig, judge_rule_ids
-from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, reconcile
+from seqjudge.crosscheck import AgreementTally, TraceResult, reconcile
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.judge.confidence import check_source
 from seqjudge.judge.providers.registry import judge_unavailable
@@ -90,7 +90,8 @@ class RunSummary:
     # The `judge` rules left `deferred` because no judge could run (judge_skipped): named, never silent.
     deferred_rules: list[str] = field(default_factory=list)
     coverage: Coverage | None = None  # what the traces left unchecked (rules exercised on none, ...)
-    decisions: list[RuleDecision] = field(default_factory=list, repr=False)  # cross-checked, for agreement
+    # Judge-engine agreement, counted as results come: a run keeps no per-trace data in memory.
+    tally: AgreementTally = field(default_factory=AgreementTally, repr=False)
 
     @property
     def traces(self) -> int:
@@ -405,7 +406,7 @@ async def _close_transport(provider: Any) -> None:
 
 
 def _finish(summary: RunSummary, gate: LimitedProvider | None, cache: Any) -> None:
-    summary.agreement = agreement([_Decided(summary.decisions)])  # type: ignore[list-item]  # reads .rules
+    summary.agreement = summary.tally.figures()
     if summary.advisory_fails:
         fails = ", ".join(f"{rule} on {n} trace(s)" for rule, n in summary.advisory_fails.most_common())
         summary.notes.append(f"advice only, not gating: the judge failed {fails}")
@@ -413,14 +414,6 @@ def _finish(summary: RunSummary, gate: LimitedProvider | None, cache: Any) -> No
         summary.calls = gate.stats.as_dict()
     if cache is not None:
         summary.cache_hits = cache.hits
-
-
-@dataclass
-class _Decided:
-    """What ``crosscheck.agreement`` reads of a result (its rule decisions): the results themselves, with
-    their traces and reports, need not stay in memory for the whole run."""
-
-    rules: list[RuleDecision]
 
 
 async def _judge(
@@ -500,8 +493,7 @@ def _count(summary: RunSummary, result: TraceResult) -> None:
             summary.violated[d.rule_id] += 1
         if d.route == "advisory" and d.judge == "failed":
             summary.advisory_fails[d.rule_id] += 1
-        if d.agree is not None and d.judge is not None:
-            summary.decisions.append(d)
+    summary.tally.add(result.rules)
     judge = result.judge
     if judge is not None and not isinstance(judge, dict):
         summary.judge_status[judge.status] += 1

@@ -76,17 +76,25 @@ def check(
         typer.Option(
             "--workers",
             min=0,
-            help="Worker processes for --format jsonl from a large JSONL file (default: one per core; "
+            help="Worker processes for a large JSONL file (default: one per core; "
             "0: check everything in this process).",
         ),
     ] = None,
+    failures_only: Annotated[
+        bool,
+        typer.Option(
+            "--failures-only",
+            "-q",
+            help="Leave out the traces that passed (every format; the summary still counts them).",
+        ),
+    ] = False,
 ) -> int:
     """Check every trace against the rules with the deterministic engine.
 
     Exit 0 when every trace passed, 1 when some trace failed or needs review, 2 on bad input.
     """
     from seqjudge.checkpool import Checker, LinePool
-    from seqjudge.ingest import IngestStats, load_checkable, load_traces
+    from seqjudge.ingest import IngestStats, load_checkable
     from seqjudge.ingest.base import Done
     from seqjudge.ingest.stats import report as report_ingest
     from seqjudge.inputs import load_suite
@@ -109,7 +117,6 @@ def check(
     suite = load_suite(rules, catalog)
     ruleset = suite.ruleset
     output_class: type[CheckOutput] = writer("check", fmt)
-    checker = Checker(Engine(ruleset), threshold, risk_level.value, explain.value)
     totals = Totals()
     coverage = totals.coverage = Coverage.of(ruleset, suite.catalog, strict=strict)
     stats = IngestStats()
@@ -121,35 +128,40 @@ def check(
         allow_empty=allow_empty,
         stats=stats,
     )
-    stream: Generator[Trace | PlainTrace | Done, None, None]
-    if output_class.models:
-        stream = (trace for trace in load_traces(traces, **options))
-    else:
-        # The other views need only the engine's data, so plain JSONL records skip the models (PlainTrace),
-        # and line output from a large native JSONL file is checked by worker processes (checkpool).
-        pool = LinePool(checker, workers=workers) if output_class.lines and "-" not in traces else None
-        stream = load_checkable(traces, native_lines=pool, **options)
-    # closing: an error ends the loop early, and a worker pool must shut down then, not at collection.
-    with open_output(output) as out, contextlib.closing(stream):
+    with open_output(output) as out:
         # Several paths name no single file or folder, as stdin does not (SARIF then gives no file location).
-        shown = output_class(out, source=traces[0] if len(traces) == 1 else "-")
-        for item in stream:
-            if shown.lines:
+        shown = output_class(
+            out,
+            source=traces[0] if len(traces) == 1 else "-",
+            ruleset=ruleset,
+            threshold=threshold,
+            risk_level=risk_level.value,
+        )
+        # Each format renders a trace's part where the trace is checked, so a large native JSONL file is
+        # checked and formatted by worker processes (checkpool) in every format; plain JSONL records skip
+        # the models (PlainTrace).
+        checker = Checker(
+            Engine(ruleset), threshold, risk_level.value, render=shown.render, explain=explain.value
+        )
+        pool = LinePool(checker, workers=workers) if "-" not in traces else None
+        stream: Generator[Trace | PlainTrace | Done, None, None]
+        stream = load_checkable(traces, native_lines=pool, **options)
+        # closing: an error ends the loop early, and a worker pool must shut down then, not at collection.
+        with contextlib.closing(stream):
+            # The head waits for the first trace: input that is bad from the start writes nothing.
+            started = False
+            for item in stream:
                 checked = item.result if isinstance(item, Done) else checker.checked(item)
-                totals.count(checked.verdict, checked.violated, checked.deferred)
-                coverage.add(item.trace_id, checked.exercised, checked.tools)
-                shown.line(checked)
-                continue
-            assert not isinstance(item, Done)
-            data = checker.data(item)
-            totals.count(
-                data["verdict"],
-                [v["rule_id"] for v in data["violations"]],
-                [r["rule_id"] for r in data["rules"] if r["outcome"] == "deferred"],
-            )
-            coverage.add_trace(item, data["rules"])
-            shown.report(item, data)
-        shown.finish(totals)
+                if not started:
+                    shown.start()
+                    started = True
+                totals.count(checked.verdict, checked.violated, checked.deferred, checked.trace_id)
+                coverage.add(checked.trace_id, checked.exercised, checked.tools)
+                if not (failures_only and checked.verdict == "pass"):
+                    shown.line(checked)
+            if not started:
+                shown.start()
+            shown.finish(totals)
     if verbose:
         report_ingest(stats)
     if fmt != "text":  # the text view ends with these; machine formats keep stdout for their data

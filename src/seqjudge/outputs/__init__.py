@@ -2,7 +2,8 @@
 
 - ``registry``: the formats each view has and the one way a command picks one (``--format``);
 - ``streams``: where output goes (stdout or a file) and how it is buffered;
-- ``check``: `seqjudge check`'s text, JSON and JSONL; ``sarif``: the same reports as SARIF 2.1.0;
+- ``check``: `seqjudge check`'s text, JSON and JSONL, and the protocol every `check` format follows (each
+  streams); ``sarif``: the same reports as SARIF 2.1.0; ``check_ci``: JUnit and markdown from `check`;
 - ``judged``: `seqjudge judge`'s engine-beside-judge views;
 - ``summary``: `seqjudge run`'s summary and `--dry-run` estimate; ``batches``: batch runs;
 - ``listings``: the stored runs, baselines and review queue, one run, one trace, one review item;

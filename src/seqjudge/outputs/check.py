@@ -1,22 +1,30 @@
 """`seqjudge check`'s formats: text (an actionable block per violation, a line per trace), one JSON
-document, or JSONL (one report a line, written as the engine serialised it).
+document, or JSONL (one report a line, written as the engine serialised it); sarif, junit, markdown and html
+live in their own modules and follow the same protocol.
 
-A ``CheckOutput`` receives each trace's report as the engine's data (``Engine.check_data``), or, when it
-says ``lines``, as the already serialised JSONL line (which lets worker processes do the checking), and
-writes its closing part in ``finish``. ``models``: it needs the trace as a ``Trace`` model (the text
-format lists the calls), so the command reads full models instead of the lighter plain records.
+Every format streams. A ``CheckOutput`` says what one trace contributes in ``render`` (the trace and its
+report data in, bytes out), which runs wherever the trace is checked: in a worker process for a large JSONL
+file (``checkpool``), so the formatting is spread over the cores as the checking is. The writer itself, in
+this process, writes its head in ``start``, each trace's bytes as they come in input order (``line``), and
+its closing part from the running ``Totals`` in ``finish``: it keeps no report, so memory does not grow
+with the number of traces. ``render`` may use what the writer set up in ``__init__`` (forked workers
+inherit it), never what ``line`` gathers.
 """
 
 from __future__ import annotations
 
 import json
-from typing import IO, Any, ClassVar
+import os
+from typing import IO, Any
 
-from seqjudge.checkpool import Checked
+from pydantic_core import to_json
+
+from seqjudge.checkpool import Checked, Origin
 from seqjudge.outputs.coverage import coverage_lines
 from seqjudge.outputs.streams import byte_writer
-from seqjudge.outputs.textview import Totals, trace_line, violation_block
-from seqjudge.report import Report
+from seqjudge.outputs.textview import PLAIN, Palette, Totals, report_text
+from seqjudge.report import DEFAULT_THRESHOLD, report_line
+from seqjudge.rules.model import RuleSet
 from seqjudge.trace import PlainTrace, Trace
 
 
@@ -31,63 +39,113 @@ def deferred_note(totals: Totals) -> str | None:
 
 
 class CheckOutput:
-    models: ClassVar[bool] = False
-    lines: ClassVar[bool] = False
-
-    def __init__(self, out: IO[str], *, source: str) -> None:
+    def __init__(
+        self,
+        out: IO[str],
+        *,
+        source: str,
+        ruleset: RuleSet,
+        threshold: float = DEFAULT_THRESHOLD,
+        risk_level: str = "medium",
+    ) -> None:
         self.out = out
         self.source = source  # the TRACES argument: a file, a folder, or - for stdin
+        self.ruleset = ruleset
+        self.threshold = threshold  # what the verdicts were decided with (`check --threshold/--risk-level`)
+        self.risk_level = risk_level
 
-    def report(self, trace: Trace | PlainTrace, data: dict[str, Any]) -> None:
+    def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
+        """The trace's part of the output (may be empty). Runs in a worker or here: uses only what
+        ``__init__`` set."""
         raise NotImplementedError
+
+    def start(self) -> None:
+        """Called once before the first trace, after the workers may have been forked."""
+        self._write = byte_writer(self.out)
 
     def line(self, checked: Checked) -> None:
-        raise NotImplementedError
+        """Write one trace's rendered part, in input order."""
+        if checked.line:
+            self._write(checked.line)
 
     def finish(self, totals: Totals) -> None:
         """Called once after the last trace."""
 
 
 class TextOutput(CheckOutput):
-    models = True
+    """A block per violation and a line per trace, then the deferred note, the per-rule tally and totals.
 
-    def report(self, trace: Trace | PlainTrace, data: dict[str, Any]) -> None:
-        assert isinstance(trace, Trace)
-        report = Report.model_validate(data)
-        for v in report.violations:
-            self.out.write(violation_block(trace, report, v) + "\n\n")
-        self.out.write(trace_line(report) + "\n")
+    Colour (rich's styles) only when the output is a terminal that takes it: not into a file or a pipe, not
+    under ``NO_COLOR``; ``FORCE_COLOR`` forces it (rich's rules)."""
+
+    def __init__(self, out: IO[str], **settings: Any) -> None:
+        super().__init__(out, **settings)
+        self.palette = _palette(out)
+
+    def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
+        return report_text(trace, data, self.palette).encode("utf-8")
 
     def finish(self, totals: Totals) -> None:
         note = deferred_note(totals)
         if note:
             self.out.write(note + "\n")
+        for line in totals.tally():
+            self.out.write(line + "\n")
         self.out.write(totals.line() + "\n")
         for line in coverage_lines(totals.coverage):
             self.out.write(line + "\n")
 
 
-class JsonOutput(CheckOutput):
-    def __init__(self, out: IO[str], *, source: str) -> None:
-        super().__init__(out, source=source)
-        self.reports: list[dict[str, Any]] = []
+def _palette(out: IO[str]) -> Palette:
+    """The verdict words in colour when ``out`` is a colour terminal, else plain."""
+    if os.environ.get("NO_COLOR"):  # https://no-color.org: any non-empty value
+        return PLAIN
+    isatty = getattr(out, "isatty", None)
+    if not (isatty is not None and isatty()) and not os.environ.get("FORCE_COLOR"):
+        return PLAIN  # a file or a pipe: decided without importing rich (start-up time)
+    from rich.color import ColorSystem  # rich only when text goes somewhere that may show colour
+    from rich.console import Console
+    from rich.style import Style
 
-    def report(self, trace: Trace | PlainTrace, data: dict[str, Any]) -> None:
-        self.reports.append(data)  # already what model_dump(mode="json") of its Report gives
+    if Console(file=out).color_system is None:  # not a terminal (or a dumb one), unless FORCE_COLOR
+        return PLAIN
+
+    def paint(text: str, style: str) -> str:
+        return Style.parse(style).render(text, color_system=ColorSystem.STANDARD)
+
+    return Palette(
+        fail=paint(PLAIN.fail, "bold red"),
+        warn=paint(PLAIN.warn, "bold yellow"),
+        failed=paint(PLAIN.failed, "bold red"),
+        passed=paint(PLAIN.passed, "green"),
+        review=paint(PLAIN.review, "bold yellow"),
+        mark=paint(PLAIN.mark, "bold red"),
+    )
+
+
+class JsonOutput(CheckOutput):
+    """``{"reports": [...], "summary": {...}}``: the reports written one a line as they come, the summary
+    (known only at the end) after them. The same document as one ``json.dump`` of both would be."""
+
+    def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
+        return to_json(data)  # what report_line writes, without its newline
+
+    def start(self) -> None:
+        super().start()
+        self._write(b'{\n  "reports": [')
+        self._first = True
+
+    def line(self, checked: Checked) -> None:
+        self._write(b"\n    " if self._first else b",\n    ")
+        self._write(checked.line)
+        self._first = False
 
     def finish(self, totals: Totals) -> None:
-        json.dump(
-            {"summary": totals.as_dict(), "reports": self.reports}, self.out, ensure_ascii=False, indent=2
-        )
-        self.out.write("\n")
+        summary = json.dumps(totals.as_dict(), ensure_ascii=False, indent=2).replace("\n", "\n  ")
+        self._write(b"\n  ],\n  " if not self._first else b"],\n  ")
+        self._write(b'"summary": ' + summary.encode() + b"\n}\n")
 
 
 class JsonlOutput(CheckOutput):
-    lines = True
-
-    def __init__(self, out: IO[str], *, source: str) -> None:
-        super().__init__(out, source=source)
-        self._write = byte_writer(out)
-
-    def line(self, checked: Checked) -> None:
-        self._write(checked.line)
+    def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
+        return report_line(data)

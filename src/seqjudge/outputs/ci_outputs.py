@@ -24,17 +24,18 @@ from __future__ import annotations
 import os
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 from seqjudge.compare import Comparison, Decision
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement
 from seqjudge.errors import InputError
-from seqjudge.outputs.textview import trace_lines, violation_block
+from seqjudge.outputs.textview import Calls, trace_lines, violation_block
 from seqjudge.report import Violation
 from seqjudge.safetext import md_code, md_text
 from seqjudge.store import judge_data
-from seqjudge.trace import Trace
+from seqjudge.trace import PlainTrace, Trace
 
 Pair = tuple[Trace, TraceResult]
 DEFAULT_GROUP = "rules"
@@ -75,7 +76,7 @@ def _judge_violations(result: TraceResult, rule_id: str) -> list[Violation]:
     return found
 
 
-def rule_blocks(trace: Trace, result: TraceResult, rule_id: str) -> list[str]:
+def rule_blocks(trace: Trace | PlainTrace | Calls, result: TraceResult, rule_id: str) -> list[str]:
     """The actionable block(s) of one failed rule: the engine's violations, or for a rule the judge decided,
     the judge's (the engine cannot locate those). A rule failed without a located violation still gets a
     block, so no failure is reported without its trace."""
@@ -94,14 +95,21 @@ def rule_blocks(trace: Trace, result: TraceResult, rule_id: str) -> list[str]:
     return blocks
 
 
-def failed_blocks(trace: Trace, result: TraceResult, rule_ids: Sequence[str] | None = None) -> list[str]:
+def failed_blocks(
+    trace: Trace | PlainTrace | Calls, result: TraceResult, rule_ids: Sequence[str] | None = None
+) -> list[str]:
     ids = [d.rule_id for d in result.rules if d.final == "failed"] if rule_ids is None else rule_ids
-    return [block for rule_id in ids for block in rule_blocks(trace, result, rule_id)]
+    calls = trace if isinstance(trace, Calls) else Calls(trace)  # each call's text made once for all blocks
+    return [block for rule_id in ids for block in rule_blocks(calls, result, rule_id)]
 
 
 # -- JUnit ---------------------------------------------------------------------------------------------------
-def _xml(text: str) -> str:
+def xml_text(text: str) -> str:
+    """``text`` with the characters XML 1.0 cannot hold replaced."""
     return _XML_BAD.sub("\ufffd", text)
+
+
+_xml = xml_text
 
 
 def _case(suite: ET.Element, classname: str, name: str) -> ET.Element:
@@ -146,28 +154,37 @@ def junit_run(pairs: Sequence[Pair], *, name: str = "seqjudge") -> ET.ElementTre
     """One run as JUnit: a test case per trace and rule group (see the module docstring)."""
     suite = ET.Element("testsuite", {"name": _xml(name)})
     for trace, result in pairs:
-        unscored = "unscored" in result.review_reasons
-        for group, decisions in groups(result).items():
-            case = _case(suite, result.trace_id, group)
-            critical = [d.rule_id for d in decisions if d.final == "failed" and d.severity == "critical"]
-            warnings = [d.rule_id for d in decisions if d.final == "failed" and d.severity == "warning"]
-            if critical:
-                _child(
-                    case,
-                    "failure",
-                    f"{len(critical)} critical rule(s) failed: {', '.join(critical)}",
-                    "\n\n".join(failed_blocks(trace, result, critical + warnings)),
-                    "critical",
-                )
-                continue
-            if result.verdict == "review" and (unscored or any(_doubtful(d) for d in decisions)):
-                doubts = [d.rule_id for d in decisions if _doubtful(d)]
-                message = f"needs human review ({', '.join(result.review_reasons)})"
-                if doubts:
-                    message += f": {', '.join(doubts)}"
-                _child(case, "skipped", message)
-            _system_out(case, "\n\n".join(failed_blocks(trace, result, warnings)))
+        suite.extend(run_cases(trace, result))
     return _finish_suite(suite)
+
+
+def run_cases(trace: Trace | PlainTrace, result: TraceResult) -> list[ET.Element]:
+    """One trace's test cases of a run, a case per rule group (``seqjudge check --format junit`` writes
+    them as each trace is checked)."""
+    cases = []
+    unscored = "unscored" in result.review_reasons
+    for group, decisions in groups(result).items():
+        case = ET.Element("testcase", {"classname": _xml(result.trace_id), "name": _xml(group), "time": "0"})
+        cases.append(case)
+        critical = [d.rule_id for d in decisions if d.final == "failed" and d.severity == "critical"]
+        warnings = [d.rule_id for d in decisions if d.final == "failed" and d.severity == "warning"]
+        if critical:
+            _child(
+                case,
+                "failure",
+                f"{len(critical)} critical rule(s) failed: {', '.join(critical)}",
+                "\n\n".join(failed_blocks(trace, result, critical + warnings)),
+                "critical",
+            )
+            continue
+        if result.verdict == "review" and (unscored or any(_doubtful(d) for d in decisions)):
+            doubts = [d.rule_id for d in decisions if _doubtful(d)]
+            message = f"needs human review ({', '.join(result.review_reasons)})"
+            if doubts:
+                message += f": {', '.join(doubts)}"
+            _child(case, "skipped", message)
+        _system_out(case, "\n\n".join(failed_blocks(trace, result, warnings)))
+    return cases
 
 
 def junit_compare(
@@ -403,69 +420,108 @@ def _details(summary: str, body: str) -> list[str]:
 
 def markdown_run(pairs: Sequence[Pair], *, name: str = "seqjudge run") -> str:
     """A pull-request comment (and job summary) for one run."""
-    results = [r for _, r in pairs]
-    counts = {"pass": 0, "fail": 0, "review": 0}
-    for r in results:
-        counts[r.verdict] += 1
-    total = len(results)
-    rate = counts["pass"] / total if total else None
-    agree = agreement(results)["overall"]["rate"]
-    icon = "✅" if counts["fail"] == counts["review"] == 0 else "❌" if counts["fail"] else "⚠️"
-    lines = [MARKER_RUN, f"## {icon} seqjudge: {_cell(name)}", ""]
-    lines += [
-        "| traces | pass | fail | review | pass rate | mean score | judge–engine agreement |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
-        f"| {total} | {counts['pass']} | {counts['fail']} | {counts['review']} | {_pct(rate)} | "
-        f"{(sum(r.score for r in results) / total if total else 1.0):.3f} | {_pct(agree)} |",
-        "",
-    ]
-    by_rule: dict[str, list[str]] = {}
-    info: dict[str, RuleDecision] = {}
-    for r in results:
-        for d in r.rules:
-            info.setdefault(d.rule_id, d)
-            if d.final == "failed":
-                by_rule.setdefault(d.rule_id, []).append(r.trace_id)
-    if by_rule:
+    digest = RunDigest()
+    for trace, r in pairs:
+        failed = [(d.rule_id, d.type, d.severity) for d in r.rules if d.final == "failed"]
+        digest.add(r.trace_id, r.verdict, r.score, failed, r.review_reasons, partial(blocks_text, trace, r))
+    return digest.markdown(name, agreement([r for _, r in pairs])["overall"]["rate"])
+
+
+def blocks_text(trace: Trace | PlainTrace | Calls, result: TraceResult) -> str:
+    return "\n\n".join(failed_blocks(trace, result))
+
+
+class RunDigest:
+    """What the pull-request comment of a run shows, gathered one trace at a time: counts, the traces each
+    rule failed on (how many, the first three), the first ``MAX_ROWS`` traces that did not pass and the
+    first failing trace's blocks. Bounded whatever the number of traces (``check --format markdown``
+    streams through it)."""
+
+    def __init__(self) -> None:
+        self.counts = {"pass": 0, "fail": 0, "review": 0}
+        self.total = 0
+        self.score_sum = 0.0
+        self.failing: dict[str, list[str]] = {}  # rule id -> the first three traces it failed on
+        self.failing_n: dict[str, int] = {}
+        self.info: dict[str, tuple[str, str]] = {}  # rule id -> (type, severity)
+        self.not_passed: list[str] = []  # table rows
+        self.not_passed_n = 0
+        self.first: tuple[str, str] | None = None  # (trace id, blocks) of the first failing trace
+
+    def add(
+        self,
+        trace_id: str,
+        verdict: str,
+        score: float,
+        failed: Sequence[tuple[str, str, str]],
+        reasons: Sequence[str],
+        blocks: Callable[[], str] | str,
+    ) -> None:
+        """One trace's result: its verdict and score, each failed rule as (id, type, severity), its review
+        reasons, and its FAIL blocks (or a function making them, called only for the first failing trace)."""
+        self.counts[verdict] += 1
+        self.total += 1
+        self.score_sum += score
+        for rule_id, kind, severity in failed:
+            self.info.setdefault(rule_id, (kind, severity))
+            self.failing_n[rule_id] = self.failing_n.get(rule_id, 0) + 1
+            ids = self.failing.setdefault(rule_id, [])
+            if len(ids) < 3:
+                ids.append(trace_id)
+        if verdict == "pass":
+            return
+        self.not_passed_n += 1
+        if len(self.not_passed) < MAX_ROWS:
+            self.not_passed.append(
+                f"| {_code(trace_id)} | {verdict} | {score:.2f} | "
+                f"{', '.join(_code(f[0]) for f in failed) or '–'} | {', '.join(reasons) or '–'} |"
+            )
+        if self.first is None and failed:
+            self.first = (trace_id, blocks if isinstance(blocks, str) else blocks())
+
+    def markdown(self, name: str, agree: float | None) -> str:
+        counts, total = self.counts, self.total
+        rate = counts["pass"] / total if total else None
+        icon = "✅" if counts["fail"] == counts["review"] == 0 else "❌" if counts["fail"] else "⚠️"
+        lines = [MARKER_RUN, f"## {icon} seqjudge: {_cell(name)}", ""]
         lines += [
-            "### Top violations",
+            "| traces | pass | fail | review | pass rate | mean score | judge–engine agreement |",
+            "|---:|---:|---:|---:|---:|---:|---:|",
+            f"| {total} | {counts['pass']} | {counts['fail']} | {counts['review']} | {_pct(rate)} | "
+            f"{(self.score_sum / total if total else 1.0):.3f} | {_pct(agree)} |",
             "",
-            "| rule | type | severity | traces failing | e.g. |",
-            "|---|---|---|---:|---|",
         ]
-        ranked = sorted(by_rule.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-        for rule_id, traces in ranked[:MAX_ROWS]:
-            d = info[rule_id]
-            lines.append(
-                f"| {_code(rule_id)} | {d.type} | {d.severity} | {len(traces)} | "
-                f"{', '.join(_code(t) for t in traces[:3])} |"
-            )
-        lines.append("")
-    not_passed = [(t, r) for t, r in pairs if r.verdict != "pass"]
-    if not_passed:
-        lines += [
-            "### Traces that did not pass",
-            "",
-            "| trace | verdict | score | failed rules | review reasons |",
-        ]
-        lines.append("|---|---|---:|---|---|")
-        for _, r in not_passed[:MAX_ROWS]:
-            failed = ", ".join(_code(d.rule_id) for d in r.rules if d.final == "failed")
-            lines.append(
-                f"| {_code(r.trace_id)} | {r.verdict} | {r.score:.2f} | {failed or '–'} | "
-                f"{', '.join(r.review_reasons) or '–'} |"
-            )
-        if len(not_passed) > MAX_ROWS:
-            lines.append(f"\n…and {len(not_passed) - MAX_ROWS} more.")
-        lines.append("")
-        first = next(((t, r) for t, r in not_passed if any(d.final == "failed" for d in r.rules)), None)
-        if first is not None:
-            lines += _details(
-                f"First failing trace in full: {first[1].trace_id}", "\n\n".join(failed_blocks(*first))
-            )
-    else:
-        lines += ["Every trace passed.", ""]
-    return "\n".join(lines).rstrip("\n") + "\n"
+        if self.failing:
+            lines += [
+                "### Top violations",
+                "",
+                "| rule | type | severity | traces failing | e.g. |",
+                "|---|---|---|---:|---|",
+            ]
+            ranked = sorted(self.failing_n.items(), key=lambda kv: (-kv[1], kv[0]))
+            for rule_id, n in ranked[:MAX_ROWS]:
+                kind, severity = self.info[rule_id]
+                lines.append(
+                    f"| {_code(rule_id)} | {kind} | {severity} | {n} | "
+                    f"{', '.join(_code(t) for t in self.failing[rule_id])} |"
+                )
+            lines.append("")
+        if self.not_passed_n:
+            lines += [
+                "### Traces that did not pass",
+                "",
+                "| trace | verdict | score | failed rules | review reasons |",
+            ]
+            lines.append("|---|---|---:|---|---|")
+            lines += self.not_passed
+            if self.not_passed_n > MAX_ROWS:
+                lines.append(f"\n…and {self.not_passed_n - MAX_ROWS} more.")
+            lines.append("")
+            if self.first is not None:
+                lines += _details(f"First failing trace in full: {self.first[0]}", self.first[1])
+        else:
+            lines += ["Every trace passed.", ""]
+        return "\n".join(lines).rstrip("\n") + "\n"
 
 
 _DECISION_TITLES = {

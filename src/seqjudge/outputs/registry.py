@@ -23,6 +23,8 @@ FORMATS: dict[str, dict[str, str]] = {
         "json": "seqjudge.outputs.check:JsonOutput",
         "jsonl": "seqjudge.outputs.check:JsonlOutput",
         "sarif": "seqjudge.outputs.sarif:SarifOutput",
+        "junit": "seqjudge.outputs.check_ci:JunitOutput",
+        "markdown": "seqjudge.outputs.check_ci:MarkdownOutput",
     },
     "judge": {
         "text": "seqjudge.outputs.judged:TextOutput",

@@ -255,7 +255,12 @@ class Engine:
                     critical_failed = True
             for f in flaws:
                 at = f.offending
-                if at is not None and f.type in _ATTEMPT_COUNTS and not ok[at]:
+                if (
+                    at is not None
+                    and f.type in _ATTEMPT_COUNTS
+                    and not ok[at]
+                    and not any(s.by_status for s in comp.operands)  # `status:` already said what counts
+                ):
                     f.explanation += f" Call {at + 1} failed, but for this rule every attempt counts."
                 violations.append(
                     {

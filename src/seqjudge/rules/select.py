@@ -58,10 +58,15 @@ class Selector:
     text: str
     names: frozenset[str]
     conditions: tuple[ArgCondition, ...] = field(default=())
+    # The operand as advice names it: the tools an alias stands for, never the alias as if it were a tool
+    # ("Login or SSOLogin", not "Authenticate"); ``text`` when the operand names no alias.
+    tools: str = ""
     # The one name a plain single-tool operand matches, else None: the index's shortest path.
     single: str | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
+        if not self.tools:
+            object.__setattr__(self, "tools", self.text)
         if not self.conditions and len(self.names) == 1:
             object.__setattr__(self, "single", next(iter(self.names)))
 
@@ -71,6 +76,11 @@ class Selector:
         for c in self.conditions:
             out |= c.names
         return frozenset(out)
+
+    @property
+    def by_status(self) -> bool:
+        """Whether the operand picks calls by ``status:`` (then it, not "every attempt", says what counts)."""
+        return any(c.status is not None for c in self.conditions)
 
     @property
     def name_only(self) -> bool:
@@ -131,7 +141,20 @@ def compile_operand(op: Operand, aliases: dict[str, list[str]], owner: str | Non
         else:
             patterns = tuple((k, compile_pattern(v)) for k, v in item.args_match.items())
             conditions.append(ArgCondition(frozenset(members), patterns, item.status, owner))
-    return Selector(operand_text(op), frozenset(names), tuple(conditions))
+    return Selector(operand_text(op), frozenset(names), tuple(conditions), tools_text(op, aliases))
+
+
+def tools_text(op: Operand, aliases: dict[str, list[str]]) -> str:
+    """The operand's text with each alias replaced by the tools it stands for."""
+    if not any(n in aliases for n in operand_names(op)):
+        return operand_text(op)
+    items = [op] if isinstance(op, str) else op if isinstance(op, list) else []
+    plain = [item for item in items if isinstance(item, str)]
+    if items and len(plain) == len(items):
+        return " or ".join(dict.fromkeys(t for item in plain for t in expand_name(item, aliases)))
+    # An alias inside an argument selector: keep the selector's conditions, name the tools after it.
+    tools = list(dict.fromkeys(t for n in operand_names(op) for t in expand_name(n, aliases)))
+    return f"{operand_text(op)} (one of {', '.join(tools)})"
 
 
 def selects_within(inner: Operand, outer: Operand, aliases: dict[str, list[str]]) -> bool:

@@ -22,7 +22,6 @@ from seqjudge.rules.base import (
 )
 from seqjudge.rules.evaluate import Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
-from seqjudge.rules.evaluate import name as _name
 from seqjudge.rules.select import selects_within
 
 if TYPE_CHECKING:
@@ -120,10 +119,9 @@ def after(rule: AfterRule, trigger: Selector, then: Selector, v: View) -> Findin
                 "deadline_missed",
                 t,
                 f"{then.text} within {within} step(s) after {trigger.text}",
-                f"{_name(v, t)} at position {t + 1}, "
-                f"no successful {then.text} by step {steps[t] + within + 1}",
+                f"{_at(v, t)}, no successful {then.text} by step {steps[t] + within + 1}",
                 f"{_at(v, t)} opened a deadline of {within} step(s) for {then.text} that passed{more}.",
-                f"Call {then.text} within {within} step(s) after {trigger.text} (call {t + 1}).",
+                f"Call {then.tools} within {within} step(s) after {_at(v, t)}.",
             )
         ],
     )

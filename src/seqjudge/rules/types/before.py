@@ -24,7 +24,6 @@ from seqjudge.rules.evaluate import Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
 from seqjudge.rules.evaluate import failed_note as _failed_note
 from seqjudge.rules.evaluate import first_ok_before as _first_ok_before
-from seqjudge.rules.evaluate import name as _name
 from seqjudge.rules.select import selects_within
 
 if TYPE_CHECKING:
@@ -111,17 +110,14 @@ def before(rule: BeforeRule, first: Selector, then: Selector, v: View) -> Findin
                     "out_of_order",
                     t,
                     expected,
-                    f"{_name(v, t)} called at position {t + 1}, {_name(v, q)} {how.replace(' as', '')} it "
-                    f"(position {q + 1})",
+                    f"{_at(v, t)}; {_at(v, q)} came {how} it",
                     f"{_at(v, t)} ran before any successful {first.text}; {_at(v, q)} came {how} it.",
-                    f"Move the {first.text} call before {then.text} (call {t + 1}).",
+                    f"Move the {first.tools} call before {_at(v, t)}.",
                 )
             ],
         )
     note = _failed_note(v, first_all, t)
-    actual = f"{_name(v, t)} called at position {t + 1}, but {first.text} " + (
-        "only failed before it" if note else "never called"
-    )
+    actual = f"{_at(v, t)}, but {first.text} " + ("only failed before it" if note else "never called")
     return Finding(
         "failed",
         f"{_at(v, t)} has no successful {first.text} before it.{note}",
@@ -133,7 +129,7 @@ def before(rule: BeforeRule, first: Selector, then: Selector, v: View) -> Findin
                 expected,
                 actual,
                 f"{_at(v, t)} ran without a successful {first.text} before it.{note}",
-                f"Add a successful {first.text} call before {then.text} (call {t + 1}).",
+                f"Add a successful call to {first.tools} before {_at(v, t)}.",
                 (first.text, then.text, t, f"{then.text} ran on an unmet prerequisite"),
             )
         ],

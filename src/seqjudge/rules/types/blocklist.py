@@ -67,7 +67,7 @@ def blocklist(rule: BlocklistRule, v: View) -> Finding:
                 "forbidden_call",
                 f,
                 f"no tool whose name contains {pattern!r}",
-                f"{index.names[f]} called at position {f + 1}{more}",
+                f"{_at(v, f)} called{more}",
                 f"{_at(v, f)} is forbidden: its name contains {pattern!r}{more}.",
                 f"Remove the call to {index.names[f]}; it must never be called.",
             )

@@ -82,7 +82,7 @@ def eventually(rule: EventuallyRule, sel: Selector, v: View) -> Finding:
                     expected,
                     f"{sel.text} first succeeded at step {steps[p] + 1}",
                     f"{_at(v, p)} came too late: it had to succeed within {within} step(s).",
-                    f"Call {sel.text} earlier, within the first {within} step(s).",
+                    f"Call {sel.tools} earlier, within the first {within} step(s).",
                 )
             ],
         )
@@ -98,7 +98,7 @@ def eventually(rule: EventuallyRule, sel: Selector, v: View) -> Finding:
                 expected,
                 f"{sel.text} never succeeded" if every else f"{sel.text} never called",
                 f"The trace never calls {sel.text} successfully.{note}",
-                f"Call {sel.text} within the first {within} step(s).",
+                f"Call {sel.tools} within the first {within} step(s).",
             )
         ],
     )

@@ -1,4 +1,4 @@
-"""``max_calls``: at most ``max`` calls, every attempt counted."""
+"""``max_calls``: at most ``max`` calls the selector matches: every attempt, unless it selects by status."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, field_validator
 
 from seqjudge.rules.base import (
+    ArgsSelector,
     Evaluator,
     Operand,
     Ordering,
@@ -44,14 +45,17 @@ class MaxCallsRule(SameMixin, RuleBase):
 
     def requirement(self, say: Wording) -> str:
         w = say.words
+        # A selector with `status:` says which calls count: "every attempt counts" would contradict it.
+        counted = "" if _selects_status(self.tool) else " (failed attempts count)"
         if self.max == 0:
             return (
-                f"{w(self.tool)} must never be called, not even once (failed attempts count). "
+                f"{w(self.tool)} must never be called, not even once{counted}. "
                 "Violation: `too_many_calls` at the first call."
             )
+        every = "; every attempt counts, failed ones too" if counted else ""
         return (
-            f"{w(self.tool)} may be called at most {self.max} time(s); every attempt counts, failed "
-            "ones too. Violation: `too_many_calls` at the first call over the limit."
+            f"{w(self.tool)} may be called at most {self.max} time(s){every}. "
+            "Violation: `too_many_calls` at the first call over the limit."
         )
 
     def ordering(self) -> Ordering | None:
@@ -59,6 +63,11 @@ class MaxCallsRule(SameMixin, RuleBase):
 
     def compile(self, c: SelectorFactory) -> Evaluator:
         return partial(max_calls, self, c(self.tool))
+
+
+def _selects_status(op: Operand) -> bool:
+    items = op if isinstance(op, list) else [op]
+    return any(isinstance(item, ArgsSelector) and item.status is not None for item in items)
 
 
 def max_calls(rule: MaxCallsRule, sel: Selector, v: View) -> Finding:
@@ -78,12 +87,12 @@ def max_calls(rule: MaxCallsRule, sel: Selector, v: View) -> Finding:
                 "too_many_calls",
                 over,
                 f"{sel.text} at most {limit} time(s)",
-                f"{sel.text} called {len(every)} times; call {over + 1} is number {limit + 1}",
+                f"{sel.text} called {len(every)} times, {limit} allowed; first over: {_at(v, over)}",
                 f"{_at(v, over)} exceeds the limit of {limit} call(s) to {sel.text}.",
                 (
-                    "Do not call " + sel.text + " at all."
+                    "Do not call " + sel.tools + " at all."
                     if limit == 0
-                    else f"Call {sel.text} at most {limit} time(s); combine the calls or drop the repeats."
+                    else f"Call {sel.tools} at most {limit} time(s); combine the calls or drop the repeats."
                 ),
             )
         ],

@@ -82,7 +82,7 @@ def never_after(rule: NeverAfterRule, trigger: Selector, forbidden: Selector, v:
                 "forbidden_call",
                 f,
                 f"no {forbidden.text} after {trigger.text}",
-                f"{_name(v, a)} at position {a + 1}, then {_name(v, f)} at position {f + 1}",
+                f"{_at(v, a)}, then {_at(v, f)}",
                 f"{_at(v, f)} is forbidden once {trigger.text} has been called ({_at(v, a)}).",
                 f"Do not call {_name(v, f)} after {_name(v, a)}; move it before call {a + 1} or drop it.",
             )

@@ -76,7 +76,7 @@ def require(rule: RequireRule, sel: Selector, v: View) -> Finding:
                 f"at least one successful call to {sel.text}",
                 f"{sel.text} never succeeded" if every else f"{sel.text} never called",
                 f"The trace never calls {sel.text} successfully.{note}",
-                f"Add a successful {sel.text} call.",
+                f"Add a successful call to {sel.tools}.",
             )
         ],
     )

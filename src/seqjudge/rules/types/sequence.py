@@ -163,7 +163,7 @@ def _sequence_break(
                 expected,
                 f"{' -> '.join(_at(v, d) for d in done) or 'nothing'}, then {got}",
                 why + ".",
-                f"Call {awaited} (successfully) before {v.index.names[i]}"
+                f"Call {sels[r].tools} (successfully) before {_at(v, i)}"
                 + (", with nothing in between." if strict else "."),
             )
         ],
@@ -188,7 +188,7 @@ def _sequence_end(v: View, sels: list[Selector], r: int, done: list[int], expect
                     expected,
                     f"{awaited} only failed",
                     f"The sequence was attempted but {awaited} never succeeded.",
-                    f"Make {awaited} succeed, then continue the sequence.",
+                    f"Make {sels[r].tools} succeed, then continue the sequence.",
                 )
             ],
         )
@@ -204,7 +204,7 @@ def _sequence_end(v: View, sels: list[Selector], r: int, done: list[int], expect
                 expected,
                 " -> ".join(_at(v, d) for d in done) + f", then no successful {awaited}",
                 f"The sequence started but was not completed: {awaited} never followed {_at(v, last)}.",
-                f"Complete the sequence: call {awaited} after {v.index.names[last]}.",
+                f"Complete the sequence: call {sels[r].tools} after {_at(v, last)}.",
             )
         ],
     )

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 
 from seqjudge.rules.base import Evaluator, Ordering, RuleBase, SelectorFactory, Wording
 from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import at as _at
 
 if TYPE_CHECKING:
     from seqjudge.rules.index import View
@@ -149,7 +150,8 @@ def trajectory(rule: TrajectoryRule, v: View) -> Finding:
                 where,
                 exp_text,
                 " -> ".join(ok_names[:50]) + (" …" if len(ok_names) > 50 else ""),
-                f"The successful calls differ from the expected trajectory at position {diverge + 1}.",
+                "The successful calls first differ from the expected trajectory "
+                + (f"at {_at(v, where)}." if where is not None else "where they end, short of it."),
                 "Make the successful calls exactly: " + exp_text + ".",
             )
         )

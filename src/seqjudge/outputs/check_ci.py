@@ -1,0 +1,124 @@
+"""`seqjudge check --format junit|markdown`: the CI files `seqjudge report-ci` writes for a stored run,
+written straight from `check` with no store in between, and streamed like every `check` format.
+
+Both reuse ``ci_outputs``: a trace's JUnit test cases are ``ci_outputs.run_cases`` of its result, and the
+markdown is ``ci_outputs.RunDigest``'s. A trace's result is its engine report reconciled with no judge
+(``check_result``), keeping `check`'s own verdict: a judge rule `check` cannot decide is counted and named
+in the output (the deferred note), not turned into a review.
+
+JUnit's counts sit in the opening tags, before the test cases, so the cases go to a temporary file as they
+come and are copied after the head in ``finish``: memory stays flat, the disk holds the cases once.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import xml.etree.ElementTree as ET
+from typing import IO, Any
+from xml.sax.saxutils import quoteattr
+
+from pydantic_core import to_json
+
+from seqjudge.checkpool import Checked, Origin
+from seqjudge.crosscheck import TraceResult, reconcile, score_reasons
+from seqjudge.outputs.check import CheckOutput, deferred_note
+from seqjudge.outputs.ci_outputs import RunDigest, blocks_text, run_cases, xml_text
+from seqjudge.outputs.textview import Totals
+from seqjudge.report import Report
+from seqjudge.trace import PlainTrace, Trace
+
+NO_JUDGE = "seqjudge check runs no judge"
+
+
+def check_result(data: dict[str, Any], threshold: float, risk_level: str) -> TraceResult:
+    """The trace's result as `check` decides it: the engine's report, reconciled without a judge."""
+    report = Report.model_validate(data)
+    result = reconcile(
+        report,
+        None,
+        threshold=threshold,
+        risk_level=risk_level,  # type: ignore[arg-type]
+        judge_skipped=NO_JUDGE,
+    )
+    reasons = [r for r in result.review_reasons if r != "judge_rule_undecided"]
+    return result.model_copy(update={"verdict": report.verdict, "review_reasons": reasons})
+
+
+class JunitOutput(CheckOutput):
+    def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
+        parts = []
+        for case in run_cases(trace, check_result(data, self.threshold, self.risk_level)):
+            ET.indent(case, level=2)
+            parts.append("    " + ET.tostring(case, encoding="unicode") + "\n")
+        return "".join(parts).encode("utf-8")
+
+    def start(self) -> None:
+        super().start()
+        self._body: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in finish
+        self._counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+
+    def line(self, checked: Checked) -> None:
+        # XML escapes every "<" in text and attributes, so these counts are exactly the elements written.
+        self._counts["tests"] += checked.line.count(b"<testcase ")
+        self._counts["failures"] += checked.line.count(b"<failure ")
+        self._counts["skipped"] += checked.line.count(b"<skipped ")
+        self._body.write(checked.line)
+
+    def finish(self, totals: Totals) -> None:
+        counts = " ".join(f'{k}="{v}"' for k, v in self._counts.items())
+        name = quoteattr(xml_text(f"seqjudge check {self.source}"))
+        self._write(
+            f"<?xml version='1.0' encoding='utf-8'?>\n<testsuites name=\"seqjudge\" {counts}>\n"
+            f"  <testsuite name={name} {counts}>\n".encode()
+        )
+        self._body.seek(0)
+        while chunk := self._body.read(1 << 20):
+            self._write(chunk)
+        self._body.close()
+        note = deferred_note(totals)
+        if note:  # what no test case shows is still said
+            out = ET.Element("system-out")
+            out.text = xml_text(note)
+            self._write(b"    " + ET.tostring(out, encoding="utf-8", xml_declaration=False) + b"\n")
+        self._write(b"  </testsuite>\n</testsuites>\n")
+
+
+class MarkdownOutput(CheckOutput):
+    """The pull-request comment of the checked traces (judge–engine agreement: none, no judge ran).
+
+    The comment shows the blocks of the first failing trace only, so each process renders them for the
+    first failing trace it checks, and no other: every process checks its traces in input order (this
+    one its first records, then any chunk a worker did not finish; a worker its chunks as they were
+    queued), so the first failing trace of the input is the first failing trace of whichever process
+    checked it. (Workers forked after this process rendered its blocks inherit the flag set: fine, the
+    first failing trace was this process's, earlier in the input than anything they check.)"""
+
+    def __init__(self, out: IO[str], **settings: Any) -> None:
+        super().__init__(out, **settings)
+        self._rendered_blocks = False  # in this process (a forked worker starts from False)
+
+    def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
+        # Without a judge a rule's final outcome is the engine's, and the review reasons are the score's
+        # (check_result's): the reconciled result is needed only for the blocks.
+        failed = [(r["rule_id"], r["type"], r["severity"]) for r in data["rules"] if r["outcome"] == "failed"]
+        score = data["sequence_correctness_score"]
+        reasons = score_reasons(score, self.threshold, self.risk_level) if data["verdict"] != "pass" else []
+        blocks = ""
+        if failed and not self._rendered_blocks:
+            blocks = blocks_text(trace, check_result(data, self.threshold, self.risk_level))
+            self._rendered_blocks = True
+        return to_json([data["trace_id"], data["verdict"], score, failed, reasons, blocks]) + b"\n"
+
+    def start(self) -> None:
+        super().start()
+        self.digest = RunDigest()
+
+    def line(self, checked: Checked) -> None:
+        trace_id, verdict, score, failed, reasons, blocks = json.loads(checked.line)
+        self.digest.add(trace_id, verdict, score, [tuple(f) for f in failed], reasons, blocks)
+
+    def finish(self, totals: Totals) -> None:
+        text = self.digest.markdown(f"seqjudge check {self.source}", None)
+        note = deferred_note(totals)
+        self.out.write(text + (f"\n{note}\n" if note else ""))
