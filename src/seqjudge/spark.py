@@ -91,7 +91,7 @@ def _checker(rules_json: str, threshold: float, risk_level: str, explain: str) -
             Engine(ruleset),
             threshold,
             risk_level,  # type: ignore[arg-type]
-            explain,  # type: ignore[arg-type]
+            explain=explain,  # type: ignore[arg-type]
         )
     return checker
 
