@@ -15,6 +15,8 @@ from seqjudge.cli.options import (
     CatalogOpt,
     ConfigRiskOpt,
     ConfigThresholdOpt,
+    Explain,
+    ExplainOpt,
     OutputOpt,
     Risk,
     StrictOpt,
@@ -68,6 +70,7 @@ def check(
     verbose: VerboseOpt = False,
     allow_empty: AllowEmpty = False,
     strict: StrictOpt = False,
+    explain: ExplainOpt = Explain.not_passed,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -137,7 +140,9 @@ def check(
         # Each format renders a trace's part where the trace is checked, so a large native JSONL file is
         # checked and formatted by worker processes (checkpool) in every format; plain JSONL records skip
         # the models (PlainTrace).
-        checker = Checker(Engine(ruleset), threshold, risk_level.value, render=shown.render)
+        checker = Checker(
+            Engine(ruleset), threshold, risk_level.value, render=shown.render, explain=explain.value
+        )
         pool = LinePool(checker, workers=workers) if "-" not in traces else None
         stream: Generator[Trace | PlainTrace | Done, None, None]
         stream = load_checkable(traces, native_lines=pool, **options)
