@@ -8,6 +8,7 @@ read with ``resource.getrusage(RUSAGE_CHILDREN)`` in an intermediate process tha
 
     python benchmarks/large_inputs.py                    # both cases, once
     python benchmarks/large_inputs.py --repeat 3 --only check --formats jsonl
+    python benchmarks/large_inputs.py --repeat 3 --only memory   # json.load vs check vs run, 1M calls
     PYTHONPATH=/path/to/other/src python benchmarks/large_inputs.py   # the same inputs, another seqjudge
 """
 
@@ -51,6 +52,9 @@ def make_inputs(target_mb: int) -> None:
             out.write('{"trace_id": "one-million", "calls": [')
             out.write(",".join(json.dumps(call(i)) for i in range(1_000_000)))
             out.write("]}\n")
+    document = FOLDER / "trace-1m-calls.json"  # the same trace as one JSON document
+    if not document.exists():
+        document.write_bytes(big_trace.read_bytes().rstrip(b"\n"))
     many = FOLDER / f"traces-{target_mb}mb.jsonl"
     if not many.exists():
         written, n = 0, 0
@@ -91,6 +95,34 @@ def case(argv: list[str], repeat: int) -> dict[str, float]:
     return {"wall_s": statistics.median(walls), "peak_mb": statistics.median(peaks)}
 
 
+def memory(seqjudge: list[str], repeat: int) -> None:
+    """Peak memory on one trace of 1,000,000 calls (a JSON document), side by side: json.load of the file,
+    `check --format jsonl` and `run` without a model (issue 19's target for check: <= 1.5x json.load)."""
+    document = FOLDER / "trace-1m-calls.json"
+    rules = str(FOLDER / "rules.yaml")
+    store = FOLDER / "memory.db"
+    load = "import json, sys; json.load(open(sys.argv[1], encoding='utf-8'))"  # text, as a user's script
+    cases = {
+        "json.load": [sys.executable, "-c", load],
+        "check --format jsonl": [*seqjudge, "check", rules, "--format", "jsonl", "-o", os.devnull],
+        "run (no model)": [*seqjudge, "run", rules, "--store", str(store)],
+    }
+    figures: dict[str, dict[str, float]] = {}
+    for name, argv in cases.items():
+        for leftover in FOLDER.glob("memory.db*"):
+            leftover.unlink()
+        # The trace goes where each command takes it: json.load's argument, seqjudge's TRACES.
+        at = 3 if name == "json.load" else len(seqjudge) + 2
+        figures[name] = case([*argv[:at], str(document), *argv[at:]], repeat)
+    base = figures["json.load"]["peak_mb"]
+    size = document.stat().st_size / 1e6
+    print(f"memory, 1 trace x 1,000,000 calls ({size:.0f} MB JSON document), peak RSS (median of {repeat}):")
+    for name, fig in figures.items():
+        ratio = fig["peak_mb"] / base
+        goal = f"  target <= 1.5x {'✔' if ratio <= 1.5 else '✘'}" if name.startswith("check") else ""
+        print(f"    {name:22s}{fig['peak_mb']:7.0f} MB  {ratio:4.2f}x   {fig['wall_s']:6.1f} s wall{goal}")
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--measure":
         measure(sys.argv[2:])
@@ -100,7 +132,7 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--mb", type=int, default=200, help="size of the JSONL file for check")
-    parser.add_argument("--only", choices=["run", "check"])
+    parser.add_argument("--only", choices=["run", "check", "memory"])
     parser.add_argument("--formats", default="jsonl,text", help="check's output formats to measure")
     args = parser.parse_args()
     make_inputs(args.mb)
@@ -130,6 +162,8 @@ def main() -> None:
             f"run   1 trace x 1,000,000 calls ({size:.0f} MB), no model: "
             f"{figures['wall_s']:.1f} s wall, {figures['peak_mb']:.0f} MB peak RSS (median of {args.repeat})"
         )
+    if args.only in (None, "memory"):
+        memory(seqjudge, args.repeat)
     if args.only in (None, "check"):
         path = FOLDER / f"traces-{args.mb}mb.jsonl"
         for fmt in args.formats.split(","):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from pydantic_core import PydanticSerializationError
 
 from seqjudge.errors import InputError
-from seqjudge.ingest import native
+from seqjudge.ingest import load_checkable, load_traces, native
 from seqjudge.ingest.base import Options, Record, Source
 from seqjudge.ingest.plain import plain_trace
 from seqjudge.report import Report, report_line
@@ -261,3 +262,52 @@ def test_a_lone_surrogate_fails_to_serialise_as_it_did() -> None:
     with pytest.raises(PydanticSerializationError) as model:
         Report.model_validate(data).model_dump_json()
     assert str(fast.value) == str(model.value)
+
+
+def _document_reports(path: Path, engine: Engine, plain: bool) -> list[bytes] | str:
+    """A document's reports through the model path (``load_traces``, ``Engine.check``) or the plain one
+    (``load_checkable``, ``check_data``, ``report_line``), or the error's message."""
+    try:
+        if plain:
+            return [report_line(engine.check_data(t)) for t in load_checkable(str(path))]  # type: ignore[arg-type]
+        return [(engine.check(t).model_dump_json() + "\n").encode() for t in load_traces(str(path))]
+    except InputError as exc:
+        return str(exc)
+
+
+@SETTINGS
+@given(
+    rules=st.lists(ANY_RULE, min_size=1, max_size=6),
+    aliases=ALIASES,
+    records=st.lists(ANY_TRACE, min_size=0, max_size=4),
+)
+def test_documents_give_the_model_paths_reports_without_models(
+    tmp_path_factory: pytest.TempPathFactory,
+    rules: list[dict[str, Any]],
+    aliases: dict[str, list[str]],
+    records: list[dict[str, Any]],
+) -> None:
+    # A whole document (one trace, or a list of traces) read for the engine alone: plainly valid ones come
+    # as columns (PlainTrace, issue 19's memory point), and every report, id and error is the model path's.
+    engine = Engine(build_ruleset(rules, aliases))
+    tmp = tmp_path_factory.mktemp("doc")
+    documents: list[Any] = [records] + [record for record in records[:2]]
+    for n, document in enumerate(documents):
+        path = tmp / f"d{n}.json"
+        path.write_text(json.dumps(document, ensure_ascii=False, indent=n % 2 or None), encoding="utf-8")
+        assert _document_reports(path, engine, True) == _document_reports(path, engine, False)
+
+
+def test_a_plain_document_is_read_as_columns_and_any_other_as_models(tmp_path: Path) -> None:
+    plain = {"trace_id": "p", "calls": [{"tool_name": "a", "arguments": {"k": 1}}, {"tool_name": "b"}]}
+    timed = {"trace_id": "t", "calls": [{"tool_name": "a", "timestamp": 1}]}
+    for name, document, kinds in (
+        ("one.json", plain, [PlainTrace]),
+        ("list.json", [plain, {**plain, "trace_id": "q"}], [PlainTrace, PlainTrace]),
+        ("timed.json", timed, [Trace]),
+        ("mixed.json", [plain, timed], [Trace, Trace]),  # one document, one path: the model's
+    ):
+        path = tmp_path / name
+        path.write_text(json.dumps(document), encoding="utf-8")
+        assert [type(t) for t in load_checkable(str(path))] == kinds, name
+        assert all(type(t) is Trace for t in load_traces(str(path)))

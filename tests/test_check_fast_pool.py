@@ -24,6 +24,7 @@ from seqjudge.cli import run
 from seqjudge.errors import InputError, SeqjudgeError
 from seqjudge.ingest import load_traces
 from seqjudge.outputs.textview import Totals
+from seqjudge.report import Explain
 from seqjudge.rules.coverage import Coverage
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.load import load_rules
@@ -36,18 +37,21 @@ except ImportError:  # pragma: no cover
     from tests.test_engine_property import ALIASES, ANY_RULE, PROFILE, build_ruleset
 
 
-def model_path(rules: Path, traces: Path, fmt: str, pattern: str | None = None) -> tuple[int, bytes, str]:
-    """(exit code, output bytes, stderr) as `check` gave them before the fast paths."""
+def model_path(
+    rules: Path, traces: Path, fmt: str, pattern: str | None = None, explain: Explain = "not-passed"
+) -> tuple[int, bytes, str]:
+    """(exit code, output bytes, stderr) as `check` gave them before the fast paths (lean by default, as
+    `check` is: the models of a lean report dump back to it with exclude_unset)."""
     engine = Engine(load_rules(rules))
     totals = Totals()
     totals.coverage = Coverage.of(engine.ruleset)
     lines: list[str] = []
     try:
         for trace in load_traces(str(traces), error_pattern=pattern):
-            report = engine.check(trace)
+            report = engine.check(trace, explain=explain)
             totals.add(report)
             totals.coverage.add_trace(trace, report.model_dump(mode="json")["rules"])
-            lines.append(report.model_dump_json() + "\n")
+            lines.append(report.model_dump_json(exclude_unset=True) + "\n")
     except InputError as exc:
         if fmt == "json":  # the document streams: the reports before the error, never closed
             return 2, as_json(lines, None), f"error: {exc}\n"
@@ -147,6 +151,9 @@ def test_workers_single_process_and_models_write_the_same_bytes(
     assert pooled == alone == model_path(rules_path, traces, "jsonl", pattern)
     assert command(rules_path, traces, "json", capsys, *extra) == model_path(
         rules_path, traces, "json", pattern
+    )
+    assert command(rules_path, traces, "jsonl", capsys, "--explain", "all", *extra) == model_path(
+        rules_path, traces, "jsonl", pattern, "all"
     )
 
 

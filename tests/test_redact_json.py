@@ -13,11 +13,14 @@ from seqjudge.redact import (
     _FOLD,
     DEFAULT_REDACT,
     _fold,
+    _redacted_copy,
     json_holds_secret,
     json_needs_value_redaction,
+    redact_trace,
     redact_value,
     scrub_secrets,
 )
+from seqjudge.trace import Trace
 
 
 def dumps(value: object) -> str:
@@ -121,3 +124,35 @@ def test_a_secret_is_seen_however_it_is_escaped(value: object, secret: str) -> N
     assert json_holds_secret(dumps(holder), [secret])
     if not json_holds_secret(dumps(value), [secret]):
         assert scrub_secrets(value, [secret]) == value
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.tuples(TEXT.filter(bool), st.dictionaries(TEXT, VALUES, max_size=3), VALUES), max_size=3),
+    st.dictionaries(TEXT, VALUES, max_size=2),
+)
+def test_redact_trace_returns_the_trace_itself_only_when_the_walk_changes_nothing(
+    calls: list[tuple[str, dict[str, object], object]], context: dict[str, object]
+) -> None:
+    # A trace that needs nothing redacted is not copied (a million-call trace tripled `run`'s memory), and
+    # the shortcut never skips a redaction: what comes back always equals the walk's copy.
+    trace = Trace.model_validate(
+        {
+            "calls": [{"tool_name": n, "arguments": a, "output": o} for n, a, o in calls],
+            "context": context,
+        }
+    )
+    walked = _redacted_copy(trace, tuple(DEFAULT_REDACT))  # the walk, without the shortcut
+    got = redact_trace(trace)
+    assert got == walked
+    if got is trace:
+        assert walked == trace
+
+
+def test_a_clean_trace_is_not_copied_and_a_secret_one_is() -> None:
+    clean = Trace.model_validate({"calls": [{"tool_name": "get_order", "arguments": {"order_id": "#1"}}]})
+    assert redact_trace(clean) is clean
+    for arguments in ({"password": "hunter2"}, {"note": "token=abc"}, {"q": "sk-" + "a" * 24}):
+        secret = Trace.model_validate({"calls": [{"tool_name": "login", "arguments": arguments}]})
+        redacted = redact_trace(secret)
+        assert redacted is not secret and redacted != secret

@@ -272,3 +272,36 @@ def test_a_long_trace_shows_a_window_around_its_violation(browser: Any, tmp_path
         assert page.locator(".strip button").count() == 200
     finally:
         context.close()
+
+
+def test_the_page_of_check_opens_a_failing_trace(browser: Any, tmp_path: Path) -> None:
+    """`seqjudge check --format html`: the same page without a store; a hostile trace stays text."""
+    import json
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "rules:\n  - {id: verify_first, type: before, first: VerifyIdentity, then: DeleteCustomer}\n",
+        encoding="utf-8",
+    )
+    calls = [{"tool_name": "DeleteCustomer", "output": INJECTION}, {"tool_name": "VerifyIdentity"}]
+    records = [{"trace_id": EVIL_ID, "calls": calls}, {"trace_id": "ok", "calls": calls[::-1]}]
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "check.html"
+    assert run(["check", str(rules), str(traces), "--format", "html", "-o", str(out)]) == 1
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    try:
+        opened = Opened(context.new_page(), out.as_uri())
+        page = opened.page
+        assert [r["id"] for r in opened.visible_rows()] == [EVIL_ID]  # the passing trace is counted only
+        assert page.locator("[data-count='pass']").inner_text() == "1"
+        opened.row(EVIL_ID).click()
+        page.locator("#detail").wait_for(state="visible")
+        assert page.locator("#d-title").inner_text() == EVIL_ID
+        assert INJECTION in page.locator("#call-0").inner_text()
+        assert page.locator("#call-0 .mark.engine").inner_text().startswith("← engine: verify_first")
+        assert page.locator("img").count() == 0 and page.evaluate("document.scripts.length") == 2
+        assert opened.problems == [] and opened.dialogs == []
+        assert all(u.startswith(("file:", "data:")) for u in opened.requests), opened.requests
+    finally:
+        context.close()

@@ -91,16 +91,24 @@ def test_reports_are_byte_identical_to_check(spark: SparkSession, suite: str) ->
         assert row.rules_failed == [r["rule_id"] for r in report["rules"] if r["outcome"] == "failed"]
 
 
-def test_threshold_and_risk_level_reach_the_executors(spark: SparkSession) -> None:
+def test_threshold_risk_level_and_explain_reach_the_executors(spark: SparkSession) -> None:
     suite = "tau-retail"
-    expected = check_lines(suite, "--risk-level", "high", "--threshold", "0.95")
+    expected = check_lines(suite, "--risk-level", "high", "--threshold", "0.95", "--explain", "all")
+    assert sorted(expected) != sorted(check_lines(suite, "--risk-level", "high", "--threshold", "0.95"))
     rows = sj.check(
         text_frame(spark, ROOT / "golden_traces" / suite / "traces.jsonl"),
         ROOT / "golden_traces" / suite / "rules.yaml",
         risk_level="high",
         threshold=0.95,
+        explain="all",
     ).collect()
     assert sorted(row.report.encode() for row in rows) == sorted(expected)
+
+
+def test_an_unknown_explain_is_refused_before_any_job(spark: SparkSession) -> None:
+    df = spark.createDataFrame([('{"calls": []}',)], "trace string")
+    with pytest.raises(InputError, match="explain must be not-passed or all"):
+        sj.check(df, ROOT / "golden_traces" / "customer-support" / "rules.yaml", explain="some")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("suite", SUITES)

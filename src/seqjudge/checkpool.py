@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from seqjudge.ingest import native
 from seqjudge.ingest.base import Done, Options, Record, Source
 from seqjudge.redact import may_need_redaction, redact_text, redact_value
-from seqjudge.report import RiskLevel, report_line
+from seqjudge.report import Explain, RiskLevel, report_line
 from seqjudge.rules.coverage import called, exercised_ids
 from seqjudge.rules.engine import Engine
 from seqjudge.trace import PlainTrace, Trace
@@ -73,12 +73,18 @@ class Checker:
     """The engine with the command's options: one trace in, its ``Checked`` out."""
 
     def __init__(
-        self, engine: Engine, threshold: float, risk_level: RiskLevel, render: Render = jsonl_render
+        self,
+        engine: Engine,
+        threshold: float,
+        risk_level: RiskLevel,
+        render: Render = jsonl_render,
+        explain: Explain = "not-passed",
     ) -> None:
         self.engine = engine
         self.threshold = threshold
         self.risk_level: RiskLevel = risk_level
         self.render = render
+        self.explain: Explain = explain
         # Rules whose messages quote trace values: `same:` rules quote the arguments they group by, a
         # blocklist names the trace's tool. Every other message is made of the rule file's own words.
         self.quoting = frozenset(
@@ -88,7 +94,9 @@ class Checker:
     def data(self, trace: Trace | PlainTrace) -> dict[str, Any]:
         """The trace's report data as it may be shown (redacted); views that need no JSON line use this."""
         return self._redacted(
-            self.engine.check_data(trace, threshold=self.threshold, risk_level=self.risk_level)
+            self.engine.check_data(
+                trace, threshold=self.threshold, risk_level=self.risk_level, explain=self.explain
+            )
         )
 
     def checked(self, trace: Trace | PlainTrace, origin: Origin | None = None) -> Checked:

@@ -26,6 +26,11 @@ VIOLATION_TYPES: tuple[str, ...] = ViolationType.__args__  # type: ignore[attr-d
 Outcome = Literal["passed", "failed", "not_exercised", "not_applicable", "deferred"]
 Verdict = Literal["pass", "fail", "review"]
 RiskLevel = Literal["low", "medium", "high"]
+# How much of each rule a report explains: "not-passed" (the lean report `check` writes by default) gives a
+# passed rule only its id, type, severity, outcome and group; "all" gives every rule its explanation, call
+# indices and details.
+Explain = Literal["not-passed", "all"]
+EXPLAIN_CHOICES: tuple[str, ...] = Explain.__args__  # type: ignore[attr-defined]
 
 
 class Violation(BaseModel):
@@ -48,12 +53,16 @@ class MissingPrerequisite(BaseModel):
 
 
 class RuleResult(BaseModel):
+    """One rule's outcome. In a lean report (``Explain``) a passed rule has no ``call_indices``,
+    ``explanation`` or ``details`` keys: its model has the defaults, and
+    ``model_dump_json(exclude_unset=True)`` writes the lean JSON back as it was."""
+
     rule_id: str
     type: str
     severity: Literal["critical", "warning"]
     outcome: Outcome
     call_indices: list[int] = Field(default_factory=list)
-    explanation: str
+    explanation: str = ""
     group: str | None = None
     details: dict[str, Any] | None = None
 

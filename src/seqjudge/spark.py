@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from seqjudge.errors import InputError, SeqjudgeError
-from seqjudge.report import DEFAULT_THRESHOLD, RiskLevel
+from seqjudge.report import DEFAULT_THRESHOLD, EXPLAIN_CHOICES, Explain, RiskLevel
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -46,7 +46,7 @@ OnError = Literal["raise", "column"]
 
 # One compiled engine per Python worker process and rule set (keyed by the broadcast's JSON), so that the
 # rules are compiled once per worker rather than once per task or batch.
-_ENGINES: dict[tuple[str, float, str], Checker] = {}
+_ENGINES: dict[tuple[str, float, str, str], Checker] = {}
 
 
 def _require_spark() -> Any:
@@ -78,8 +78,8 @@ def _ruleset(rules: str | Path | RuleSet, catalog: str | Path | None) -> RuleSet
     return load_suite(rules, catalog).ruleset  # the loader every command uses: same checks, same messages
 
 
-def _checker(rules_json: str, threshold: float, risk_level: str) -> Checker:
-    key = (rules_json, threshold, risk_level)
+def _checker(rules_json: str, threshold: float, risk_level: str, explain: str) -> Checker:
+    key = (rules_json, threshold, risk_level, explain)
     checker = _ENGINES.get(key)
     if checker is None:
         from seqjudge.checkpool import Checker
@@ -87,7 +87,12 @@ def _checker(rules_json: str, threshold: float, risk_level: str) -> Checker:
         from seqjudge.rules.model import RuleSet
 
         ruleset = RuleSet.model_validate_json(rules_json)
-        checker = _ENGINES[key] = Checker(Engine(ruleset), threshold, risk_level)  # type: ignore[arg-type]
+        checker = _ENGINES[key] = Checker(
+            Engine(ruleset),
+            threshold,
+            risk_level,  # type: ignore[arg-type]
+            explain=explain,  # type: ignore[arg-type]
+        )
     return checker
 
 
@@ -129,7 +134,13 @@ def _plain(value: Any) -> Any:
 
 
 def _evaluate(
-    rules_json: Any, threshold: float, risk_level: str, mode: str, columns: list[str], on_error: OnError
+    rules_json: Any,
+    threshold: float,
+    risk_level: str,
+    explain: str,
+    mode: str,
+    columns: list[str],
+    on_error: OnError,
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -140,7 +151,7 @@ def _evaluate(
         from seqjudge.report import report_line
 
         text = rules_json if isinstance(rules_json, str) else rules_json.value  # a broadcast, or the text
-        checker = _checker(text, threshold, risk_level)
+        checker = _checker(text, threshold, risk_level, explain)
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
         source = Source(f"DataFrame partition {partition}", f"partition-{partition}")
@@ -220,18 +231,22 @@ def check(
     risk_level: RiskLevel = "medium",
     trace_column: str = "trace",
     on_error: OnError = "raise",
+    explain: Explain = "not-passed",
 ) -> DataFrame:
     """Check every trace of ``df`` against ``rules``; a lazy DataFrame of ``OUTPUT_FIELDS`` (+ ``error``).
 
     ``df`` holds one native JSON trace per row in the string column ``trace_column``, or the native trace
     fields as columns (``trace_id`` and ``calls``, an array of structs; optionally ``messages``, ``context``,
     ``metadata``). Rows keep their order within a partition; the output has one row per input row.
+    ``explain``: the report's form, as ``check --explain`` (lean by default: see ``report.Explain``).
     """
     _require_spark()
     if on_error not in ("raise", "column"):
         raise InputError(f"on_error must be 'raise' or 'column', not {on_error!r}", where="on_error=")
     if risk_level not in ("low", "medium", "high"):
         raise InputError(f"risk_level must be low, medium or high, not {risk_level!r}", where="risk_level=")
+    if explain not in EXPLAIN_CHOICES:
+        raise InputError(f"explain must be {' or '.join(EXPLAIN_CHOICES)}, not {explain!r}", where="explain=")
     ruleset = _ruleset(rules, catalog)
     mode, columns = _mode(df, trace_column)
     rules_json = ruleset.model_dump_json()
@@ -241,7 +256,7 @@ def check(
     except Exception:  # Spark Connect has no SparkContext: the text then travels inside the function
         payload = rules_json
     return df.select(*columns).mapInArrow(
-        _evaluate(payload, threshold, risk_level, mode, columns, on_error), _spark_schema(on_error)
+        _evaluate(payload, threshold, risk_level, explain, mode, columns, on_error), _spark_schema(on_error)
     )
 
 

@@ -15,6 +15,8 @@ from seqjudge.cli.options import (
     CatalogOpt,
     ConfigRiskOpt,
     ConfigThresholdOpt,
+    Explain,
+    ExplainOpt,
     OutputOpt,
     Risk,
     StrictOpt,
@@ -68,6 +70,7 @@ def check(
     verbose: VerboseOpt = False,
     allow_empty: AllowEmpty = False,
     strict: StrictOpt = False,
+    explain: ExplainOpt = Explain.not_passed,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -136,11 +139,13 @@ def check(
         )
         # Each format renders a trace's part where the trace is checked, so a large native JSONL file is
         # checked and formatted by worker processes (checkpool) in every format; plain JSONL records skip
-        # the models (PlainTrace).
-        checker = Checker(Engine(ruleset), threshold, risk_level.value, render=shown.render)
+        # the models (PlainTrace) unless the format shows what only the models hold.
+        checker = Checker(
+            Engine(ruleset), threshold, risk_level.value, render=shown.render, explain=explain.value
+        )
         pool = LinePool(checker, workers=workers) if "-" not in traces else None
         stream: Generator[Trace | PlainTrace | Done, None, None]
-        stream = load_checkable(traces, native_lines=pool, **options)
+        stream = load_checkable(traces, native_lines=pool, plain=not output_class.models, **options)
         # closing: an error ends the loop early, and a worker pool must shut down then, not at collection.
         with contextlib.closing(stream):
             # The head waits for the first trace: input that is bad from the start writes nothing.
@@ -151,6 +156,7 @@ def check(
                     shown.start()
                     started = True
                 totals.count(checked.verdict, checked.violated, checked.deferred, checked.trace_id)
+                shown.count(checked)
                 coverage.add(checked.trace_id, checked.exercised, checked.tools)
                 if not (failures_only and checked.verdict == "pass"):
                     shown.line(checked)

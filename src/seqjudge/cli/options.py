@@ -86,6 +86,23 @@ ThresholdOpt = Annotated[
     float, typer.Option("--threshold", min=0.0, max=1.0, help="Scores below this are routed to review.")
 ]
 RiskOpt = Annotated[Risk, typer.Option("--risk-level", help="high: any score below 1.0 goes to review.")]
+
+
+class Explain(StrEnum):
+    """``report.Explain``'s choices (declared here as ``Risk`` is, so the CLI starts without pydantic)."""
+
+    not_passed = "not-passed"
+    all = "all"
+
+
+ExplainOpt = Annotated[
+    Explain,
+    typer.Option(
+        "--explain",
+        help="Which rules a report explains (explanation, call indices, details): not-passed (the lean "
+        "default: every rule's outcome, the rest only for rules that did not pass) or all.",
+    ),
+]
 # Commands with a config (run, calibrate): None means "the config's".
 ConfigThresholdOpt = Annotated[
     float | None,

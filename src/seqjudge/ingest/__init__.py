@@ -113,15 +113,17 @@ def load_checkable(
     native_lines: NativeLines | None = None,
     allow_empty: bool = False,
     stats: IngestStats | None = None,
+    plain: bool = True,
 ) -> Generator[Trace | PlainTrace | Done, None, None]:
     """``load_traces`` for callers that only run the engine: a plain native JSONL record comes as a
     PlainTrace (its columns, without models); everything else, errors included, is exactly as there.
 
     ``native_lines``, if given, reads each native JSONL file instead (see ``Options``); the loader still
-    picks the format and checks trace ids for duplicates.
+    picks the format and checks trace ids for duplicates. ``plain=False``: every record as a Trace (for an
+    output that shows what only the models hold).
     """
     inputs, options = _prepare(path, format, messages_key, error_pattern, verbose, allow_empty, stats)
-    options.plain = True
+    options.plain = plain
     options.native_lines = native_lines
     return _load(inputs, options)
 

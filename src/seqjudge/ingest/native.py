@@ -4,13 +4,16 @@ calls, or a bare list of tool-name strings.
 Speed matters here (a million calls, a hundred thousand traces): every line or document goes to pydantic-
 core as raw bytes first (``Trace.model_validate_json``), which parses and validates in one pass. Only when
 that fails is the text decoded with ``json`` - for the shorthands, and to name the line, column or JSON path
-of a problem. For callers that only run the engine (``Options.plain``), a JSONL line is first decoded with
-``json`` and, when it is plainly valid (``ingest.plain``), handed over without models at all.
+of a problem. For callers that only run the engine (``Options.plain``), a JSONL line or a whole document is
+first decoded with ``json`` and, when it is plainly valid (``ingest.plain``), handed over without models at
+all: for a million-call document that also keeps the peak memory near ``json.load``'s, since its calls are
+kept as columns and the decoded call objects are dropped once the columns hold them.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -56,13 +59,17 @@ def sniff(record: Any, options: Options | None = None) -> int:
     return NO
 
 
-def fast_document(record: Record, options: Options) -> list[Trace] | None:
+def fast_document(record: Record, options: Options) -> list[Trace] | list[PlainTrace] | None:
     """Validate a whole document as native trace(s) straight from its bytes; None when it is not one.
 
     The registry uses this before decoding a document for format detection, so a large native file is
-    parsed once rather than twice.
+    parsed once rather than twice. With ``options.plain``, a plainly valid document comes as PlainTrace(s).
     """
     head = record.raw.lstrip()[:1]
+    if options.plain and head in (b"{", b"[") and not _NOT_PLAIN.search(record.raw):
+        plain = _plain_document(record, options, head == b"{")
+        if plain is not None:
+            return plain
     try:
         with gc_paused():  # a large document builds millions of objects; see trace.gc_paused
             if head == b"{":
@@ -79,6 +86,34 @@ def fast_document(record: Record, options: Options) -> list[Trace] | None:
         if trace.trace_id is None:
             trace.trace_id = record.default_id(None if single else index)
         apply_error_pattern(trace, options.error_pattern)
+    return traces
+
+
+# Keys that only the model path reads (steps and times, messages): a document naming any is not plain, so it
+# is not decoded twice. A mere mention (inside a string) only sends a plain document down the model path.
+_NOT_PLAIN = re.compile(rb'"(?:timestamp|end_timestamp|step|messages)"')
+
+
+def _plain_document(record: Record, options: Options, single: bool) -> list[PlainTrace] | None:
+    """The document's traces as PlainTrace when every one is plainly valid (see ``_plain``), else None."""
+    try:
+        with gc_paused():  # a large document builds millions of objects; see trace.gc_paused
+            value = json.loads(record.raw)
+    except Exception:  # bad JSON and the like: the model path says what, as it always has
+        return None
+    items = [value] if single else value
+    if type(items) is not list:
+        return None
+    traces: list[PlainTrace] = []
+    for item in items:
+        trace = plain_trace(item, options.error_pattern)
+        if trace is None:
+            return None
+        traces.append(trace)
+    del value, items  # the call objects: the columns hold what the engine reads
+    for index, trace in enumerate(traces):
+        if trace.trace_id is None:
+            trace.trace_id = record.default_id(None if single else index)
     return traces
 
 
@@ -126,7 +161,7 @@ def _plain(record: Record, options: Options) -> PlainTrace | None:
     return plain
 
 
-def _document(record: Record, options: Options) -> Iterator[Trace]:
+def _document(record: Record, options: Options) -> Iterator[Trace | PlainTrace]:
     traces = fast_document(record, options) if record.is_undecoded else None
     if traces is not None:
         yield from traces

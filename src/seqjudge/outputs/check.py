@@ -39,6 +39,10 @@ def deferred_note(totals: Totals) -> str | None:
 
 
 class CheckOutput:
+    # True when ``render`` needs the trace's models (call outputs, messages): the command then reads plain
+    # JSONL records as ``Trace`` too, not as the engine-only ``PlainTrace``.
+    models = False
+
     def __init__(
         self,
         out: IO[str],
@@ -62,6 +66,9 @@ class CheckOutput:
     def start(self) -> None:
         """Called once before the first trace, after the workers may have been forked."""
         self._write = byte_writer(self.out)
+
+    def count(self, checked: Checked) -> None:
+        """Called for every trace, in input order, before ``--failures-only`` leaves passing ones out."""
 
     def line(self, checked: Checked) -> None:
         """Write one trace's rendered part, in input order."""

@@ -45,6 +45,18 @@ def check_result(data: dict[str, Any], threshold: float, risk_level: str) -> Tra
     return result.model_copy(update={"verdict": report.verdict, "review_reasons": reasons})
 
 
+def failed_and_reasons(
+    data: dict[str, Any], threshold: float, risk_level: str
+) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """``check_result``'s failed rules as (id, type, severity) and review reasons, read from the report data
+    without reconciling: with no judge a rule's final outcome is the engine's and the reasons are the
+    score's (for a trace that did not pass)."""
+    failed = [(r["rule_id"], r["type"], r["severity"]) for r in data["rules"] if r["outcome"] == "failed"]
+    score = data["sequence_correctness_score"]
+    reasons = score_reasons(score, threshold, risk_level) if data["verdict"] != "pass" else []
+    return failed, list(reasons)
+
+
 class JunitOutput(CheckOutput):
     def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
         parts = []
@@ -99,11 +111,9 @@ class MarkdownOutput(CheckOutput):
         self._rendered_blocks = False  # in this process (a forked worker starts from False)
 
     def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
-        # Without a judge a rule's final outcome is the engine's, and the review reasons are the score's
-        # (check_result's): the reconciled result is needed only for the blocks.
-        failed = [(r["rule_id"], r["type"], r["severity"]) for r in data["rules"] if r["outcome"] == "failed"]
+        # The reconciled result is needed only for the blocks.
+        failed, reasons = failed_and_reasons(data, self.threshold, self.risk_level)
         score = data["sequence_correctness_score"]
-        reasons = score_reasons(score, self.threshold, self.risk_level) if data["verdict"] != "pass" else []
         blocks = ""
         if failed and not self._rendered_blocks:
             blocks = blocks_text(trace, check_result(data, self.threshold, self.risk_level))

@@ -25,6 +25,7 @@ FORMATS: dict[str, dict[str, str]] = {
         "sarif": "seqjudge.outputs.sarif:SarifOutput",
         "junit": "seqjudge.outputs.check_ci:JunitOutput",
         "markdown": "seqjudge.outputs.check_ci:MarkdownOutput",
+        "html": "seqjudge.outputs.check_html:HtmlOutput",
     },
     "judge": {
         "text": "seqjudge.outputs.judged:TextOutput",

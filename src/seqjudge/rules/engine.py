@@ -12,6 +12,7 @@ from typing import Any
 
 from seqjudge.report import (
     DEFAULT_THRESHOLD,
+    Explain,
     Report,
     RiskLevel,
     verdict,
@@ -99,6 +100,16 @@ class _Compiled:
             "details": details,
         }
 
+    def passed_entry(self) -> dict[str, Any]:
+        """This rule's entry in a lean report (``report.Explain``) when it passed: no explanation."""
+        return {
+            "rule_id": self.rule_id,
+            "type": self.type,
+            "severity": self.severity,
+            "outcome": "passed",
+            "group": self.group,
+        }
+
 
 def _compile(rule: Any, aliases: dict[str, list[str]], shared: dict[Any, Selector]) -> _Compiled:
     operands: list[Selector] = []
@@ -171,8 +182,10 @@ class Engine:
         *,
         threshold: float = DEFAULT_THRESHOLD,
         risk_level: RiskLevel = "medium",
+        explain: Explain = "all",
     ) -> Report:
-        return Report.model_validate(self.check_data(trace, threshold=threshold, risk_level=risk_level))
+        data = self.check_data(trace, threshold=threshold, risk_level=risk_level, explain=explain)
+        return Report.model_validate(data)
 
     def check_data(
         self,
@@ -180,13 +193,17 @@ class Engine:
         *,
         threshold: float = DEFAULT_THRESHOLD,
         risk_level: RiskLevel = "medium",
+        explain: Explain = "all",
     ) -> dict[str, Any]:
         """The report as plain data: ``Report.model_validate`` of it is ``check``'s report, and its keys are
-        in the models' field order, so ``report_line`` of it is byte for byte ``model_dump_json`` of that."""
+        in the models' field order, so ``report_line`` of it is byte for byte ``model_dump_json`` of that
+        (``exclude_unset=True`` for a lean report, ``explain="not-passed"``)."""
         with gc_paused():  # indexing a long trace allocates per-call containers; see trace.gc_paused
-            return self._check(trace, threshold, risk_level)
+            return self._check(trace, threshold, risk_level, explain == "all")
 
-    def _check(self, trace: Trace | PlainTrace, threshold: float, risk_level: RiskLevel) -> dict[str, Any]:
+    def _check(
+        self, trace: Trace | PlainTrace, threshold: float, risk_level: RiskLevel, explain_all: bool
+    ) -> dict[str, Any]:
         index = TraceIndex.of(trace)
         whole = View(index)
         # Plain dicts: a caller that wants models validates the whole report once (one pass through
@@ -222,11 +239,17 @@ class Engine:
             explanation = finding.explanation
             if flaws and finding.outcome != "failed":
                 explanation = flaws[-1].explanation
-            results.append(comp.entry(outcome, explanation, finding.call_indices, finding.details))
             counts[outcome] += 1
             if outcome == "passed":
                 passed += 1
-            elif outcome == "failed":
+                results.append(
+                    comp.entry(outcome, explanation, finding.call_indices, finding.details)
+                    if explain_all
+                    else comp.passed_entry()
+                )
+                continue  # no flaws: a rule with any failed
+            results.append(comp.entry(outcome, explanation, finding.call_indices, finding.details))
+            if outcome == "failed":
                 failed += 1
                 if comp.severity == "critical":
                     critical_failed = True

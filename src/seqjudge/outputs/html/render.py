@@ -180,25 +180,64 @@ def render_report(
     data = {
         "run": info.id,
         "compare": deltas is not None,
-        "traces": [view.detail(s, row.delta) for s, row in zip(stored, table, strict=True)],
+        "traces": [view.detail(s.trace, s.result, row.delta) for s, row in zip(stored, table, strict=True)],
     }
+    return _page(
+        info=info,
+        check=None,
+        health=view.health(info, results),
+        rows=table,
+        compare=None if deltas is None else _compare_view(deltas),
+        calibration=calibration,
+        data=data,
+        generated_at=(generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
+        model=(info.fingerprint or {}).get("model") or info.config.get("model"),
+    )
+
+
+@dataclass(frozen=True)
+class CheckPage:
+    """What the page of `seqjudge check --format html` says in place of a stored run's header."""
+
+    source: str  # the TRACES argument
+    rules: str  # the rule file's name
+    risk_level: str
+    listed_limit: int  # traces that did not pass listed in full, at most
+    not_listed: int  # traces that did not pass beyond that limit: counted only
+    deferred_note: str | None  # what the engine left to the judge
+
+
+def render_check(page: CheckPage, health: view.Health, rows: list[view.Row], details: list[Any]) -> str:
+    """The page of `seqjudge check`: the engine's verdicts with no store and no judge. ``rows`` and
+    ``details`` are the listed traces only; ``health`` counts every trace."""
+    return _page(
+        info=None,
+        check=page,
+        health=health,
+        rows=rows,
+        compare=None,
+        calibration=None,
+        data={"run": None, "compare": False, "traces": details},
+        generated_at=None,  # the same input makes the same page, as every `check` format does
+        model=None,
+    )
+
+
+def _page(*, data: dict[str, Any], **context: Any) -> str:
     script = _asset("report.js")
     style = _asset("report.css")
     if "</script" in script.lower() or "</style" in style.lower():
         # Both are inserted raw: neither may end its own element early.
         raise RuntimeError("report.js / report.css must not contain a closing tag")
-    context = {
-        "info": info,
-        "health": view.health(info, results),
-        "rows": table,
-        "compare": None if deltas is None else _compare_view(deltas),
-        "calibration": calibration,
-        "data_json": json_for_script(data),
-        "script": Markup(script),
-        "style": Markup(style),
-        "csp": _csp(script),
-        "version": __version__,
-        "generated_at": (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
-        "model": (info.fingerprint or {}).get("model") or info.config.get("model"),
-    }
-    return _environment().get_template(TEMPLATE).render(**context)
+    return (
+        _environment()
+        .get_template(TEMPLATE)
+        .render(
+            **context,
+            data_json=json_for_script(data),
+            script=Markup(script),
+            style=Markup(style),
+            csp=_csp(script),
+            version=__version__,
+        )
+    )

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from seqjudge.crosscheck import TraceResult, agreement
+from seqjudge.crosscheck import AgreementTally, TraceResult
 from seqjudge.outputs.html import svg
 from seqjudge.outputs.html.deltas import VERDICTS, Deltas
 from seqjudge.report import DEFAULT_THRESHOLD
 from seqjudge.store import RunInfo, StoredResult, judge_data
-from seqjudge.trace import Trace
+from seqjudge.trace import PlainTrace, Trace
 
 FIELD_CHARS = 300  # arguments, outputs and errors shown per call
 MESSAGE_CHARS = 500
@@ -120,74 +121,130 @@ def _cost(info: RunInfo) -> float | None:
     return None
 
 
+class HealthTally:
+    """The health figures gathered one trace at a time: counts per verdict, score band, rule and reason,
+    never the results, so ``check --format html`` streams its traces through one."""
+
+    def __init__(self) -> None:
+        self.verdicts: Counter[str] = Counter()
+        self.bins: list[Counter[str]] = [Counter() for _ in BIN_LABELS]
+        self.failing: Counter[str] = Counter()
+        self.severity: dict[str, str] = {}
+        self.skipped: Counter[str] = Counter()  # why the judge did not run -> traces left unjudged
+        self.reasons: Counter[str] = Counter()
+        self.judged = 0
+        self.agreement = AgreementTally()
+
+    def add(self, r: TraceResult) -> None:
+        self.add_parts(
+            r.verdict,
+            r.score,
+            [(d.rule_id, d.severity, d.final == "failed") for d in r.rules],
+            r.review_reasons,
+            _judge_status(r),
+            r.judge_skipped if r.judge is None else None,
+        )
+        self.agreement.add(r.rules)
+
+    def add_parts(
+        self,
+        verdict: str,
+        score: float,
+        rules: Sequence[tuple[str, str, bool]],
+        reasons: Sequence[str],
+        judge: str,
+        judge_skipped: str | None,
+    ) -> None:
+        """One trace: its verdict and score, each rule as (id, severity, failed), its review reasons, its
+        judge status (``_judge_status``) and why the judge did not run."""
+        self.verdicts[verdict] += 1
+        self.bins[score_bin(score)][verdict] += 1
+        for rule_id, severity, failed in rules:
+            self.severity.setdefault(rule_id, severity)
+            if failed:
+                self.failing[rule_id] += 1
+        if judge_skipped:
+            self.skipped[judge_skipped] += 1
+        self.reasons.update(reasons)
+        self.judged += judge == "scored"
+
+    def health(
+        self,
+        threshold: float,
+        *,
+        tokens: tuple[dict[str, int] | None, str] = (None, ""),
+        cost: float | None = None,
+        review_queue: dict[str, int] | None = None,
+        run_reason: str | None = None,
+    ) -> Health:
+        n = sum(self.verdicts.values())
+        ranked = self.failing.most_common()
+        skipped = Counter(self.skipped)
+        if run_reason and run_reason not in skipped:  # the run's own reason, even with no trace left unjudged
+            skipped[run_reason] = 0
+        out = Health(
+            counts={"traces": n, **{v: self.verdicts.get(v, 0) for v in VERDICTS}},
+            pass_rate=self.verdicts.get("pass", 0) / n if n else None,
+            bins=[dict(b) for b in self.bins],
+            threshold=threshold,
+            violations=[(rule, self.severity[rule], k) for rule, k in ranked[:MAX_RULE_BARS]],
+            violations_more=max(0, len(ranked) - MAX_RULE_BARS),
+            agreement=self.agreement.figures(),
+            tokens=tokens[0],
+            tokens_source=tokens[1],
+            cost=cost,
+            judge_skipped=skipped.most_common(),
+            review_reasons=self.reasons.most_common(),
+            review_queue=review_queue or {"open": 0, "resolved": 0},
+            judged=self.judged,
+        )
+        out.charts = {
+            "verdicts": svg.verdict_bar(out.counts),
+            "scores": svg.histogram(out.bins, BIN_LABELS, threshold=out.threshold),
+            "rules": svg.hbars(
+                [(rule, [svg.Segment(sev, k)]) for rule, sev, k in out.violations],
+                title="Traces failing each rule",
+            ),
+        }
+        return out
+
+
 def health(info: RunInfo, results: list[TraceResult]) -> Health:
-    counts: Counter[str] = Counter(r.verdict for r in results)
-    n = len(results)
-    bins: list[Counter[str]] = [Counter() for _ in BIN_LABELS]
+    tally = HealthTally()
     for r in results:
-        bins[score_bin(r.score)][r.verdict] += 1
-    failing: Counter[str] = Counter()
-    severity: dict[str, str] = {}
-    for r in results:
-        for d in r.rules:
-            severity.setdefault(d.rule_id, d.severity)
-            if d.final == "failed":
-                failing[d.rule_id] += 1
-    ranked = failing.most_common()
-    # Why the judge did not run: per reason, how many traces it left unjudged (the run's own reason first).
-    skipped = Counter(r.judge_skipped for r in results if r.judge is None and r.judge_skipped)
-    run_reason = (info.totals or {}).get("judge_skipped")
-    if isinstance(run_reason, str) and run_reason not in skipped:
-        skipped[run_reason] = 0
-    reasons: Counter[str] = Counter(reason for r in results for reason in r.review_reasons)
-    tokens, source = _tokens(info, results)
+        tally.add(r)
     threshold = info.config.get("threshold", DEFAULT_THRESHOLD)
-    out = Health(
-        counts={"traces": n, **{v: counts.get(v, 0) for v in VERDICTS}},
-        pass_rate=counts.get("pass", 0) / n if n else None,
-        bins=[dict(b) for b in bins],
-        threshold=float(threshold) if isinstance(threshold, int | float) else DEFAULT_THRESHOLD,
-        violations=[(rule, severity[rule], k) for rule, k in ranked[:MAX_RULE_BARS]],
-        violations_more=max(0, len(ranked) - MAX_RULE_BARS),
-        agreement=agreement(results),
-        tokens=tokens,
-        tokens_source=source,
+    run_reason = (info.totals or {}).get("judge_skipped")
+    return tally.health(
+        float(threshold) if isinstance(threshold, int | float) else DEFAULT_THRESHOLD,
+        tokens=_tokens(info, results),
         cost=_cost(info),
-        judge_skipped=skipped.most_common(),
-        review_reasons=reasons.most_common(),
         review_queue={k: info.counts.get(f"review_{k}", 0) for k in ("open", "resolved")},
-        judged=sum(1 for r in results if _judge_status(r) == "scored"),
+        run_reason=run_reason if isinstance(run_reason, str) else None,
     )
-    out.charts = {
-        "verdicts": svg.verdict_bar(out.counts),
-        "scores": svg.histogram(out.bins, BIN_LABELS, threshold=out.threshold),
-        "rules": svg.hbars(
-            [(rule, [svg.Segment(sev, k)]) for rule, sev, k in out.violations],
-            title="Traces failing each rule",
-        ),
-    }
-    return out
 
 
 def rows(stored: list[StoredResult], deltas: Deltas | None = None) -> list[Row]:
-    out = []
-    for i, s in enumerate(stored):
-        r = s.result
-        out.append(
-            Row(
-                index=i,
-                trace_id=r.trace_id,
-                verdict=r.verdict,
-                score=r.score,
-                calls=len(s.trace.calls),
-                failed=[d.rule_id for d in r.rules if d.final == "failed"],
-                disagreements=[d.rule_id for d in r.disagreements],
-                reasons=list(r.review_reasons),
-                judge=_judge_status(r),
-                delta=None if deltas is None else deltas.traces.get(r.trace_id),
-            )
-        )
-    return out
+    return [
+        row(i, s.trace, s.result, None if deltas is None else deltas.traces.get(s.result.trace_id))
+        for i, s in enumerate(stored)
+    ]
+
+
+def row(index: int, trace: Trace | PlainTrace, r: TraceResult, delta: Any = None) -> Row:
+    """One trace's line of the table."""
+    return Row(
+        index=index,
+        trace_id=r.trace_id,
+        verdict=r.verdict,
+        score=r.score,
+        calls=len(trace.names) if isinstance(trace, PlainTrace) else len(trace.calls),
+        failed=[d.rule_id for d in r.rules if d.final == "failed"],
+        disagreements=[d.rule_id for d in r.disagreements],
+        reasons=list(r.review_reasons),
+        judge=_judge_status(r),
+        delta=delta,
+    )
 
 
 def _calls(trace: Trace) -> list[dict[str, Any]]:
@@ -260,10 +317,9 @@ def _judge_panel(result: TraceResult) -> dict[str, Any]:
     }
 
 
-def detail(s: StoredResult, delta: Any = None) -> dict[str, Any]:
+def detail(trace: Trace, r: TraceResult, delta: Any = None) -> dict[str, Any]:
     """One trace for the detail panel (embedded as JSON, rendered by the page's script as text)."""
-    r = s.result
-    n = len(s.trace.calls)
+    n = len(trace.calls)
     return {
         "id": r.trace_id,
         "verdict": r.verdict,
@@ -271,14 +327,14 @@ def detail(s: StoredResult, delta: Any = None) -> dict[str, Any]:
         "reasons": list(r.review_reasons),
         "engine_summary": r.engine.summary,
         "judge": _judge_panel(r),
-        "calls": _calls(s.trace),
+        "calls": _calls(trace),
         "messages": [
             {
                 "role": m.role,
                 "content": short(m.content, MESSAGE_CHARS),
                 "at": m.at if m.at is not None and m.at <= n else None,
             }
-            for m in s.trace.messages
+            for m in trace.messages
         ],
         "rules": [
             {
