@@ -25,6 +25,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from seqjudge.audit import apply_audit
 from seqjudge.batch_api import BatchAPI, BatchLine, batch_api
 from seqjudge.batch_records import (
     custom_id,
@@ -236,6 +237,7 @@ def _save(
     result = reconcile(
         report, judged, threshold=cfg.threshold, risk_level=cfg.risk_level, judge_skipped=None, gate=gate
     )
+    result = apply_audit(result, cfg.audit_rate, cfg.audit_seed)
     # Every trace reaching here was redacted with the run's names at submit time.
     store.save_result(run_id, trace, result, redacted_with=cfg.redact)
 

@@ -27,6 +27,7 @@ JUDGE_MODES: tuple[str, ...] = JudgeMode.__args__  # type: ignore[attr-defined]
 # ``rule_decisions``, agreement across ``samples`` judge calls, or the tokens' log-probabilities.
 ConfidenceSource = Literal["stated", "samples", "logprobs"]
 CONFIDENCE_SOURCES: tuple[str, ...] = ConfidenceSource.__args__  # type: ignore[attr-defined]
+DEFAULT_AUDIT_SEED = 18  # fixed, so two runs of one suite audit the same traces; stored with the run
 
 
 class ModelOptions(BaseModel):
@@ -59,6 +60,8 @@ class RunConfig(BaseModel):
     catalog: str | None = None
     examples: str | None = None
     model: str | None = None
+    # An escalation cascade (seqjudge.cascade): what `model` cannot auto-decide goes to these, in order.
+    escalate: list[str] = Field(default_factory=list)
     model_options: ModelOptions = Field(default_factory=ModelOptions)
     risk_level: RiskLevel = "medium"
     threshold: float = Field(default=DEFAULT_THRESHOLD, ge=0.0, le=1.0)
@@ -86,6 +89,9 @@ class RunConfig(BaseModel):
     # Exit 2 when the input left something unchecked (rules.coverage): a rule exercised on no trace, ...
     strict: bool = False
     label: str | None = None
+    # Audit sampling (seqjudge.audit): the share of auto-passed traces sent to review, and the draw's seed.
+    audit_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    audit_seed: int = DEFAULT_AUDIT_SEED
 
     def traces_named(self) -> str:
         """The trace path(s), for messages."""

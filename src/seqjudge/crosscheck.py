@@ -70,6 +70,22 @@ class RuleDecision(BaseModel):
     route: Literal["review", "advisory"] | None = None  # a judge rule decision that did not gate, and why
 
 
+class StageRecord(BaseModel):
+    """What one judge of an escalation cascade (``seqjudge.cascade``) did for one trace."""
+
+    model: str
+    asked: list[str]  # the rules put to it
+    settled: list[str] = Field(default_factory=list)  # the judge rules it auto-decided
+    unsettled: list[str] = Field(default_factory=list)  # the judge rules passed on (to the next, or review)
+    status: Literal["scored", "unscored"]
+    certified: bool  # a certificate matched this stage
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None  # None: the model has no price
+
+
 class TraceResult(BaseModel):
     """Everything decided about one trace: both reports, the reconciliation and the routing."""
 
@@ -81,6 +97,8 @@ class TraceResult(BaseModel):
     engine: Report
     judge: Any = None  # a seqjudge.judge.judge.JudgeResult, kept loose so this module needs no provider code
     judge_skipped: str | None = None  # why no judge ran, when none did
+    audit_probability: float | None = None  # routed for an audit with this inclusion probability
+    stages: list[StageRecord] = Field(default_factory=list)  # an escalation cascade's judges, in order
 
     @property
     def disagreements(self) -> list[RuleDecision]:

@@ -26,6 +26,7 @@ ReviewReason = Literal[
     "unscored",
     "judge_rule_undecided",
     "low_confidence",  # a judge rule decision below its certified confidence threshold (seqjudge.judge_gate)
+    "audit",  # a sampled auto-pass (seqjudge.audit): its verdict stays pass
 ]
 REVIEW_REASONS: tuple[str, ...] = ReviewReason.__args__  # type: ignore[attr-defined]
 

@@ -23,14 +23,24 @@ from __future__ import annotations
 import asyncio
 import gc
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seqjudge.audit import apply_audit
+from seqjudge.cascade import (
+    Ask,
+    Stage,
+    StageTally,
+    build_stages,
+    cascade_routing,
+    judge_cascade,
+    stage_notes,
+)
 from seqjudge.config import RunConfig, judge_rule_ids
-from seqjudge.crosscheck import AgreementTally, TraceResult, reconcile
+from seqjudge.crosscheck import AgreementTally, StageRecord, TraceResult, reconcile
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.judge.confidence import check_source
 from seqjudge.judge.providers.registry import judge_unavailable
@@ -92,6 +102,7 @@ class RunSummary:
     coverage: Coverage | None = None  # what the traces left unchecked (rules exercised on none, ...)
     # Judge-engine agreement, counted as results come: a run keeps no per-trace data in memory.
     tally: AgreementTally = field(default_factory=AgreementTally, repr=False)
+    stages: StageTally | None = None  # an escalation cascade's judges (seqjudge.cascade)
 
     @property
     def traces(self) -> int:
@@ -134,6 +145,7 @@ class RunSummary:
             "deferred_rules": list(self.deferred_rules),
             "stopped": self.stopped,
             "notes": list(self.notes),
+            **({"stages": self.stages.totals()} if self.stages is not None else {}),
             "advisory_judge_fails": dict(self.advisory_fails),
             **({"coverage": self.coverage.as_dict()} if self.coverage is not None else {}),
         }
@@ -183,6 +195,7 @@ async def run_traces(
     limiter: RateLimiter | None = None,
     prices: Any = None,
     cache_dir: str | Path | None = None,
+    escalation: Sequence[Provider] | None = None,
     strict: bool = False,
     gated: bool = True,
 ) -> RunSummary:
@@ -190,10 +203,11 @@ async def run_traces(
 
     ``limiter`` replaces the one built from ``cfg.rpm``/``cfg.tpm`` (a benchmark scales the window);
     ``prices`` replaces ``cfg.prices``; ``cache_dir`` the response cache's folder (default: ``cache/``
-    beside the store). ``strict`` (or ``cfg.strict``): a judge rule without a matching calibration
-    certificate is an error (``seqjudge.judge_gate``) instead of advice. ``gated=False``: every judge
-    decision stands, certificate or not (a calibration's own runs, which measure the judge the certificate
-    is about)."""
+    beside the store); ``escalation`` the providers of ``cfg.escalate``'s models (default: built from
+    them), the later stages of a cascade (``seqjudge.cascade``). ``strict`` (or ``cfg.strict``): a judge
+    rule without a matching calibration certificate is an error (``seqjudge.judge_gate``) instead of advice.
+    ``gated=False``: every judge decision stands, certificate or not (a calibration's own runs, which
+    measure the judge the certificate is about)."""
     from seqjudge.redact import redact_trace
 
     engine = Engine(ruleset)
@@ -222,22 +236,34 @@ async def run_traces(
             f"{cfg.model}: {{input: 2.5, cached_input: 1.25, output: 10}} in USD per million tokens",
         )
     routing = run_gate(cfg, ruleset, provider) if gated else None
+    # An escalation cascade (seqjudge.cascade): the run's judge first, then each --escalate model.
+    stages: list[Stage] = []
+    if provider is not None and cfg.escalate:
+        later = list(escalation) if escalation is not None else escalation_providers(cfg)
+        table = load_prices(prices if prices is not None else cfg.prices)
+        stages = build_stages(cfg, ruleset, [provider, *later], table, routing if gated else None)
     if strict or cfg.strict:
         from seqjudge.judge_gate import require_certificate
 
-        require_certificate(routing)
+        for stage_gate in [stage.gate for stage in stages] or [routing]:
+            require_certificate(stage_gate)
     fingerprint = {
         "model": cfg.model if provider is not None else None,
+        **({"escalate": list(cfg.escalate)} if provider is not None and cfg.escalate else {}),
         "judge_mode": cfg.judge_mode,
         "engine": "seqjudge-engine/1",
         "rules_hash": rules_hash(ruleset),  # ties a calibration to runs of its own rules (provenance)
         "judge_gate": gate_data(routing),  # which certificate thresholds the judge rules ran under
+        **({"escalation_gates": [gate_data(stage.gate) for stage in stages[1:]]} if stages else {}),
     }
     if run_id is not None:
         info = store.reopen_run(run_id)
         if gated and "judge_gate" in info.fingerprint:
             # A resumed run routes as it started, whatever certificates came or went meanwhile.
             routing = gate_from_data(info.fingerprint["judge_gate"])
+            kept = info.fingerprint.get("escalation_gates") or []
+            for stage, data in zip(stages, [info.fingerprint["judge_gate"], *kept], strict=False):
+                stage.gate = gate_from_data(data)
     else:
         run_id = store.create_run(
             config=cfg.model_dump(mode="json"), fingerprint=fingerprint, label=cfg.label
@@ -249,14 +275,16 @@ async def run_traces(
         judge_skipped=skipped,
         model=cfg.model if provider is not None else None,
         price=price,
+        stages=StageTally({stage.model: stage.price for stage in stages}) if stages else None,
         deferred_rules=[r.rule_id for r in ruleset.rules if r.type == "judge"] if skipped else [],
         coverage=coverage,
     )
     if ruleset.rules and all(r.type == "judge" for r in ruleset.rules):
         summary.notes.append(f"{JUDGE_ONLY_WARNING}. {JUDGE_ONLY_HINT}.")
-    gate_note = routing.note() if routing is not None else None
+    gate_note = routing.note() if routing is not None and not stages else None
     if gate_note:
         summary.notes.append(gate_note)
+    summary.notes.extend(stage_notes(stages))
     done = store.completed_trace_ids(run_id)
     if done:
         # Totals and cost cover the whole run, not only what this invocation adds.
@@ -264,28 +292,43 @@ async def run_traces(
             _count(summary, stored.result)
 
     gate: LimitedProvider | None = None
+    gates: list[LimitedProvider] = []
     cache = None
     lane: CpuLane | None = None
     if provider is not None:
         lane = CpuLane()
         rpm, tpm = run_limits(cfg, getattr(provider, "name", ""))
         budget = Budget(cfg.max_cost) if cfg.max_cost else None
-        gate = LimitedProvider(
-            provider,
-            concurrency=cfg.concurrency,
-            limiter=limiter or RateLimiter(rpm, tpm),
-            budget=budget,
-            estimate_cost=(lambda i, o: estimate_cost(i, o, price)) if price is not None else None,
-            cost_of=(lambda usage: cost_of(usage, price).total) if price is not None else None,
-            lane=lane,
-        )
+        gate = _gate(provider, price, cfg, limiter or RateLimiter(rpm, tpm), budget, lane)
+        gates = [gate]
+        for n, stage in enumerate(stages):
+            # Each judge of a cascade behind its own limits, all under the one budget.
+            if n == 0:
+                stage.provider = gate
+            else:
+                limits = RateLimiter(*run_limits(cfg, getattr(stage.provider, "name", "")))
+                stage.provider = _gate(stage.provider, stage.price, cfg, limits, budget, lane)
+                gates.append(stage.provider)
         from seqjudge.judge.cache import ResponseCache
 
         # --no-cache: answers are not read from the cache, but fresh ones are still written to it.
         folder = cache_dir if cache_dir is not None else Path(cfg.store).parent / "cache"
         cache = ResponseCache(folder, read=cfg.cache)
     rule_ids = judge_rule_ids(ruleset, cfg.judge_mode)
+    judge_only = {r.rule_id for r in ruleset.rules if r.type == "judge"}
     fatal: list[ProviderError] = []
+
+    def ask(trace: Trace) -> Ask:
+        async def one(stage: Stage, asked: list[str]) -> JudgeResult | None:
+            judged = await _judge(trace, ruleset, stage.provider, cfg, cache, asked, catalog, examples, fatal)
+            if judged is None:
+                why = next((g.stop_reason for g in gates if g.stop_reason), None) or "the run is stopping"
+                for g in gates:  # one stage stopping (a fatal error, the budget) stops them all
+                    if g.stop_reason is None:
+                        g.stop(why)
+            return judged
+
+        return one
 
     async def decide(trace: Trace) -> None:
         if lane is None:
@@ -304,20 +347,31 @@ async def run_traces(
         report = Report.model_validate(data)
         redacted = redact_trace(trace, cfg.redact)
         judged = None
+        records: list[StageRecord] = []
         if gate is not None and rule_ids:
-            if gate.stop_reason is not None:
+            if _stopping(gates):
                 return  # stopping: leave the trace for --resume
-            judged = await _judge(redacted, ruleset, gate, cfg, cache, rule_ids, catalog, examples, fatal)
-            if judged is None:
-                return  # the run is stopping: leave the trace for --resume
+            if stages:
+                cascaded = await judge_cascade(stages, rule_ids, judge_only, ask(redacted))
+                if cascaded is None:
+                    return  # the run is stopping: leave the trace for --resume
+                judged, records = cascaded
+            else:
+                judged = await _judge(redacted, ruleset, gate, cfg, cache, rule_ids, catalog, examples, fatal)
+                if judged is None:
+                    return  # the run is stopping: leave the trace for --resume
         result = reconcile(
             report,
             judged,
             threshold=cfg.threshold,
             risk_level=cfg.risk_level,
             judge_skipped=skipped if provider is None else None,
-            gate=routing,
+            # A cascade's decisions gate by the certificate of the judge whose answer is final.
+            gate=cascade_routing(stages, records) if records else routing,
         )
+        if records:
+            result = result.model_copy(update={"stages": records})
+        result = apply_audit(result, cfg.audit_rate, cfg.audit_seed)
         store.save_result(run_id, redacted, result, redacted_with=cfg.redact)
         _count(summary, result)
         if on_result is not None:
@@ -343,7 +397,7 @@ async def run_traces(
             for trace in traces:
                 if failed:
                     raise failed[0]  # a bug in one trace ends the run (marked interrupted below)
-                if gate is not None and gate.stop_reason is not None:
+                if _stopping(gates):
                     break
                 if trace.trace_id in done:
                     summary.skipped_stored += 1
@@ -361,8 +415,8 @@ async def run_traces(
             raise failed[0]
     except InputError as exc:  # a trace that cannot be judged or stored: say which, keep the run resumable
         await asyncio.gather(*pending, return_exceptions=True)  # the traces already started are stored
-        await _close_transport(provider)
-        _finish(summary, gate, cache)
+        await _close_transports(provider, gates)
+        _finish(summary, gates, cache)
         summary.status = "stopped"
         summary.stopped = f"bad input: {exc}"
         summary.error = str(exc)
@@ -376,20 +430,20 @@ async def run_traces(
         for t in pending:
             t.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-        await _close_transport(provider)
-        _finish(summary, gate, cache)
+        await _close_transports(provider, gates)
+        _finish(summary, gates, cache)
         summary.status = "interrupted"
         summary.error = f"{type(exc).__name__}: {exc}"
         store.finish_run(run_id, totals=summary.totals(), status="interrupted")
         raise
-    await _close_transport(provider)
-    _finish(summary, gate, cache)
+    await _close_transports(provider, gates)
+    _finish(summary, gates, cache)
     if fatal:
         summary.status = "interrupted"
         summary.error = str(fatal[0])
-    elif gate is not None and gate.stop_reason is not None:
+    elif _stopping(gates):
         summary.status = "stopped"
-        summary.stopped = gate.stop_reason
+        summary.stopped = next(g.stop_reason for g in gates if g.stop_reason)
     store.finish_run(run_id, totals=summary.totals(), status=summary.status)
     if fatal:
         raise fatal[0]
@@ -405,13 +459,78 @@ async def _close_transport(provider: Any) -> None:
         await close()
 
 
-def _finish(summary: RunSummary, gate: LimitedProvider | None, cache: Any) -> None:
+def _gate(
+    provider: Any,
+    price: Price | None,
+    cfg: RunConfig,
+    limiter: RateLimiter,
+    budget: Budget | None,
+    lane: CpuLane | None,
+) -> LimitedProvider:
+    """A judge behind the run's limits: at most ``cfg.concurrency`` calls in flight, the rate limits, and
+    the budget (priced at this judge's price)."""
+    return LimitedProvider(
+        provider,
+        concurrency=cfg.concurrency,
+        limiter=limiter,
+        budget=budget,
+        estimate_cost=(lambda i, o: estimate_cost(i, o, price)) if price is not None else None,
+        cost_of=(lambda usage: cost_of(usage, price).total) if price is not None else None,
+        lane=lane,
+    )
+
+
+def escalation_providers(cfg: RunConfig) -> list[Provider]:
+    """The providers of ``cfg.escalate``'s models. A model that cannot be used is an error (exit 2): a
+    cascade that silently lost a stage would send to review, or auto-pass, what its author meant to
+    escalate."""
+    from seqjudge.judge.providers.base import get_provider
+
+    opts = cfg.model_options
+    out = []
+    for model in cfg.escalate:
+        why = judge_unavailable(model)
+        if why is not None:
+            raise InputError(f"the escalation stage cannot run: {why}", where="--escalate")
+        out.append(
+            get_provider(model, base_url=opts.base_url, timeout=opts.timeout, max_retries=opts.max_retries)
+        )
+    return out
+
+
+def _add_calls(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two judges' call counts as one (``max_in_flight``: the larger)."""
+    out = dict(a)
+    for key, value in b.items():
+        if key == "errors":
+            out[key] = dict(Counter(a.get(key, {})) + Counter(value))
+        elif key == "max_in_flight":
+            out[key] = max(a.get(key, 0), value)
+        else:
+            out[key] = a.get(key, 0) + value
+    return out
+
+
+def _stopping(gates: Sequence[LimitedProvider]) -> bool:
+    return any(g.stop_reason is not None for g in gates)
+
+
+async def _close_transports(provider: Any, gates: Sequence[LimitedProvider]) -> None:
+    """The run's provider's connections, and those of a cascade's later judges."""
+    await _close_transport(provider)
+    for g in gates[1:]:
+        await _close_transport(g)
+
+
+def _finish(summary: RunSummary, gates: Sequence[LimitedProvider], cache: Any) -> None:
     summary.agreement = summary.tally.figures()
     if summary.advisory_fails:
         fails = ", ".join(f"{rule} on {n} trace(s)" for rule, n in summary.advisory_fails.most_common())
         summary.notes.append(f"advice only, not gating: the judge failed {fails}")
-    if gate is not None:
-        summary.calls = gate.stats.as_dict()
+    if gates:
+        summary.calls = gates[0].stats.as_dict()
+        for g in gates[1:]:  # a cascade's calls, all judges together
+            summary.calls = _add_calls(summary.calls, g.stats.as_dict())
     if cache is not None:
         summary.cache_hits = cache.hits
 
@@ -503,7 +622,12 @@ def _count(summary: RunSummary, result: TraceResult) -> None:
         summary.tokens["cached_input"] += usage.cached_input_tokens
         summary.tokens["cache_write"] += usage.cache_write_tokens
         summary.tokens["output"] += usage.output_tokens
-        if summary.price is not None:
+        if result.stages and summary.stages is not None:
+            # A cascade's tokens are priced stage by stage: each judge at its own price.
+            trace_cost = summary.stages.add(result.stages)
+            summary.cost = summary.cost + trace_cost
+            summary.max_trace_cost = max(summary.max_trace_cost, trace_cost.total)
+        elif summary.price is not None:
             trace_cost = cost_of(usage, summary.price)
             summary.cost = summary.cost + trace_cost
             summary.max_trace_cost = max(summary.max_trace_cost, trace_cost.total)
@@ -524,6 +648,7 @@ class RunEstimate:
     model: str | None = None
     price: Price | None = None
     judge_skipped: str | None = None
+    escalate: list[str] = field(default_factory=list)  # a cascade's later judges: not estimated
 
     def cost(self, *, prompt_cache: bool = False) -> float | None:
         """USD; ``prompt_cache``: the static part of every call but the first read from the prompt cache."""
@@ -547,6 +672,7 @@ class RunEstimate:
             "cost_usd": _round(self.cost()),
             "cost_usd_with_prompt_cache": _round(self.cost(prompt_cache=True)),
             "judge_skipped": self.judge_skipped,
+            "not_estimated": [f"escalation to {m}" for m in self.escalate],
             "token_estimate": "characters / 4",
         }
 
@@ -572,7 +698,9 @@ def estimate_run(
     from seqjudge.judge.prompt import catalog_names, render
     from seqjudge.judge.validate import check_inputs
 
-    est = RunEstimate(model=cfg.model, price=run_price(cfg, prices) if cfg.model else None)
+    est = RunEstimate(
+        model=cfg.model, price=run_price(cfg, prices) if cfg.model else None, escalate=list(cfg.escalate)
+    )
     if not cfg.model:
         est.judge_skipped = judge_unavailable(cfg.model, cfg.model_options.base_url)
     rule_ids = judge_rule_ids(ruleset, cfg.judge_mode)

@@ -37,6 +37,14 @@ def calibrate(
         Path, typer.Argument(help="A golden dataset folder (rules.yaml, traces.jsonl, labels.jsonl).")
     ],
     model: ModelOpt = None,
+    escalate: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--escalate",
+            help="Calibrate this model too, for `seqjudge run --escalate` (repeat for a longer cascade): "
+            "each judge gets its own certificate.",
+        ),
+    ] = None,
     repeats: Annotated[int, typer.Option("--repeats", min=1, help="Judge each trace K times.")] = 1,
     risk_level: ConfigRiskOpt = None,
     objective: Annotated[
@@ -119,6 +127,8 @@ def calibrate(
     it exits 2 and says what to set, unless --scores gives the scores. Exit 0 when the calibration ran,
     2 on bad input, 3 when the provider cannot be reached.
     """
+    if escalate:
+        return _each_stage(dict(locals()))
     from seqjudge.calibrate import Settings
     from seqjudge.calibrate_guarantee import GuaranteeSettings
     from seqjudge.calibrate_runs import calibrate_golden, write_thresholds
@@ -233,3 +243,37 @@ def _check(dataset: Path, model: str | None, store: Path | None) -> int:
     print(f"the calibration certificate of {dataset} is stale: " + "; ".join(changes))
     print(f"  re-run `seqjudge calibrate {dataset}` to certify the judge again")
     return 1
+
+
+def _each_stage(args: dict[str, object]) -> int:
+    """`calibrate --model A --escalate B ...`: each judge of the cascade calibrated (or checked) in turn, one
+    certificate each; ``-o`` and ``--plot`` get the model in their names. Exit: the worst of the stages."""
+    models = [args["model"], *args["escalate"]]  # type: ignore[misc]
+    if args["write"]:
+        raise InputError(
+            "--write writes one model's score thresholds to seqjudge.yaml; a cascade has several judges",
+            where="--write",
+            hint="calibrate the first model alone with --write; the cascade's judges use their certificates",
+        )
+    if args["scores"] is not None:
+        raise InputError(
+            "--scores calibrates scores you already have: there is no judge to escalate to",
+            where="--escalate",
+            hint="drop --escalate, or drop --scores to judge the dataset with each model",
+        )
+    codes = []
+    for n, model in enumerate(models):
+        if n:
+            print()
+        print(f"== escalation stage {n + 1} of {len(models)}: {model or '(the configured model)'}")
+        named = {k: _named(args[k], model) if len(models) > 1 else args[k] for k in ("output", "plot")}
+        codes.append(calibrate(**{**args, **named, "model": model, "escalate": None}))  # type: ignore[arg-type]
+    return max(codes)
+
+
+def _named(path: object, model: object) -> object:
+    """``calibration.json`` -> ``calibration.openai-gpt-4o.json`` (stdout stays stdout)."""
+    if not isinstance(path, Path) or str(path) == "-":
+        return path
+    tag = "".join(c if c.isalnum() or c in "-." else "-" for c in str(model or "model"))
+    return path.with_name(f"{path.stem}.{tag}{path.suffix}")

@@ -46,6 +46,14 @@ def run(
         ),
     ] = None,
     model: ModelOpt = None,
+    escalate: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--escalate",
+            help="provider:model to ask about the judge rules --model cannot auto-decide under its "
+            "certificate; repeat for a longer cascade (each model calibrated with `seqjudge calibrate`).",
+        ),
+    ] = None,
     catalog: CatalogOpt = None,
     examples: ExamplesOpt = None,
     risk_level: ConfigRiskOpt = None,
@@ -91,6 +99,20 @@ def run(
         bool,
         typer.Option("--dry-run", help="Render every prompt; print estimated tokens and cost; call nothing."),
     ] = False,
+    audit_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--audit-rate",
+            min=0.0,
+            max=1.0,
+            help="Send this share of auto-passed traces to review (reason `audit`) to measure the live "
+            "false-pass rate: `seqjudge runs show RUN --audit` (default: the config's, else 0).",
+        ),
+    ] = None,
+    audit_seed: Annotated[
+        int | None,
+        typer.Option("--audit-seed", help="Seed of the audit draw (default: the config's, else 18; stored)."),
+    ] = None,
     # -- batch runs (seqjudge.cli.batch_cmd) --
     batch: Annotated[
         bool,
@@ -126,6 +148,7 @@ def run(
         args or [],
         {
             "model": model,
+            "escalate": escalate or None,
             "catalog": None if catalog is None else str(catalog),
             "examples": None if examples is None else str(examples),
             "risk_level": risk_level.value if risk_level else None,
@@ -146,6 +169,8 @@ def run(
             "tpm": tpm,
             "max_cost": max_cost,
             "prices": prices,
+            "audit_rate": audit_rate,
+            "audit_seed": audit_seed,
             "confidence": confidence.value if confidence else None,
             "samples": samples,
         },
@@ -173,6 +198,12 @@ def run(
         return 0
     # -- batch runs: submitted here, collected by `seqjudge batch collect` (seqjudge.cli.batch_cmd) --
     if batch:
+        if cfg.escalate:
+            raise InputError(
+                "--batch cannot escalate: a cascade asks the next judge only after the first has answered",
+                where="--escalate",
+                hint="run the cascade online (drop --batch), or --batch with one --model",
+            )
         return submit_batch(cfg, ruleset, traces, catalog_obj, examples_obj, resume=resume, fmt=fmt)
     # -- end batch runs --
     import asyncio

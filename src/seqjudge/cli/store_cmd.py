@@ -70,13 +70,46 @@ def runs_show(
     run: RunArg,
     trace: Annotated[str | None, typer.Option("--trace", help="Show one trace's rules instead.")] = None,
     store: StoreOpt = DEFAULT_STORE_PATH,
+    audit: Annotated[
+        bool,
+        typer.Option(
+            "--audit",
+            help="The live false-pass rate its resolved audits measure, with an interval, against α.",
+        ),
+    ] = False,
+    pool: Annotated[
+        list[str] | None,
+        typer.Option("--with", help="With --audit: pool this run's audits too (repeat for more)."),
+    ] = None,
+    alpha: Annotated[
+        float | None,
+        typer.Option(
+            "--alpha",
+            min=0.0,
+            max=1.0,
+            help="With --audit: the α to compare with (default: the certificate's).",
+        ),
+    ] = None,
+    delta: Annotated[
+        float | None,
+        typer.Option(
+            "--delta",
+            min=0.0001,
+            max=0.5,
+            help="With --audit: the interval misses with this chance (default: the certificate's, or 0.05).",
+        ),
+    ] = None,
+    fmt: Annotated[str, format_option("audit", help="With --audit: text or json.")] = "text",
 ) -> int:
-    """A run's summary: counts, judge-engine agreement, fingerprints; with --trace, one trace's rules."""
+    """A run's summary: counts, judge-engine agreement, fingerprints; with --trace, one trace's rules; with
+    --audit, the false-pass rate its audits measure (exit 1 when it drifted above α)."""
     from seqjudge.outputs.listings import result_lines, run_lines
 
     with _open(store) as db:
         run_id = db.resolve_run(run)
         info = db.run_info(run_id)
+        if audit:
+            return show_audit(db, [run_id, *(db.resolve_run(r) for r in pool or [])], alpha, delta, fmt)
         if trace is not None:
             stored = db.result(run_id, trace)
             print(f"Run {run_id} · trace {trace}")
@@ -85,6 +118,33 @@ def runs_show(
         results = [s.result for s in db.results(run_id)]
     print("\n".join(run_lines(info, results)))
     return 0
+
+
+def show_audit(db: Store, run_ids: list[str], alpha: float | None, delta: float | None, fmt: str) -> int:
+    from seqjudge.audit import audit_report, certified_alpha
+
+    rule_alpha: dict[str, float] = {}
+    if alpha is not None:
+        source = f"α {alpha:g} from --alpha"
+    else:
+        cert, why = certified_alpha(db, run_ids[0])
+        if cert is None:
+            source = f"no α: {why} (give --alpha)"
+        else:
+            alpha, rule_alpha = cert.alpha, cert.by_rule
+            delta = cert.delta if delta is None else delta
+            source = f"α {alpha:g} from the certificate ({cert.certificate})"
+    report = audit_report(
+        db,
+        list(dict.fromkeys(run_ids)),
+        alpha=alpha,
+        rule_alpha=rule_alpha,
+        delta=0.05 if delta is None else delta,
+    )
+    report.alpha_source = source
+    writer("audit", fmt)(report)
+    drifted = [f for f in (report.overall, *report.by_rule) if f.drift == "above_alpha"]
+    return 1 if drifted else 0
 
 
 @runs_app.command("export")

@@ -121,6 +121,12 @@ def run_lines(info: RunInfo, results: list[TraceResult]) -> list[str]:
     scalars = {k: v for k, v in (info.totals or {}).items() if isinstance(v, int | float) and k != "traces"}
     if scalars:
         lines.append("  totals: " + ", ".join(f"{k} {v}" for k, v in scalars.items()))
+    for n, row in enumerate((info.totals or {}).get("stages") or []):  # an escalation cascade
+        cost = "no price" if row["cost_usd"] is None else f"${row['cost_usd']:.4f}"
+        lines.append(
+            f"  escalation {n + 1}. {row['model']}: {row['traces']} trace(s), settled {row['settled']}, "
+            f"passed on {row['passed_on']}, {cost}"
+        )
     figures = agreement(results)
     lines.append(f"  judge-engine agreement: {_agreement_text(figures['overall'])}")
     for title, key in (("by rule type", "by_type"), ("by rule", "by_rule")):
@@ -218,9 +224,15 @@ def _items_table(items: Sequence[ReviewItem]) -> list[str]:
     for i in items:
         lines.append(
             f"{i.id:>{iw}}  {i.run_id:<{rw}}  {i.trace_id:<{tw}}  {i.verdict:<7}  {i.score:5.2f}  "
-            f"{i.status:<8}  {', '.join(i.reasons)}"
+            f"{i.status:<8}  {_reasons(i)}"
         )
     return lines
+
+
+def _reasons(item: ReviewItem) -> str:
+    """The reasons, an audit with the probability its trace had of being drawn."""
+    p = item.inclusion_probability
+    return ", ".join(f"{r} (p={p:g})" if r == "audit" and p is not None else r for r in item.reasons)
 
 
 def _outcomes(d: RuleDecision, judged: bool) -> str:
@@ -302,7 +314,7 @@ def review_lines(detail: ReviewDetail, *, full: bool = False) -> list[str]:
             continue
         if d.final in ("failed", "deferred") or d.agree is False or d.judge == "failed":
             lines.append(f"     (at no call) {_outcomes(d, judged)}")
-    lines += ["", "  Reasons: " + ", ".join(detail.reasons), "", "  Rules:"]
+    lines += ["", "  Reasons: " + _reasons(detail), "", "  Rules:"]
     lines += ["  " + line for line in _rules_table(result.rules)]
     if detail.disagreements:
         lines += ["", "  Disagreement:"]
@@ -313,6 +325,7 @@ def review_lines(detail: ReviewDetail, *, full: bool = False) -> list[str]:
             lines.append(f"      engine: {d.engine_explanation or '-'}")
             lines.append(f"      judge: {d.judge_explanation or '(reported no violation of this rule)'}")
     lines += ["", "  Judge: " + _judge_status_text(result)]
+    lines += [f"    {line}" for line in stage_lines(result)]
     j = judge_data(result.judge)
     report = (j or {}).get("report")
     if report:
@@ -348,6 +361,19 @@ def review_lines(detail: ReviewDetail, *, full: bool = False) -> list[str]:
             f"  Decide: seqjudge review resolve {detail.id} --verdict pass|fail "
             "[--rule RULE=pass|fail ...] [--note TEXT]",
         ]
+    return lines
+
+
+def stage_lines(result: TraceResult) -> list[str]:
+    """An escalated trace: which judge answered which rule (its raw replies are listed in that order)."""
+    lines = []
+    for n, stage in enumerate(result.stages):
+        onward = "review or advice" if n == len(result.stages) - 1 else "the next judge"
+        lines.append(
+            f"escalation {n + 1}. {stage.model} ({stage.status}): asked {', '.join(stage.asked) or '-'}; "
+            f"settled {', '.join(stage.settled) or '-'}; "
+            f"passed to {onward}: {', '.join(stage.unsettled) or '-'}"
+        )
     return lines
 
 

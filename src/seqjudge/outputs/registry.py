@@ -37,6 +37,7 @@ FORMATS: dict[str, dict[str, str]] = {
         "json": "seqjudge.outputs.summary:run_json",
     },
     "runs": {"text": "seqjudge.outputs.listings:runs_text", "json": "seqjudge.outputs.listings:models_json"},
+    "audit": {"text": "seqjudge.outputs.audit:audit_text", "json": "seqjudge.outputs.audit:audit_json"},
     "review": {
         "text": "seqjudge.outputs.listings:review_text",
         "json": "seqjudge.outputs.listings:models_json",

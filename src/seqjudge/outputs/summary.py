@@ -43,6 +43,8 @@ def run_text(summary: RunSummary, out: IO[str] | None = None) -> None:
         )
         w(cost_line(summary) + "\n")
         w(calls_line(summary) + "\n")
+        for line in stage_lines(summary):
+            w(line + "\n")
     if summary.reasons:
         w("routed to review: " + ", ".join(f"{k} {v}" for k, v in summary.reasons.most_common()) + "\n")
     overall = summary.agreement.get("overall") or {}
@@ -103,6 +105,23 @@ def cost_line(summary: RunSummary) -> str:
     )
 
 
+def stage_lines(summary: RunSummary) -> list[str]:
+    """An escalation cascade, judge by judge: what each settled, passed on, and cost."""
+    if summary.stages is None:
+        return []
+    rows = summary.stages.totals()
+    lines = ["escalation (judge rule decisions):"]
+    for n, row in enumerate(rows):
+        onward = "to review" if n == len(rows) - 1 else f"to {rows[n + 1]['model']}"
+        cost = "cost unknown (no price)" if row["cost_usd"] is None else f"${row['cost_usd']:.4f}"
+        lines.append(
+            f"  {n + 1}. {row['model']}: asked about {row['traces']} trace(s), settled {row['settled']}, "
+            f"passed {row['passed_on']} {onward}; {row['input_tokens']} input, {row['output_tokens']} output "
+            f"tokens, {cost}"
+        )
+    return lines
+
+
 def calls_line(summary: RunSummary) -> str:
     calls = summary.calls
     line = f"model calls: {calls.get('calls', 0)} made, {summary.cache_hits} answered from the cache"
@@ -136,5 +155,10 @@ def estimate_text(est: RunEstimate, out: IO[str] | None = None) -> None:
         w(
             f"estimated cost: ${cost:.4f} at {est.model} prices ({est.price.describe()}); "
             f"${cached:.4f} if the static part is read from the provider's prompt cache\n"
+        )
+    if est.escalate:
+        w(
+            f"not estimated: escalation to {', '.join(est.escalate)} (what it is asked depends on the first "
+            "judge's confidence; each judge's calls are added to its cost once the run is made)\n"
         )
     w("no model was called and no run was written.\n")

@@ -67,6 +67,7 @@ class ReviewItem(BaseModel):
     verdict: str  # the trace's reconciled verdict
     score: float
     resolution: Resolution | None = None
+    inclusion_probability: float | None = None  # an `audit` item: the chance its trace had to be drawn
 
 
 class ReviewDetail(ReviewItem):

@@ -17,7 +17,8 @@ class ReviewMixin(ResultsMixin):
     """The ``review_items`` table."""
 
     _REVIEW_SELECT = (
-        "SELECT i.*, r.verdict AS result_verdict, r.score AS result_score FROM review_items i "
+        "SELECT i.*, r.verdict AS result_verdict, r.score AS result_score, "
+        "json_extract(r.result, '$.audit_probability') AS inclusion_probability FROM review_items i "
         "JOIN results r ON r.run_id = i.run_id AND r.trace_id = i.trace_id"
     )
 
@@ -45,6 +46,7 @@ class ReviewMixin(ResultsMixin):
             "verdict": row["result_verdict"],
             "score": row["result_score"],
             "resolution": resolution,
+            "inclusion_probability": row["inclusion_probability"],
         }
 
     def review_items(
