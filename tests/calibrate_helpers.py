@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+from seqjudge.certificate import (
+    CertifiedRule,
+    certificates_dir,
+    new_certificate,
+    rules_hash,
+    save_certificate,
+    template_hash,
+)
 from seqjudge.golden import GoldenDataset
 from seqjudge.judge.prompt import render_trace_data
 from seqjudge.judge.providers.base import JudgeRequest, ProviderReply
@@ -97,3 +106,28 @@ class ByTraceProvider(ScriptedProvider):
         answers = self.script[trace_id]
         self.add(answers.popleft() if isinstance(answers, deque) else answers)
         return await super().complete(request)
+
+
+def save_test_certificate(
+    store: Path,
+    ruleset: Any,
+    entries: list[CertifiedRule],
+    *,
+    model: str = "scripted:scripted",
+    dataset: str = "test",
+    alpha: float = 0.05,
+    delta: float = 0.05,
+) -> None:
+    """A certificate of ``entries`` for this prompt template and ``ruleset``, beside the store ``store`` (the
+    dataset hash is a placeholder: runs match a certificate by model, template and rules)."""
+    cert = new_certificate(
+        model=model,
+        template_hash=template_hash(),
+        rules_hash=rules_hash(ruleset),
+        dataset_hash="d" * 64,
+        dataset=dataset,
+        alpha=alpha,
+        delta=delta,
+        rules=entries,
+    )
+    save_certificate(cert, certificates_dir(store))

@@ -131,28 +131,12 @@ def confident_pass(trace: Trace, ruleset: Any) -> dict[str, Any]:
 
 def certify_confirm(store: Path, ruleset: Any, model: str = "scripted:scripted", **fields: Any) -> None:
     """A certificate auto-passing `confirm` from confidence 0.9 (alpha and delta 0.05 unless given)."""
-    from seqjudge.certificate import (
-        CertifiedRule,
-        certificates_dir,
-        new_certificate,
-        rules_hash,
-        save_certificate,
-        template_hash,
-    )
+    from calibrate_helpers import save_test_certificate
+    from seqjudge.certificate import CertifiedRule
 
     alpha, delta = fields.get("alpha", 0.05), fields.get("delta", 0.05)
     entry = CertifiedRule(rule_id="confirm", risk_level="medium", auto_pass=0.9, alpha=alpha, delta=delta)
-    cert = new_certificate(
-        model=model,
-        template_hash=template_hash(),
-        rules_hash=rules_hash(ruleset),
-        dataset_hash="d" * 64,
-        dataset="golden",
-        alpha=alpha,
-        delta=delta,
-        rules=[entry],
-    )
-    save_certificate(cert, certificates_dir(store))
+    save_test_certificate(store, ruleset, [entry], model=model, dataset="golden", alpha=alpha, delta=delta)
 
 
 # -- end to end ---------------------------------------------------------------------------------------------

@@ -12,15 +12,11 @@ from typing import Any
 
 import pytest
 
-from calibrate_helpers import judge_output
+from calibrate_helpers import judge_output, save_test_certificate
 from fakes.server import FakeLLMServer, FakeReply, RecordedRequest, openai_chat
 from seqjudge.certificate import (
     CertifiedRule,
     certificates_dir,
-    new_certificate,
-    rules_hash,
-    save_certificate,
-    template_hash,
 )
 from seqjudge.cli import run
 from seqjudge.config import RunConfig
@@ -104,17 +100,7 @@ def certify(
         )
         for rid, t in auto_pass.items()
     ]
-    cert = new_certificate(
-        model=model,
-        template_hash=template_hash(),
-        rules_hash=rules_hash(ruleset()),
-        dataset_hash="d" * 64,
-        dataset="test",
-        alpha=0.05,
-        delta=0.05,
-        rules=entries,
-    )
-    save_certificate(cert, certificates_dir(store))
+    save_test_certificate(store, ruleset(), entries, model=model)
 
 
 def run_cascade(

@@ -9,14 +9,10 @@ from typing import Any
 
 import pytest
 
+from calibrate_helpers import save_test_certificate
 from seqjudge import load_rules
 from seqjudge.certificate import (
     CertifiedRule,
-    certificates_dir,
-    new_certificate,
-    rules_hash,
-    save_certificate,
-    template_hash,
 )
 from seqjudge.errors import InputError
 from seqjudge.ingest import load_traces
@@ -60,26 +56,10 @@ def replies(ruleset: Any) -> list[dict[str, Any]]:
 
 
 def certify(tmp_path: Path, ruleset: Any, *, auto_fail: float | None = None, level: str = "medium") -> None:
-    cert = new_certificate(
-        model="scripted:scripted",
-        template_hash=template_hash(),
-        rules_hash=rules_hash(ruleset),
-        dataset_hash="d",
-        dataset="customer-support",
-        alpha=0.05,
-        delta=0.05,
-        rules=[
-            CertifiedRule(
-                rule_id=JUDGE_RULE,
-                risk_level=level,
-                auto_pass=0.9,
-                auto_fail=auto_fail,
-                alpha=0.05,
-                delta=0.05,
-            )
-        ],
+    entry = CertifiedRule(
+        rule_id=JUDGE_RULE, risk_level=level, auto_pass=0.9, auto_fail=auto_fail, alpha=0.05, delta=0.05
     )
-    save_certificate(cert, certificates_dir(tmp_path / "s.db"))
+    save_test_certificate(tmp_path / "s.db", ruleset, [entry], dataset="customer-support")
 
 
 def judge_run(tmp_path: Path, **kw: Any) -> tuple[Any, list[Any]]:
