@@ -389,6 +389,31 @@ def _as_plain(trace):
     return plain
 
 
+def _same_rules() -> dict:
+    t, key, order, both = TOOLS, [SAME_KEY], ["order_id"], [SAME_KEY, "order_id"]
+    return {
+        "rules": [
+            {"type": "before", "first": t[0], "then": t[1], "same": key},
+            {"type": "before", "first": "get_order", "then": "cancel_order", "same": order},
+            {"type": "max_calls", "tool": t[2], "max": 0, "same": key},
+            {"type": "max_calls", "tool": [t[2], t[3]], "max": 1, "same": key},
+            {"type": "max_calls", "tool": "cancel_order", "max": 1, "same": both},
+            {"type": "never_after", "trigger": t[3], "forbidden": t[4], "same": key},
+            {"type": "after", "trigger": t[5], "then": t[6], "within": 3, "same": key},
+            {"type": "after", "trigger": "get_order", "then": "cancel_order", "within": 5, "same": order},
+            {"type": "sequence", "tools": ["get_order", "cancel_order"], "same": order},
+            {"type": "sequence", "tools": [t[7], t[8]], "strict": True, "same": key},
+            {"type": "sequence", "tools": [t[0], t[1], t[2]], "same": key},
+            {
+                "type": "before",
+                "first": {"tool": t[9], "args_match": {"q": "^[0-4]"}},
+                "then": {"tool": t[10], "status": "ok"},
+                "same": key,
+            },
+        ]
+    }
+
+
 def report_corpora(n_traces: int):
     """(name, rule set, traces): every pair `--same-reports-as` compares the reports of."""
     from seqjudge import load_rules, load_traces
@@ -408,6 +433,15 @@ def report_corpora(n_traces: int):
         for k in range(10)
     ]
     yield "10 traces x 2,000 calls, 50 rules", r50, long
+    # Per-value rules of every type on traces whose groups hold several calls (3 values of `key`, and calls
+    # that lack it): (b)'s 1,000 values make groups of one call.
+    for record in many:
+        for n, call in enumerate(record["calls"]):
+            value = call["arguments"].pop(SAME_KEY, None)
+            if value is not None and n % 7:
+                call["arguments"][SAME_KEY] = int(value[1:]) % 3
+    few = [plain_trace(json.loads(json.dumps(r)), None) for r in many]
+    yield "(b) traces with 3 values of key, same: rules of every type", RuleSet.model_validate(_same_rules()), few
     suites = sorted(p.parent for p in (ROOT / "golden_traces").glob("*/rules.yaml"))
     sources = [(s.name, list(load_traces(s / "traces.jsonl"))) for s in suites]
     if TAU.is_file():
