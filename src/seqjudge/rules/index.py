@@ -14,6 +14,7 @@ plain JSONL record (``seqjudge.trace.PlainTrace``) can hand its columns over wit
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +22,8 @@ from seqjudge.rules.select import Selector
 from seqjudge.trace import PlainTrace, Trace
 
 EMPTY: list[int] = []
+# Up to this many calls a trace is indexed by the loop that suits few calls to many tools.
+_SHORT = 64
 
 
 class TraceIndex:
@@ -48,20 +51,46 @@ class TraceIndex:
         # Steps are ordinals from 0 that grow by at most one a call, so the last one says whether every
         # call is its own step (steps[i] == i), which lets evaluators use positions as steps.
         self.sequential = not steps or steps[-1] == self.n - 1
+        if len(ok) != self.n:
+            raise ValueError(f"{self.n} call names but {len(ok)} statuses")
         by_name: dict[str, list[int]] = {}
-        ok_by_name: dict[str, list[int]] = {}
-        # One pass, appending to both lists of the call's name: sequential access only (a second pass
-        # filtering each name's positions by `ok` reads a million-entry list at random).
-        for i, (name, good) in enumerate(zip(names, ok, strict=True)):
-            try:
-                by_name[name].append(i)
-            except KeyError:
-                by_name[name] = [i]
-                ok_by_name[name] = []
-            if good:
-                ok_by_name[name].append(i)
+        if self.n > _SHORT:
+            for i, name in enumerate(names):
+                try:
+                    by_name[name].append(i)
+                except KeyError:
+                    by_name[name] = [i]
+        else:  # few calls, mostly to different tools: a KeyError raised per new name would cost more
+            for i, name in enumerate(names):
+                if name in by_name:
+                    by_name[name].append(i)
+                else:
+                    by_name[name] = [i]
         self.by_name = by_name
-        self.ok_by_name = ok_by_name
+        # Calls fail rarely. Without a failed call (most traces) the successful positions are the same
+        # lists, which nothing changes; otherwise the failed calls are found by C-level scans and cut out of
+        # their names' lists, whose runs between them are copied as slices.
+        n_failed = ok.count(False)
+        if n_failed:
+            failed: dict[str, list[int]] = {}
+            i = -1
+            for _ in range(n_failed):
+                i = ok.index(False, i + 1)
+                failed.setdefault(names[i], []).append(i)
+            ok_by_name = by_name.copy()
+            for name, cut in failed.items():
+                positions = by_name[name]
+                kept: list[int] = []
+                start = 0
+                for i in cut:
+                    at = bisect_left(positions, i, start)
+                    kept += positions[start:at]
+                    start = at + 1
+                kept += positions[start:]
+                ok_by_name[name] = kept
+            self.ok_by_name = ok_by_name
+        else:
+            self.ok_by_name = by_name
         self._sel: dict[Selector, tuple[list[int], list[int]]] = {}
         self._groupings: dict[tuple[str, ...], Grouping] = {}
 
