@@ -380,7 +380,9 @@ def _as_plain(trace):
 
     record = {
         "trace_id": trace.trace_id or "<unnamed>",
-        "calls": [{"tool_name": c.tool_name, "arguments": c.arguments, "status": c.status} for c in trace.calls],
+        "calls": [
+            {"tool_name": c.tool_name, "arguments": c.arguments, "status": c.status} for c in trace.calls
+        ],
         "context": trace.context,
         "metadata": trace.metadata,
     }
@@ -428,8 +430,9 @@ def report_corpora(n_traces: int):
     yield "(b) traces, 20 rules", r20, plain
     yield "(b) traces, 50 rules", r50, plain
     rng = random.Random(7)
+    prod = {"env": "prod"}
     long = [
-        Trace.model_validate({"trace_id": f"l{k}", "calls": make_calls(2000, rng), "context": {"env": "prod"}})
+        Trace.model_validate({"trace_id": f"l{k}", "calls": make_calls(2000, rng), "context": prod})
         for k in range(10)
     ]
     yield "10 traces x 2,000 calls, 50 rules", r50, long
@@ -441,7 +444,7 @@ def report_corpora(n_traces: int):
             if value is not None and n % 7:
                 call["arguments"][SAME_KEY] = int(value[1:]) % 3
     few = [plain_trace(json.loads(json.dumps(r)), None) for r in many]
-    yield "(b) traces with 3 values of key, same: rules of every type", RuleSet.model_validate(_same_rules()), few
+    yield "(b) traces, 3 values of key, same: rules", RuleSet.model_validate(_same_rules()), few
     suites = sorted(p.parent for p in (ROOT / "golden_traces").glob("*/rules.yaml"))
     sources = [(s.name, list(load_traces(s / "traces.jsonl"))) for s in suites]
     if TAU.is_file():
@@ -494,7 +497,8 @@ def same_reports_as(old_src: str, n_traces: int) -> int:
                 if line_new != line_old:
                     differing += 1
                     if differing == 1 or seen == 1:
-                        print(f"DIFFERENT: {corpus}, report {seen}:\n  new {line_new[:600]!r}\n  old {line_old[:600]!r}")
+                        print(f"DIFFERENT: {corpus}, report {seen}:")
+                        print(f"  new {line_new[:600]!r}\n  old {line_old[:600]!r}")
     for name, count in counts.items():
         print(f"  {count:7,} reports  {name}")
     total = sum(counts.values())

@@ -40,6 +40,12 @@ class Finding:
     details: dict[str, Any] | None = None
 
 
+# A pass the report will not explain (``View.explain`` is False: a lean report's passed rule, a ``same:``
+# group's pass that is only counted): returned instead of building an explanation nobody reads. Shared, so
+# never changed.
+BARE_PASS = Finding("passed", "")
+
+
 def at(v: View, i: int) -> str:
     return f"{v.index.names[i]} (call {i + 1})"
 

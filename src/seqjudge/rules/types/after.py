@@ -20,7 +20,7 @@ from seqjudge.rules.base import (
     never_met,
     operand_text,
 )
-from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
 from seqjudge.rules.select import selects_within
 
@@ -102,6 +102,8 @@ def after(rule: AfterRule, trigger: Selector, then: Selector, v: View) -> Findin
         else:
             missed.append(t)
     if not missed:
+        if not v.explain:
+            return BARE_PASS
         return Finding(
             "passed",
             f"Every {trigger.text} was followed by {then.text} within {within} step(s).",

@@ -20,7 +20,7 @@ from seqjudge.rules.base import (
     never_met,
     operand_text,
 )
-from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
 from seqjudge.rules.evaluate import failed_note as _failed_note
 from seqjudge.rules.evaluate import first_ok_before as _first_ok_before
@@ -97,6 +97,8 @@ def before(rule: BeforeRule, first: Selector, then: Selector, v: View) -> Findin
     p = _first_ok_before(first_ok, steps, steps[t])
     expected = f"{first.text} before {then.text}"
     if p is not None:
+        if not v.explain:
+            return BARE_PASS
         return Finding("passed", f"{_at(v, p)} precedes {_at(v, t)}.", [p, t])
     if first_ok:
         q = first_ok[0]

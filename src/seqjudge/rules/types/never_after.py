@@ -19,7 +19,7 @@ from seqjudge.rules.base import (
     check_operand,
     operand_text,
 )
-from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
 from seqjudge.rules.evaluate import name as _name
 
@@ -71,6 +71,8 @@ def never_after(rule: NeverAfterRule, trigger: Selector, forbidden: Selector, v:
     while k < len(forb_all) and steps[forb_all[k]] <= steps[a]:
         k += 1
     if k == len(forb_all):
+        if not v.explain:
+            return BARE_PASS
         return Finding("passed", f"Nothing forbidden follows {_at(v, a)}.", [a])
     f = forb_all[k]
     return Finding(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, field_validator
 
 from seqjudge.rules.base import Evaluator, Ordering, RuleBase, SelectorFactory, Wording
-from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
 
 if TYPE_CHECKING:
@@ -156,6 +156,8 @@ def trajectory(rule: TrajectoryRule, v: View) -> Finding:
             )
         )
     if not flaws:
+        if not v.explain:
+            return BARE_PASS
         return Finding("passed", f"Trajectory matches ({mode}).", sorted(first_ok.values()), details=details)
     involved = set(first_any.values()) | {f.offending for f in flaws if f.offending is not None}
     return Finding("failed", " ".join(f.explanation for f in flaws), sorted(involved), flaws, details)
