@@ -95,11 +95,11 @@ def before(rule: BeforeRule, first: Selector, then: Selector, v: View) -> Findin
     steps = v.index.steps
     first_all, first_ok = v.positions(first)
     p = _first_ok_before(first_ok, steps, steps[t])
-    expected = f"{first.text} before {then.text}"
     if p is not None:
         if not v.explain:
             return BARE_PASS
         return Finding("passed", f"{_at(v, p)} precedes {_at(v, t)}.", [p, t])
+    expected = f"{first.text} before {then.text}"
     if first_ok:
         q = first_ok[0]
         how = "in the same step as" if steps[q] == steps[t] else "only after"
