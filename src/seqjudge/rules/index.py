@@ -226,12 +226,14 @@ class Grouping:
         for i in every:
             if k is not None:  # key_of inlined for one argument with a string value
                 g = args[i].get(k, _MISSING)
+                if g is _MISSING:
+                    continue
                 if type(g) is not str:
-                    g = key_of(args[i])
+                    g = _group_key(g)
             else:
                 g = key_of(args[i])
-            if g is _MISSING:
-                continue
+                if g is _MISSING:
+                    continue
             pair = out.get(g)
             if pair is None:
                 pair = out[g] = ([], [])
@@ -254,12 +256,14 @@ class Grouping:
             for i, a in enumerate(self.index.args):
                 if k is not None:  # key_of inlined for one argument with a string value
                     g = a.get(k, _MISSING)
+                    if g is _MISSING:
+                        continue
                     if type(g) is not str:
-                        g = key_of(a)
+                        g = _group_key(g)
                 else:
                     g = key_of(a)
-                if g is _MISSING:
-                    continue
+                    if g is _MISSING:
+                        continue
                 calls = members.get(g)
                 if calls is None:
                     members[g] = [i]
