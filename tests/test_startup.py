@@ -125,6 +125,25 @@ def test_the_command_table_is_what_the_modules_register() -> None:
     assert set(COMMAND_MODULES.values()) <= set(MODULES)
 
 
+def test_command_annotations_are_objects_not_strings() -> None:
+    # typer evaluates a string annotation (from `from __future__ import annotations`) on every start, four
+    # times; the command modules leave their annotations evaluated (see seqjudge.cli).
+    register(["--help"])
+    callbacks = [c.callback for c in app.registered_commands]
+    for group in app.registered_groups:
+        assert group.typer_instance is not None
+        callbacks += [c.callback for c in group.typer_instance.registered_commands]
+        if group.typer_instance.registered_callback is not None:
+            callbacks.append(group.typer_instance.registered_callback.callback)
+    strings = {
+        f"{f.__module__}.{f.__name__}": [k for k, v in f.__annotations__.items() if isinstance(v, str)]
+        for f in callbacks
+        if f is not None
+    }
+    assert len(strings) >= len(COMMAND_MODULES)
+    assert {name: keys for name, keys in strings.items() if keys} == {}
+
+
 def test_check_of_a_small_trace_loads_only_what_the_engine_needs(tmp_path: Path) -> None:
     rules = tmp_path / "rules.yaml"
     rules.write_text("rules:\n  - {id: auth-first, type: before, first: auth, then: refund}\n")
