@@ -4,13 +4,16 @@
     python benchmarks/startup.py --src /work/main/src --src src     # two checkouts side by side
     python benchmarks/startup.py --importtime [--top 15]            # the slowest imports of each command
     python benchmarks/startup.py --as-is                            # the environment's bytecode setting
+    python benchmarks/startup.py --instructions --src A --src B     # valgrind's instruction counts
 
 Each run is a new interpreter (`python -c "from seqjudge.cli import main; main()" ...`), so it pays what a
 user pays: the interpreter, the imports, the command. With --src the checkouts are put first on PYTHONPATH
 and run alternately, so that a noisy machine hits them alike; the ratio is of their medians. Wall time is
 what a user waits; CPU time (user + system of the process) moves less when the machine is shared.
 --importtime runs each command once under `python -X importtime` and prints the modules with the largest
-cumulative import time (a package's figure includes what it imports).
+cumulative import time (a package's figure includes what it imports). --instructions runs each command once
+under valgrind (cachegrind, no cache simulation) and prints the instructions it executed: a count that does
+not move with the machine's load, for comparing two checkouts when timings are too noisy to.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -129,6 +134,31 @@ def importtime(cmds: dict[str, list[str]], top: int, src: str | None, bytecode: 
             print(f"  {cumulative / 1e6:6.3f} s  {module.strip()}")
 
 
+def instructions(cmds: dict[str, list[str]], sources: list[str | None], bytecode: str | None) -> None:
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions needs valgrind on the PATH (apt-get install valgrind)")
+    tool = [valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    print(f"instructions executed, millions (valgrind cachegrind; {sys.executable})")
+    for name, args in cmds.items():
+        counts = []
+        for src in sources:
+            env = environment(src, bytecode)
+            if bytecode is not None:
+                once(args, env)
+            done = subprocess.run(
+                [*tool, sys.executable, "-c", ENTRY, *args], env=env, capture_output=True, text=True
+            )
+            found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+            if found is None:
+                raise SystemExit(f"valgrind gave no count for `seqjudge {' '.join(args)}`:\n{done.stderr}")
+            counts.append(int(found.group(1).replace(",", "")) / 1e6)
+            label = "installed" if src is None else src
+            print(f"  seqjudge {name:<16} {counts[-1]:8.1f} M   [{label}]")
+        if len(counts) == 2:
+            print(f"  seqjudge {name:<16} {counts[0] / counts[1]:8.2f} x   first/second")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="fresh processes per command (default 15)")
@@ -140,6 +170,9 @@ def main() -> None:
         "--as-is", action="store_true", help="no bytecode cache of its own: the environment's setting"
     )
     parser.add_argument("--top", type=int, default=15, help="how many imports --importtime prints")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions under valgrind instead of timing"
+    )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cmds = commands(Path(tmp))
@@ -147,6 +180,8 @@ def main() -> None:
         sources: list[str | None] = list(options.src) if options.src else [None]
         if options.importtime:
             importtime(cmds, options.top, sources[0], bytecode)
+        elif options.instructions:
+            instructions(cmds, sources, bytecode)
         else:
             timings(cmds, sources, options.runs, bytecode)
 
