@@ -20,9 +20,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import seqjudge.checkpool as checkpool
+from seqjudge.checkpool import Checked
 from seqjudge.cli import run
 from seqjudge.errors import InputError, SeqjudgeError
 from seqjudge.ingest import load_traces
+from seqjudge.outputs.check import CheckOutput
 from seqjudge.outputs.textview import Totals
 from seqjudge.report import Explain
 from seqjudge.rules.coverage import Coverage
@@ -269,19 +271,21 @@ def test_ctrl_c_shuts_the_workers_down(
     workers: None,
 ) -> None:
     traces = write_jsonl(tmp_path / "traces.jsonl", [good(n) for n in range(200)])
-    counted = 0
-    count = Totals.count
+    written = 0
+    line = CheckOutput.line
 
-    def interrupted(self: Totals, *args: Any) -> None:
-        nonlocal counted
-        counted += 1
-        if counted == 50:
+    def interrupted(self: CheckOutput, checked: Checked) -> None:
+        # Where Ctrl-C lands: this process, writing the workers' results, with more chunks in flight.
+        nonlocal written
+        written += 1
+        if written == 50:
             raise KeyboardInterrupt
-        count(self, *args)
+        line(self, checked)
 
-    monkeypatch.setattr(Totals, "count", interrupted)
+    monkeypatch.setattr(CheckOutput, "line", interrupted)
     code = run(["check", str(rules_path), str(traces), "--format", "jsonl", "-o", str(tmp_path / "o")])
-    assert code == 130
+    assert code == 130 and written == 50
+    assert (tmp_path / "o").read_bytes().count(b"\n") == 49
     assert multiprocessing.active_children() == []
 
 
