@@ -23,8 +23,16 @@ from pydantic_core import to_json
 from seqjudge.checkpool import Checked, Origin
 from seqjudge.crosscheck import TraceResult, reconcile, score_reasons
 from seqjudge.outputs.check import CheckOutput, deferred_note
-from seqjudge.outputs.ci_outputs import RunDigest, blocks_text, run_cases, xml_text
-from seqjudge.outputs.textview import Totals
+from seqjudge.outputs.ci_outputs import (
+    DEFAULT_GROUP,
+    Decided,
+    RunDigest,
+    blocks_text,
+    case_plans,
+    unlocated_block,
+    xml_text,
+)
+from seqjudge.outputs.textview import Calls, Totals, violation_text
 from seqjudge.report import Report
 from seqjudge.trace import PlainTrace, Trace
 
@@ -59,11 +67,56 @@ def failed_and_reasons(
 
 class JunitOutput(CheckOutput):
     def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
+        """The trace's test cases: ``ci_outputs.run_cases`` of ``check_result``, each indented at level 2 and
+        serialised as ElementTree does, made from the report data (no models: they cost more than checking
+        the trace)."""
+        # Every group has a case; only its rules not passed can fail, skip or fill it (with no judge, no
+        # rule's decision disagrees), so the passed ones are left out.
+        grouped: dict[str, list[Decided]] = {}
+        rules: dict[str, dict[str, Any]] = {}  # rule id -> its result, for the rules not passed
+        for r in data["rules"]:
+            group = r.get("group") or DEFAULT_GROUP
+            decided = grouped.get(group)
+            if decided is None:
+                decided = grouped[group] = []
+            if r["outcome"] != "passed":
+                decided.append((r["rule_id"], r["outcome"], r["severity"], None))
+                rules[r["rule_id"]] = r
+        verdict = data["verdict"]
+        # With no judge a result's review reasons are its score's (``check_result``).
+        reasons = score_reasons(data["sequence_correctness_score"], self.threshold, self.risk_level)
+        trace_id = data["trace_id"]
+        calls: Calls | None = None
         parts = []
-        for case in run_cases(trace, check_result(data, self.threshold, self.risk_level)):
-            ET.indent(case, level=2)
-            parts.append("    " + ET.tostring(case, encoding="unicode") + "\n")
-        return "".join(parts).encode("utf-8")
+        for plan in case_plans(grouped, verdict, reasons):
+            if plan.blocks and calls is None:
+                calls = Calls(trace)  # each call's text made once for all the trace's blocks
+            text = _blocks(calls, trace_id, data["violations"], rules, plan.blocks) if calls else ""
+            children = []
+            if plan.state == "failure":
+                children.append(_element("failure", plan.message, text, "critical"))
+            else:
+                if plan.state == "skipped":
+                    children.append(_element("skipped", plan.message))
+                if text:
+                    children.append(f"<system-out>{_cdata(text)}</system-out>")
+            head = f'    <testcase classname="{_attr(trace_id)}" name="{_attr(plan.group)}" time="0"'
+            if children:
+                inner = "\n      ".join(children)
+                parts.append(f"{head}>\n      {inner}\n    </testcase>\n")
+            else:
+                parts.append(f"{head} />\n")
+        text = "".join(parts)
+        out = text.encode("utf-8")
+        # What XML cannot hold (``xml_text``) can only come from the trace's and the rules' words: looked
+        # for once in the whole part, as bytes (several times faster than the pattern over the text).
+        if (
+            len(out.translate(None, _XML_BAD_BYTES)) != len(out)
+            or b"\xef\xbf\xbe" in out
+            or b"\xef\xbf\xbf" in out
+        ):
+            out = xml_text(text).encode("utf-8")
+        return out
 
     def start(self) -> None:
         super().start()
@@ -94,6 +147,74 @@ class JunitOutput(CheckOutput):
             out.text = xml_text(note)
             self._write(b"    " + ET.tostring(out, encoding="utf-8", xml_declaration=False) + b"\n")
         self._write(b"  </testsuite>\n</testsuites>\n")
+
+
+def _blocks(
+    calls: Calls,
+    trace_id: str,
+    violations: list[dict[str, Any]],
+    rules: dict[str, dict[str, Any]],
+    ids: list[str],
+) -> str:
+    """``ci_outputs.failed_blocks`` of the rules ``ids`` for a result with no judge, from the report data: a
+    rule's violations, or the rule's own block when it failed without one (a judge rule's violations are
+    the judge's: none here)."""
+    blocks = []
+    for rule_id in ids:
+        rule = rules[rule_id]
+        found = (
+            [violation_text(calls, trace_id, v, rule) for v in violations if v["rule_id"] == rule_id]
+            if rule["type"] != "judge"
+            else []
+        )
+        if not found and rule["outcome"] == "failed":
+            why = rule.get("explanation", "")
+            found.append(
+                unlocated_block(calls, trace_id, rule_id, rule["type"], rule.get("call_indices", []), why)
+            )
+        blocks += found
+    return "\n\n".join(blocks)
+
+
+# The UTF-8 bytes of the characters ``xml_text`` replaces: C0 controls but tab, line feed and carriage
+# return (checked with bytes.translate), and U+FFFE, U+FFFF (EF BF BE, EF BF BF).
+_XML_BAD_BYTES = bytes(b for b in range(0x20) if b not in (0x09, 0x0A, 0x0D))
+
+
+# ElementTree's escapes (``xml_text`` is applied to the whole part after them): attribute values (where a
+# line break or tab is a character reference, so that it survives parsing) and text.
+def _attr(text: str) -> str:
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    if '"' in text:
+        text = text.replace('"', "&quot;")
+    if "\r" in text:
+        text = text.replace("\r", "&#13;")
+    if "\n" in text:
+        text = text.replace("\n", "&#10;")
+    if "\t" in text:
+        text = text.replace("\t", "&#09;")
+    return text
+
+
+def _cdata(text: str) -> str:
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+def _element(tag: str, message: str, text: str = "", kind: str | None = None) -> str:
+    """``ci_outputs._child``'s element as ElementTree writes it."""
+    attrs = f'message="{_attr(message)}"' + (f' type="{_attr(kind)}"' if kind else "")
+    return f"<{tag} {attrs}>{_cdata(text)}</{tag}>" if text else f"<{tag} {attrs} />"
 
 
 class MarkdownOutput(CheckOutput):
