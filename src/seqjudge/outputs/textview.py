@@ -163,24 +163,27 @@ def trace_lines(
     """The numbered call list with ``← violation`` at marked calls; a window around them when long.
 
     Calls are numbered from 1 here (prose: "call N"); machine output counts from 0 (README, "Reports")."""
-    return _trace_text(trace, marks, indent, palette).split("\n")
+    return _trace_text(trace, tuple(sorted(set(marks))), indent, palette).split("\n")
 
 
 def _trace_text(
-    trace: Trace | PlainTrace | Calls, marks: Iterable[int], indent: str = "     ", palette: Palette = PLAIN
+    trace: Trace | PlainTrace | Calls,
+    marked: tuple[int, ...],
+    indent: str = "     ",
+    palette: Palette = PLAIN,
 ) -> str:
-    """``trace_lines`` as one text (no line of it holds a newline: ``terminal`` shows one as ``\\n``)."""
+    """``trace_lines`` as one text (no line of it holds a newline: ``terminal`` shows one as ``\\n``);
+    ``marked``: the marks, sorted, each once."""
     calls = trace if isinstance(trace, Calls) else Calls(trace)
-    marked = sorted(set(marks))
-    key = (tuple(marked), indent, palette.mark)
+    key = (marked, indent, palette.mark)
     known = calls.windows.get(key)
     if known is None:
         known = calls.windows[key] = "\n".join(_window(calls, marked, indent, palette))
     return known
 
 
-def _window(calls: Calls, marked: list[int], indent: str, palette: Palette) -> list[str]:
-    """The lines of ``trace_lines``; ``marked``: the marks, sorted."""
+def _window(calls: Calls, marked: tuple[int, ...], indent: str, palette: Palette) -> list[str]:
+    """The lines of ``trace_lines``; ``marked``: the marks, sorted, each once."""
     n = len(calls.steps)
     if n == 0:
         return [indent + "(no calls)"]
@@ -234,7 +237,7 @@ def violation_text(
         f"   Rule: {rule['type'] if rule else '?'} ({v['violation_type']})\n"
         f"   Expected: {v['expected_order']}\n"
         f"   Actual: {v['actual_order']}\n\n"
-        f"   Trace:\n{_trace_text(trace, [call] if call is not None else [], palette=palette)}\n\n"
+        f"   Trace:\n{_trace_text(trace, () if call is None else (call,), palette=palette)}\n\n"
         f"   Why: {v['explanation']}" + (f"\n   Suggestion: {suggestion}" if suggestion else "")
     )
 
