@@ -151,11 +151,14 @@ def _blocks(
     """``ci_outputs.failed_blocks`` of the rules ``ids`` for a result with no judge, from the report data: a
     rule's violations, or the rule's own block when it failed without one (a judge rule's violations are
     the judge's: none here)."""
+    located: dict[str, list[dict[str, Any]]] = {}
+    for v in violations:
+        located.setdefault(v["rule_id"], []).append(v)
     blocks = []
     for rule_id in ids:
         rule = rules[rule_id]
         found = (
-            [violation_text(calls, trace_id, v, rule) for v in violations if v["rule_id"] == rule_id]
+            [violation_text(calls, trace_id, v, rule) for v in located.get(rule_id, ())]
             if rule["type"] != "judge"
             else []
         )
