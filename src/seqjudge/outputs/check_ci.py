@@ -184,6 +184,11 @@ def _blocks(
 # The characters ``xml_text`` replaces that UTF-8 writes as one byte: C0 controls but tab, line feed and
 # carriage return (found with bytes.translate; U+FFFE and U+FFFF are looked for in the text).
 _XML_BAD_BYTES = bytes(b for b in range(0x20) if b not in (0x09, 0x0A, 0x0D))
+# ElementTree's escapes, "&" first: of text, and of attribute values, where a line break or tab is a
+# character reference so that it survives parsing.
+_TEXT_ESCAPES = ((b"&", b"&amp;"), (b"<", b"&lt;"), (b">", b"&gt;"))
+_ATTR_ESCAPES: tuple[tuple[str, str], ...] = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"))
+_ATTR_ESCAPES += (("\r", "&#13;"), ("\n", "&#10;"), ("\t", "&#09;"))
 
 
 def _text(text: str) -> bytes:
@@ -193,33 +198,18 @@ def _text(text: str) -> bytes:
     out = text.encode("utf-8")
     if len(out.translate(None, _XML_BAD_BYTES)) != len(out) or "\ufffe" in text or "\uffff" in text:
         out = xml_text(text).encode("utf-8")
-    if b"&" in out:
-        out = out.replace(b"&", b"&amp;")
-    if b"<" in out:
-        out = out.replace(b"<", b"&lt;")
-    if b">" in out:
-        out = out.replace(b">", b"&gt;")
+    for char, reference in _TEXT_ESCAPES:
+        if char in out:
+            out = out.replace(char, reference)
     return out
 
 
 def _attr(text: str) -> str:
-    """An attribute value as ElementTree writes it (after ``xml_text``): a line break or tab is a character
-    reference, so that it survives parsing."""
+    """An attribute value as ElementTree writes it (after ``xml_text``)."""
     text = xml_text(text)
-    if "&" in text:
-        text = text.replace("&", "&amp;")
-    if "<" in text:
-        text = text.replace("<", "&lt;")
-    if ">" in text:
-        text = text.replace(">", "&gt;")
-    if '"' in text:
-        text = text.replace('"', "&quot;")
-    if "\r" in text:
-        text = text.replace("\r", "&#13;")
-    if "\n" in text:
-        text = text.replace("\n", "&#10;")
-    if "\t" in text:
-        text = text.replace("\t", "&#09;")
+    for char, reference in _ATTR_ESCAPES:
+        if char in text:
+            text = text.replace(char, reference)
     return text
 
 
