@@ -50,6 +50,16 @@ VALUES = st.one_of(
 )
 KEYS = st.one_of(st.text(max_size=10), st.sampled_from(["password", "api_key", "q", 'we"ird', "k\\"]))
 ARGS = st.dictionaries(KEYS, VALUES, max_size=4)
+# The usual arguments (plain keys, short strings and integers), with the odd bool or float among them.
+PLAIN = st.dictionaries(
+    st.from_regex(r"[a-z_]{1,8}", fullmatch=True),
+    st.one_of(st.from_regex(r"[a-zA-Z0-9 .:/@-]{0,40}", fullmatch=True), st.integers(), st.booleans()),
+    max_size=3,
+)
+CALLS = st.one_of(
+    st.lists(st.tuples(st.sampled_from(["Get", "Put"]), PLAIN, st.booleans()), max_size=12),
+    st.lists(st.tuples(st.sampled_from(["Get", "a\x1bb", "é\u202e"]), ARGS, st.booleans()), max_size=12),
+)
 
 
 def encoder_line(trace: PlainTrace, i: int, indent: str) -> str:
@@ -63,7 +73,7 @@ def encoder_line(trace: PlainTrace, i: int, indent: str) -> str:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["Get", "a\x1bb", "é\u202e"]), ARGS, st.booleans()), max_size=12))
+@given(CALLS)
 def test_call_lines_are_the_encoders_whatever_the_arguments(calls: list[tuple[str, Any, bool]]) -> None:
     trace = PlainTrace("t", {}, [c[0] for c in calls], [c[2] for c in calls], [c[1] for c in calls])
     shown = Calls(trace)
