@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_json
 
 from seqjudge.defaults import DEFAULT_THRESHOLD
@@ -33,7 +33,13 @@ Explain = Literal["not-passed", "all"]
 EXPLAIN_CHOICES: tuple[str, ...] = Explain.__args__  # type: ignore[attr-defined]
 
 
+# Built on first use: `check` writes reports from the engine's data (report_line), never through these.
+_DEFERRED = ConfigDict(defer_build=True)
+
+
 class Violation(BaseModel):
+    model_config = _DEFERRED
+
     rule_id: str
     rule_description: str
     violation_type: ViolationType
@@ -46,6 +52,8 @@ class Violation(BaseModel):
 
 
 class MissingPrerequisite(BaseModel):
+    model_config = _DEFERRED
+
     required_call: str
     dependent_call: str
     dependent_call_index: int
@@ -56,6 +64,8 @@ class RuleResult(BaseModel):
     """One rule's outcome. In a lean report (``Explain``) a passed rule has no ``call_indices``,
     ``explanation`` or ``details`` keys: its model has the defaults, and
     ``model_dump_json(exclude_unset=True)`` writes the lean JSON back as it was."""
+
+    model_config = _DEFERRED
 
     rule_id: str
     type: str
@@ -69,6 +79,8 @@ class RuleResult(BaseModel):
 
 class Report(BaseModel):
     """``model_dump(mode="json")`` is the report of the README's "Report" section."""
+
+    model_config = _DEFERRED
 
     trace_id: str
     verdict: Verdict

@@ -49,10 +49,16 @@ def parse_time(value: Any) -> float:
     raise ValueError("a timestamp must be ISO 8601 text or epoch seconds")
 
 
+# The models' validators are built on first use (defer_build), not at import: `seqjudge check` of plain
+# native traces reads them as PlainTrace and never validates one, and building the three cost a tenth of
+# checking a small trace from a fresh process (issue 17, point 15).
+_CONFIG = ConfigDict(extra="allow", defer_build=True)
+
+
 class Call(BaseModel):
     """One tool call. Unknown keys are kept (traces come from many sources) and echoed back."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = _CONFIG
 
     tool_name: str = Field(min_length=1)
     arguments: dict[str, Any] = Field(default_factory=dict)
@@ -79,7 +85,7 @@ class Call(BaseModel):
 class Message(BaseModel):
     """A user or assistant message; context for the judge, never a call. ``at`` = calls made before it."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = _CONFIG
 
     role: str
     content: Any = None
@@ -87,7 +93,7 @@ class Message(BaseModel):
 
 
 class Trace(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = _CONFIG
 
     trace_id: str | None = None
     calls: list[Call]

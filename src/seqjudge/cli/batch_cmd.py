@@ -1,8 +1,6 @@
 """`seqjudge run --batch` (the submission) and `seqjudge batch status|collect`: judge a suite through the
 provider's batch API at half price, and finish the run when the batches are done."""
 
-from __future__ import annotations
-
 import sys
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
@@ -38,8 +36,8 @@ RunArg = Annotated[str, typer.Argument(help="A run id, a unique prefix of one, o
 
 # -- submission (called by `seqjudge run --batch`) ----------------------------------------------------------
 def submit_batch(
-    cfg: RunConfig,
-    ruleset: RuleSet,
+    cfg: "RunConfig",
+    ruleset: "RuleSet",
     traces: Any,
     catalog: Any,
     examples: Any,
@@ -74,7 +72,7 @@ def submit_batch(
     )
     api = batch_api(provider)  # a provider without a batch API is bad input: before any store is opened
 
-    async def submit(db: Store) -> Any:
+    async def submit(db: "Store") -> Any:
         try:
             return await submit_run(
                 cfg, ruleset, traces, db, provider=provider, catalog=catalog, examples=examples, api=api

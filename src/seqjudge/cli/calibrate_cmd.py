@@ -1,7 +1,5 @@
 """`seqjudge calibrate DATASET`: choose the judge's threshold from a golden dataset, with intervals."""
 
-from __future__ import annotations
-
 import sys
 from enum import StrEnum
 from pathlib import Path

@@ -1,7 +1,5 @@
 """`seqjudge check`: the deterministic engine over a set of traces."""
 
-from __future__ import annotations
-
 import contextlib
 import sys
 from collections.abc import Generator
@@ -174,7 +172,7 @@ def check(
     return 0 if totals.verdicts["pass"] == totals.n else 1
 
 
-def _from_config(arg: Path | None) -> RunConfig:
+def _from_config(arg: Path | None) -> "RunConfig":
     """`check` or `check DIR`: the config of DIR/seqjudge.yaml (or of this folder's)."""
     from seqjudge.config import load_config
     from seqjudge.inputs import project_config

@@ -9,8 +9,6 @@ not be posted, only with --alert-fail-hard and only when there is no regression 
 verdict wins). `report-ci` exits like `seqjudge run`: 0 when every trace passed, 1 otherwise.
 """
 
-from __future__ import annotations
-
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,11 +69,11 @@ AlertFailHardOpt = Annotated[
 @dataclass
 class Side:
     name: str  # what the user wrote
-    run: RunInfo | None
-    stored: list[StoredResult]
+    run: "RunInfo | None"
+    stored: "list[StoredResult]"
 
     @property
-    def pairs(self) -> list[Pair]:
+    def pairs(self) -> "list[Pair]":
         return [(s.trace, s.result) for s in self.stored]
 
 
@@ -86,7 +84,7 @@ class _Stores:
         self.path = path
         self.db: Store | None = None
 
-    def get(self) -> Store:
+    def get(self) -> "Store":
         if self.db is None:
             from seqjudge.store import Store
 
@@ -304,7 +302,7 @@ def compare_cmd(
     return code
 
 
-def _require_certified(*sides: tuple[str, list[StoredResult]]) -> None:
+def _require_certified(*sides: "tuple[str, list[StoredResult]]") -> None:
     """``compare --strict``: a side whose judge rules were advisory (``seqjudge.judge_gate``) is an error."""
     for ref, stored in sides:
         advisory = sorted({d.rule_id for s in stored for d in s.result.rules if d.route == "advisory"})

@@ -8,8 +8,6 @@ beside its final name and renamed into place only when the whole input converted
 a half-written file (with ``-o -`` the traces before a bad record have already been printed).
 """
 
-from __future__ import annotations
-
 import os
 import sys
 from collections.abc import Iterable
@@ -71,7 +69,7 @@ def convert(
     return 0
 
 
-def _write(traces: Iterable[Trace], stream: IO[str], source: str) -> tuple[int, int]:
+def _write(traces: "Iterable[Trace]", stream: IO[str], source: str) -> tuple[int, int]:
     from seqjudge.trace import check_trace_data
 
     count = calls = 0
@@ -84,7 +82,7 @@ def _write(traces: Iterable[Trace], stream: IO[str], source: str) -> tuple[int, 
     return count, calls
 
 
-def _write_file(traces: Iterable[Trace], target: Path, source: str) -> tuple[int, int]:
+def _write_file(traces: "Iterable[Trace]", target: Path, source: str) -> tuple[int, int]:
     folder = target.parent
     if not folder.is_dir():
         raise InputError(

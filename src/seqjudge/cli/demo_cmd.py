@@ -1,7 +1,5 @@
 """`seqjudge demo`: what a newcomer wants to see first — `run` over the bundled golden suites."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NamedTuple
@@ -71,7 +69,7 @@ class _Watcher:
         self.shown_critical = False
         self.agree = self.differ = 0
 
-    def _showable(self, trace_id: str, violations: list[Violation]) -> list[Violation]:
+    def _showable(self, trace_id: str, violations: "list[Violation]") -> "list[Violation]":
         if not self.labels:
             return violations
         label = self.labels.get(trace_id)
@@ -79,7 +77,7 @@ class _Watcher:
             return []
         return [v for v in violations if label.rules.get(v.rule_id, "fail") == "fail"]
 
-    def __call__(self, trace: Trace, result: TraceResult) -> None:
+    def __call__(self, trace: "Trace", result: "TraceResult") -> None:
         from seqjudge.outputs.textview import violation_block
 
         report = result.engine

@@ -1,7 +1,5 @@
 """`seqjudge golden validate DIR`: is a golden dataset well formed; do its labels agree with the engine?"""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated

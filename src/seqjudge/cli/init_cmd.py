@@ -1,7 +1,5 @@
 """`seqjudge init [DIR]`: a starter suite that `seqjudge run` checks at once (seqjudge.starter writes it)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

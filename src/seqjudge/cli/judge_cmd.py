@@ -1,7 +1,5 @@
 """`seqjudge prompt` (print what the model sees) and `seqjudge judge` (the LLM judge beside the engine)."""
 
-from __future__ import annotations
-
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -208,12 +206,12 @@ def _explain(exc: ProviderError, model: str, base_url: str | None, *, done: int)
 class _JudgeRun:
     def __init__(
         self,
-        ruleset: RuleSet,
+        ruleset: "RuleSet",
         engine: Any,
         provider: Any,
         catalog: Any,
         examples: Any,
-        risk_level: RiskLevel,
+        risk_level: "RiskLevel",
         threshold: float,
         max_attempts: int,
         cache: Any,
@@ -229,7 +227,7 @@ class _JudgeRun:
         self.cache = cache
         self.rows: list[dict[str, Any]] = []
 
-    async def all(self, stream: Any, shown: JudgeOutput) -> None:
+    async def all(self, stream: Any, shown: "JudgeOutput") -> None:
         from seqjudge.judge.judge import judge_trace
 
         try:
@@ -253,7 +251,7 @@ class _JudgeRun:
             if close is not None:
                 await close()
 
-    def row(self, report: Report, result: JudgeResult) -> dict[str, Any]:
+    def row(self, report: "Report", result: "JudgeResult") -> dict[str, Any]:
         """One trace as `seqjudge run` decides it: the engine and the judge reconciled by ``reconcile``."""
         from seqjudge.crosscheck import reconcile
 

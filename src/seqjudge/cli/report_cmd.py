@@ -1,7 +1,5 @@
 """`seqjudge report RUN [--compare BASELINE] -o report.html`: one self-contained HTML page of a run."""
 
-from __future__ import annotations
-
 import json
 import sys
 from contextlib import ExitStack
@@ -33,7 +31,7 @@ def is_export(ref: str) -> bool:
     return path.suffix.lower() in EXPORT_SUFFIXES or path.is_file()
 
 
-def load_export(path: Path) -> Run:
+def load_export(path: Path) -> "Run":
     from seqjudge.store import read_export
 
     try:
@@ -60,11 +58,11 @@ def load_export(path: Path) -> Run:
     return lines[0][0], [stored for _, stored in lines]
 
 
-def _from_store(db: Store, run_id: str) -> Run:
+def _from_store(db: "Store", run_id: str) -> "Run":
     return db.run_info(run_id), list(db.results(run_id))
 
 
-def _run_suite(info: RunInfo, stored: list[StoredResult]) -> Suite | None:
+def _run_suite(info: "RunInfo", stored: "list[StoredResult]") -> "Suite | None":
     """The run's rules (hashed when it ran) and traces; None for a run stored before runs recorded it."""
     from seqjudge.provenance import Suite, traces_hash
 
@@ -76,8 +74,8 @@ def _run_suite(info: RunInfo, stored: list[StoredResult]) -> Suite | None:
 
 
 def _calibration(
-    explicit: Path | None, folders: list[Path], run_id: str, suite: Suite | None
-) -> Calibration | None:
+    explicit: Path | None, folders: list[Path], run_id: str, suite: "Suite | None"
+) -> "Calibration | None":
     """The calibration to embed: the file given, else one beside the store (or export) made from this
     run's rules and traces, else none."""
     if explicit is not None:
@@ -94,7 +92,7 @@ def _calibration(
     return None
 
 
-def _tied(cal: Calibration, path: Path, run: Suite | None, *, strict: bool) -> Calibration | None:
+def _tied(cal: "Calibration", path: Path, run: "Suite | None", *, strict: bool) -> "Calibration | None":
     """``cal`` with a note of what it was made from when that is this run's suite. A file found by looking
     is skipped (with a warning) otherwise; a file given with --calibration is shown with what is known, and
     refused when it names another suite."""
@@ -128,7 +126,7 @@ def _tied(cal: Calibration, path: Path, run: Suite | None, *, strict: bool) -> C
     return None
 
 
-def _read_calibration(path: Path, *, strict: bool) -> Calibration | None:
+def _read_calibration(path: Path, *, strict: bool) -> "Calibration | None":
     """A PNG plot or a JSON object of figures; a bad file found by looking is skipped with a warning, a bad
     file given with --calibration is an error."""
     from seqjudge.outputs.html.render import PNG_MAGIC, Calibration
@@ -192,7 +190,7 @@ def report(
     with ExitStack() as stack:
         db: Store | None = None
 
-        def opened() -> Store:
+        def opened() -> "Store":
             nonlocal db
             if db is None:
                 # Reading never creates a database: a wrong --store should say so.

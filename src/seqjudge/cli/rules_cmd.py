@@ -1,7 +1,5 @@
 """``seqjudge lint`` (every rule-file problem at once) and ``seqjudge migrate`` (v0 -> ``rules:``)."""
 
-from __future__ import annotations
-
 import shutil
 import sys
 import warnings

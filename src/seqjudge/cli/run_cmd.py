@@ -1,7 +1,5 @@
 """`seqjudge run`: the main job — engine, judge, reconciliation, review routing, storage, summary."""
 
-from __future__ import annotations
-
 import itertools
 import sys
 from typing import TYPE_CHECKING, Annotated
@@ -239,7 +237,7 @@ def run(
     return 0 if summary.verdicts["pass"] == summary.traces else 1
 
 
-def stored_config(store_path: str, ref: str) -> RunConfig:
+def stored_config(store_path: str, ref: str) -> "RunConfig":
     """The config a run was started with, for `seqjudge run --resume RUN` without arguments."""
     from pydantic import ValidationError
 
@@ -260,7 +258,7 @@ def stored_config(store_path: str, ref: str) -> RunConfig:
         ) from None
 
 
-def count_traces(cfg: RunConfig) -> int | None:
+def count_traces(cfg: "RunConfig") -> int | None:
     """How many traces the suite holds (for the progress bar's total and time left); None for stdin or
     unreadable input (the run itself reports that properly)."""
     from seqjudge.errors import SeqjudgeError

@@ -1,7 +1,5 @@
 """`seqjudge runs ...` and `seqjudge review ...`: read the store back; let a person decide doubtful traces."""
 
-from __future__ import annotations
-
 import getpass
 import os
 import sys
@@ -48,7 +46,7 @@ RunArg = Annotated[str, typer.Argument(help="A run id, a unique prefix of one, o
 ListFormatOpt = Annotated[str, format_option("runs")]
 
 
-def _open(path: Path) -> Store:
+def _open(path: Path) -> "Store":
     from seqjudge.store import Store
 
     # Reading commands never create a database: a wrong --store should say so, not show an empty store.
@@ -120,7 +118,7 @@ def runs_show(
     return 0
 
 
-def show_audit(db: Store, run_ids: list[str], alpha: float | None, delta: float | None, fmt: str) -> int:
+def show_audit(db: "Store", run_ids: list[str], alpha: float | None, delta: float | None, fmt: str) -> int:
     from seqjudge.audit import audit_report, certified_alpha
 
     rule_alpha: dict[str, float] = {}
@@ -183,7 +181,7 @@ def _check_reason(reason: str | None) -> None:
         )
 
 
-def _latest(db: Store) -> str | None:
+def _latest(db: "Store") -> str | None:
     """The newest run's id; None when the store holds no run (an empty queue, not an error, to list)."""
     try:
         return db.resolve_run("latest")
@@ -342,7 +340,7 @@ def review_resolve(
     return 0
 
 
-def _contradictions(item: ReviewDetail, rules: dict[str, str], *, several: bool) -> None:
+def _contradictions(item: "ReviewDetail", rules: dict[str, str], *, several: bool) -> None:
     """A per-rule label against the engine's own outcome is kept, and said (calibration reports it)."""
     engine = {d.rule_id: d.engine for d in item.result.rules if d.type != "judge"}
     which = f"item {item.id}: " if several else ""

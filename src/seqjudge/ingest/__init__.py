@@ -12,10 +12,11 @@ The registry: each format is a module with ``NAME``, ``SIGNATURE`` (what it look
 ``sniff(record, options=None) -> NO | MAYBE | YES`` and ``parse(records, source, options)`` yielding traces.
 Adding a format means writing that module and adding it to ``_IMPORTERS`` below (a module may also set
 ``DUPLICATE_HINT``, the advice given when one of its trace ids repeats); a span convention is a module with
-``NAME``, ``SIGNATURE``, ``marks`` and ``tool`` added to ``_CONVENTIONS``. Detection prefers the earlier of
-two formats that both say YES, so the most specific come first. One shortcut: a whole JSON document is first
-offered to pydantic as native trace(s) straight from its bytes, so a large native file is parsed once, not
-once to detect and again to read.
+``NAME``, ``SIGNATURE``, ``marks`` and ``tool`` added to ``_IMPORTERS`` and ``_CONVENTIONS``. Detection
+prefers the earlier of two formats that both say YES, so the most specific come first. An importer is
+imported when a file first needs it (``FORMATS[name]``), so a native file loads none of the others. One
+shortcut: a whole JSON document is first offered to pydantic as native trace(s) straight from its bytes, so
+a large native file is parsed once, not once to detect and again to read.
 
 ``load_checkable`` is the same for callers that only run the engine (``seqjudge check``): plain native JSONL
 records come as ``PlainTrace`` columns instead of models, and a hook may read native JSONL files itself (the
@@ -29,53 +30,80 @@ from __future__ import annotations
 import itertools
 import re
 import sys
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from functools import partial
+from importlib import import_module
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from seqjudge.errors import InputError
-from seqjudge.ingest import (
-    anthropic,
-    assay,
-    claude_code,
-    codex,
-    detect,
-    files,
-    langchain,
-    langsmith,
-    native,
-    openai,
-    openai_log,
-    openinference,
-    openllmetry,
-    otel,
-    spans,
-    tau2,
-    vercel_ai,
-)
+from seqjudge.ingest import detect, files, native
 from seqjudge.ingest.base import Done, Format, NativeLines, Options, Record, Source
 from seqjudge.ingest.files import TRACE_SUFFIXES
 from seqjudge.ingest.stats import IngestStats
 from seqjudge.trace import PlainTrace, Trace
 
+# Every format's name and its module in this package, in detection order.
+_IMPORTERS: dict[str, str] = {
+    "native": "native",
+    "claude-code": "claude_code",
+    "codex": "codex",
+    "tau2": "tau2",
+    "openai-log": "openai_log",
+    "langsmith": "langsmith",
+    "langchain": "langchain",
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "openinference": "openinference",
+    "openllmetry": "openllmetry",
+    "vercel-ai": "vercel_ai",
+    "otel": "otel",
+    "assay": "assay",
+}
 # Span conventions, most specific first; every span format reads them all (spans.SpanFormat).
-_CONVENTIONS: tuple[spans.Convention, ...] = (openinference, openllmetry, vercel_ai, otel)
-_SPAN_FORMATS = [spans.SpanFormat(c, _CONVENTIONS) for c in _CONVENTIONS]
-_IMPORTERS: list[Any] = [
-    native,
-    claude_code,
-    codex,
-    tau2,
-    openai_log,
-    langsmith,
-    langchain,
-    anthropic,
-    openai,
-    *_SPAN_FORMATS,
-    assay,
-]  # modules and SpanFormat objects alike
-FORMATS: dict[str, Format] = {m.NAME: m for m in _IMPORTERS}
+_CONVENTIONS = ("openinference", "openllmetry", "vercel-ai", "otel")
+
+
+class _Formats(Mapping[str, Format]):
+    """The registry: each format's name, in detection order, and its importer, imported on first use.
+
+    Names and order need no import (``--trace-format`` checks, messages); a native file, the common case,
+    loads no other importer, which kept `seqjudge check` of one small trace waiting on every adapter."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, Format] = {}
+
+    def __getitem__(self, name: str) -> Format:
+        fmt = self._loaded.get(name)
+        if fmt is None:
+            module = _IMPORTERS[name]  # KeyError for an unknown name, as a dict's
+            if name in _CONVENTIONS:
+                self._load_spans()
+            else:
+                self._loaded[name] = cast(Format, import_module(f"{__name__}.{module}"))
+            fmt = self._loaded[name]
+        return fmt
+
+    def _load_spans(self) -> None:
+        from seqjudge.ingest import spans
+
+        conventions = tuple(
+            cast(spans.Convention, import_module(f"{__name__}.{_IMPORTERS[n]}")) for n in _CONVENTIONS
+        )
+        for convention in conventions:
+            self._loaded[convention.NAME] = spans.SpanFormat(convention, conventions)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_IMPORTERS)
+
+    def __len__(self) -> int:
+        return len(_IMPORTERS)
+
+    def __contains__(self, name: object) -> bool:
+        return name in _IMPORTERS
+
+
+FORMATS: Mapping[str, Format] = _Formats()
 
 __all__ = ["FORMATS", "IngestStats", "load_checkable", "load_traces"]
 

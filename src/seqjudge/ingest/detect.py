@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from seqjudge.errors import InputError
@@ -26,7 +26,7 @@ HOLD_BYTES = 32 << 20
 
 
 def choose(
-    formats: dict[str, Format], first: Record, rest: Iterator[Record], source: Source, options: Options
+    formats: Mapping[str, Format], first: Record, rest: Iterator[Record], source: Source, options: Options
 ) -> tuple[str, Iterator[Record]]:
     """The format of a file, and its records from the first on (checked against that format as they go)."""
     held: list[Record] = []
@@ -36,8 +36,14 @@ def choose(
     reason = ""
     for record in itertools.chain([first], rest):
         value = record.value()
-        levels = {name: formats[name].sniff(value, options) for name in candidates}
-        fits = [name for name in candidates if levels[name] >= MAYBE]
+        levels: dict[str, int] = {}
+        for name in candidates:
+            levels[name] = formats[name].sniff(value, options)
+            if levels[name] == YES:
+                # The first format sure of the record is chosen whatever the later ones say, so they are
+                # not asked (nor imported: a native file loads no other importer).
+                break
+        fits = [name for name in levels if levels[name] >= MAYBE]
         if not fits:
             if not held:
                 raise record.error(
@@ -84,7 +90,7 @@ def _agreeing(
     rest: Iterator[Record],
     name: str,
     fmt: Format,
-    formats: dict[str, Format],
+    formats: Mapping[str, Format],
     options: Options,
     first: Record,
 ) -> Iterator[Record]:
@@ -107,7 +113,7 @@ def _disagree(
     value: Any,
     before: list[Record],
     candidates: list[str],
-    formats: dict[str, Format],
+    formats: Mapping[str, Format],
     options: Options,
 ) -> InputError:
     looks = [name for name, fmt in formats.items() if fmt.sniff(value, options) >= MAYBE]
@@ -123,7 +129,7 @@ def _where(record: Record) -> str:
     return f"line {record.line}" if record.line is not None else "the document"
 
 
-def describe(formats: dict[str, Format], own: str, value: Any) -> str:
+def describe(formats: Mapping[str, Format], own: str, value: Any) -> str:
     """Name the other formats a stray record matches, to explain a file that mixes formats."""
     matches = [name for name, fmt in formats.items() if name != own and fmt.sniff(value) == YES]
     if not matches:
@@ -131,7 +137,7 @@ def describe(formats: dict[str, Format], own: str, value: Any) -> str:
     return f" (it looks like {' or '.join(matches)})" if matches else " (and matches no other format)"
 
 
-def _guess_hint(value: Any, options: Options, formats: dict[str, Format]) -> str:
+def _guess_hint(value: Any, options: Options, formats: Mapping[str, Format]) -> str:
     """Point at --messages-key when a record holds a conversation under a key we were not told about."""
     record = value[0] if isinstance(value, list) and value and isinstance(value[0], dict) else value
     if isinstance(record, dict):

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from seqjudge.ingest.base import (
     NO,
@@ -38,7 +38,7 @@ SIGNATURE = (
     "'tool_name') or a bare list of tool names"
 )
 
-_TRACE_LIST = TypeAdapter(list[Trace])
+_TRACE_LIST = TypeAdapter(list[Trace], config=ConfigDict(defer_build=True))  # built on first use, as Trace
 # Event types of other formats whose records also carry a 'tool_name' (Assay).
 _FOREIGN_EVENTS = {"tool_call", "tool_result", "episode_start", "episode_end", "step"}
 

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from seqjudge.rules.base import ArgsSelector
-from seqjudge.rules.catalog import Catalog
 from seqjudge.rules.model import (
     BlocklistRule,
     RuleBase,
@@ -31,6 +30,9 @@ from seqjudge.rules.model import (
 from seqjudge.rules.pattern import SEARCH_TIMEOUT, nested_quantifier
 from seqjudge.rules.problems import suggest
 from seqjudge.rules.select import Selector, compile_operand, expand_name, operand_names
+
+if TYPE_CHECKING:  # the engine imports this module for find_cycles; only lint() with a catalog needs one
+    from seqjudge.rules.catalog import Catalog
 
 __all__ = ["Cycle", "LintProblem", "find_cycles", "lint", "rule_tool_names", "strong_components"]
 

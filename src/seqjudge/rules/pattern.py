@@ -18,12 +18,13 @@ import math
 import re
 from typing import Any
 
-import regex
-
 from seqjudge.errors import InputError
 
 SEARCH_TIMEOUT = 0.1  # seconds a single search may take (the engine checks its clock as it goes)
-PatternError = regex.error
+
+
+class PatternError(Exception):
+    """A pattern that is not a regular expression (``regex``'s or ``re``'s message)."""
 
 
 FAST_STEPS = 200_000  # the backtracking steps a plain ``re`` search may cost in the worst case (a few ms)
@@ -35,8 +36,14 @@ class Pattern:
     __slots__ = ("fast", "pattern", "short", "timed")
 
     def __init__(self, pattern: str) -> None:
+        # Imported here: only rules with args_match need it, and it costs a fresh `seqjudge check` ~15 ms.
+        import regex
+
         self.pattern = pattern
-        self.timed = regex.compile(pattern)  # raises PatternError first: the engine that bounds matching
+        try:
+            self.timed = regex.compile(pattern)  # its error first: the engine that bounds matching
+        except regex.error as exc:
+            raise PatternError(str(exc)) from None
         self.fast = re.compile(pattern)
         self.short = fast_length(pattern)
 
