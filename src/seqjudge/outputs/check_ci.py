@@ -4,7 +4,9 @@ written straight from `check` with no store in between, and streamed like every 
 Both reuse ``ci_outputs``: a trace's JUnit test cases are ``ci_outputs.run_cases`` of its result, and the
 markdown is ``ci_outputs.RunDigest``'s. A trace's result is its engine report reconciled with no judge
 (``check_result``), keeping `check`'s own verdict: a judge rule `check` cannot decide is counted and named
-in the output (the deferred note), not turned into a review.
+in the output (the deferred note), not turned into a review. The JUnit cases are written from the report
+data, not through those models and ElementTree (which cost twice the check of a failing trace): the same
+``ci_outputs.case_plans`` decides each case, and the bytes are ElementTree's (tests/test_check_render.py).
 
 JUnit's counts sit in the opening tags, before the test cases, so the cases go to a temporary file as they
 come and are copied after the head in ``finish``: memory stays flat, the disk holds the cases once.
