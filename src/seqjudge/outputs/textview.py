@@ -346,6 +346,26 @@ class Totals:
         for rule_id in deferred:
             self.deferred[rule_id] += 1
 
+    def fresh(self) -> Totals:
+        """Empty totals that track what these do (the same coverage question): filled with a run's later
+        traces elsewhere (a worker process), then ``merge``d here in input order."""
+        part = Totals()
+        part.coverage = self.coverage.fresh() if self.coverage is not None else None
+        return part
+
+    def merge(self, part: Totals) -> None:
+        """Count ``part``'s traces (a ``fresh`` copy filled with the traces that follow these) as if each had
+        been counted here: the first-seen order of the rules and their first trace ids come out the same."""
+        self.n += part.n
+        self.verdicts.update(part.verdicts)
+        self.violated.update(part.violated)
+        self.deferred.update(part.deferred)
+        for rule_id, ids in part.first.items():
+            mine = self.first.setdefault(rule_id, [])
+            mine.extend(ids[: FIRST_IDS - len(mine)])
+        if self.coverage is not None and part.coverage is not None:
+            self.coverage.merge(part.coverage)
+
     def line(self) -> str:
         return (
             f"{self.n} trace(s): {self.verdicts['pass']} pass, {self.verdicts['fail']} fail, "
