@@ -2,13 +2,25 @@
 
     python benchmarks/outputs.py [--traces 20000,100000] [--repeats 3] [--formats jsonl,json,text,...]
                                  [--workers N]
+    python benchmarks/outputs.py --render [--traces 300] [--repeats 30] [--formats jsonl,text,junit]
 
 The workload is benchmarks/engine.py's (b): N traces of 20 calls against its 20 rules, as JSONL. Each format
 runs as its own `seqjudge check RULES TRACES --format F -o FILE` process, so that its peak
 resident memory (the largest process of the run: the command or one of its workers, from wait4) is its own.
 Printed per trace count: the median wall time of --repeats runs, the ratio to `jsonl` measured in the same
-rounds (formats alternate within a round), the median peak RSS and the output size. Memory that does not
-grow from the small count to the large one is what "streams" means here.
+rounds (formats alternate within a round), the median CPU time (the command and its workers: user and system)
+and its ratio to `jsonl`'s, the median peak RSS and the output size. Memory that does not grow from the small
+count to the large one is what "streams" means here. On a machine shared with other work the CPU ratio is
+the steadier figure: wall time also counts the time the processes waited for a core.
+
+--render times, in this process, what each format adds to checking a trace: the CPU time of its writer's
+``render`` (a trace's part of the output, what the workers run) over the same traces' report data, and of
+checking them (``Checker.data``), each the least of --repeats rounds that alternate the formats, so that
+a busy machine's slow rounds drop out. Printed: microseconds a trace and (check + render) over (check +
+jsonl's render), the share of the check a format adds. Only public names are used, so the same command
+run with PYTHONPATH at an older checkout's src measures the renderers before a change, side by side.
+Its default formats are those whose part grows with every trace (markdown and html show the first failing
+traces in full, up to a bound, so a figure over a few hundred traces says little about them).
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import engine as workload  # noqa: E402  (benchmarks/engine.py: the same traces and rules)
 
 FORMATS = ["jsonl", "json", "text", "sarif", "junit", "markdown", "html"]
+RENDERED = "jsonl,json,text,sarif,junit"  # --render's default: the formats whose part grows with each trace
 
 
 def write_traces(path: Path, n: int) -> None:
@@ -39,8 +52,9 @@ def write_traces(path: Path, n: int) -> None:
             out.write(json.dumps({"trace_id": f"t{k}", "calls": workload.make_calls(20, rng)}) + "\n")
 
 
-def run_once(rules: Path, traces: Path, fmt: str, out: Path, workers: int | None) -> tuple[float, int]:
-    """Wall seconds and peak RSS in bytes of one `check` process (its largest process, workers included)."""
+def run_once(rules: Path, traces: Path, fmt: str, out: Path, workers: int | None) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user and system, of the command and the workers it waited for) and peak
+    RSS in bytes (its largest process, workers included) of one `check` process."""
     argv = [sys.executable, "-c", "from seqjudge.cli import main; main()"]
     argv += ["check", str(rules), str(traces), "--format", fmt]
     argv += ["-o", str(out)] + ([] if workers is None else ["--workers", str(workers)])
@@ -52,45 +66,99 @@ def run_once(rules: Path, traces: Path, fmt: str, out: Path, workers: int | None
     err = proc.stderr.read().decode() if proc.stderr else ""
     if proc.returncode not in (0, 1):
         raise SystemExit(f"check --format {fmt} exited {proc.returncode}: {err}")
-    return wall, usage.ru_maxrss * 1024  # Linux reports kilobytes
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024  # Linux reports kilobytes
+
+
+def render_costs(formats: list[str], n: int, rounds: int) -> None:
+    """``--render``: CPU microseconds a trace of checking and of each format's ``render``."""
+    import io
+
+    from seqjudge.checkpool import Checker
+    from seqjudge.ingest.plain import plain_trace
+    from seqjudge.outputs.registry import writer
+    from seqjudge.rules.engine import Engine
+    from seqjudge.rules.load import load_rules
+    from seqjudge.trace import Trace
+
+    rng = random.Random(11)
+    records = [{"trace_id": f"t{k}", "calls": workload.make_calls(20, rng)} for k in range(n)]
+    traces = [plain_trace(record, None) for record in records]  # as `check` reads plain records
+    with tempfile.TemporaryDirectory() as d:
+        rules = Path(d) / "rules20.yaml"
+        rules.write_text(yaml.safe_dump(workload.rules_20()))
+        ruleset = load_rules(rules)
+    checker = Checker(Engine(ruleset), 0.85, "medium")
+    reports = [checker.data(trace) for trace in traces]
+    shown = {f: writer("check", f)(io.StringIO(), source="traces.jsonl", ruleset=ruleset) for f in formats}
+    # A format that shows what only the models hold (html) is handed the models, as `check` does.
+    models = [Trace.model_validate(record) for record in records]
+    inputs = {f: list(zip(models if shown[f].models else traces, reports, strict=True)) for f in formats}
+    best = dict.fromkeys(["check", *formats], float("inf"))
+    for r in range(rounds):
+        start = time.process_time()
+        for trace in traces:
+            checker.data(trace)
+        best["check"] = min(best["check"], time.process_time() - start)
+        for fmt in formats if r % 2 == 0 else list(reversed(formats)):
+            start = time.process_time()
+            for trace, data in inputs[fmt]:
+                shown[fmt].render(trace, data, None)
+            best[fmt] = min(best[fmt], time.process_time() - start)
+    us = {k: v / n * 1e6 for k, v in best.items()}
+    print(f"CPU a trace, least of {rounds} rounds over {n:,} traces x 20 calls, 20 rules:")
+    print(f"  check (engine and redaction) {us['check']:.1f} us")
+    for fmt in formats:
+        share = (us["check"] + us[fmt]) / (us["check"] + us["jsonl"])
+        print(f"  {fmt:10s} render {us[fmt]:7.1f} us   (check + render) / (check + jsonl's) {share:.2f}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--traces", default="20000,100000", help="comma-separated trace counts")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--formats", default=",".join(FORMATS))
+    ap.add_argument("--traces", default=None, help="comma-separated trace counts (default 20000,100000)")
+    ap.add_argument("--repeats", type=int, default=None, help="rounds (default 3; --render: 30)")
+    ap.add_argument("--formats", default=None, help=f"default {','.join(FORMATS)} (--render: {RENDERED})")
     ap.add_argument("--workers", type=int, default=None, help="check --workers N (default: its own)")
+    ap.add_argument("--render", action="store_true", help="time each format's render in this process")
     args = ap.parse_args()
-    formats = args.formats.split(",")
+    formats = (args.formats or (RENDERED if args.render else ",".join(FORMATS))).split(",")
     if "jsonl" not in formats:
         formats.insert(0, "jsonl")  # the reference every ratio is taken against
+    if args.render:
+        render_costs(formats, int(args.traces or 300), args.repeats or 30)
+        return
+    args.traces = args.traces or "20000,100000"
+    args.repeats = args.repeats or 3
     counts = [int(n) for n in args.traces.split(",")]
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         rules = tmp / "rules20.yaml"
         rules.write_text(yaml.safe_dump(workload.rules_20()))
-        table: dict[int, dict[str, tuple[float, float, int, int]]] = {}
+        table: dict[int, dict[str, tuple[float, float, float, float, int, int]]] = {}
         for n in counts:
             traces = tmp / f"traces_{n}.jsonl"
             write_traces(traces, n)
             walls: dict[str, list[float]] = {f: [] for f in formats}
+            cpus: dict[str, list[float]] = {f: [] for f in formats}
             rss: dict[str, list[int]] = {f: [] for f in formats}
             sizes: dict[str, int] = {}
             for r in range(args.repeats):
                 # Alternate the order: a neighbour's load then lands on every format alike.
                 for fmt in formats if r % 2 == 0 else list(reversed(formats)):
                     out = tmp / f"out.{fmt}"
-                    wall, peak = run_once(rules, traces, fmt, out, args.workers)
+                    wall, cpu, peak = run_once(rules, traces, fmt, out, args.workers)
                     walls[fmt].append(wall)
+                    cpus[fmt].append(cpu)
                     rss[fmt].append(peak)
                     sizes[fmt] = out.stat().st_size
                     out.unlink()
             base = statistics.median(walls["jsonl"])
+            cpu_base = statistics.median(cpus["jsonl"])
             table[n] = {
                 f: (
                     statistics.median(walls[f]),
                     statistics.median(walls[f]) / base,
+                    statistics.median(cpus[f]),
+                    statistics.median(cpus[f]) / cpu_base,
                     int(statistics.median(rss[f])),
                     sizes[f],
                 )
@@ -101,7 +169,8 @@ def main() -> None:
             print(
                 f"{n:,} traces: "
                 + ", ".join(
-                    f"{f} {table[n][f][0]:.2f} s ({table[n][f][1]:.2f}x) {table[n][f][2] / 2**20:.0f} MB"
+                    f"{f} {table[n][f][0]:.2f} s ({table[n][f][1]:.2f}x; CPU {table[n][f][2]:.2f} s, "
+                    f"{table[n][f][3]:.2f}x) {table[n][f][4] / 2**20:.0f} MB"
                     for f in formats
                 ),
                 flush=True,
@@ -111,19 +180,22 @@ def main() -> None:
             f"(workers: {'its own' if args.workers is None else args.workers})"
         )
         head = f"{'format':10s}" + "".join(
-            f" | {f'{n:,} traces: time, x jsonl, peak RSS, output':>48s}" for n in counts
+            f" | {f'{n:,} traces: time, x jsonl, CPU, x jsonl, peak RSS, output':>66s}" for n in counts
         )
         print(head)
         for f in formats:
             cells = []
             for n in counts:
-                wall, ratio, peak, size = table[n][f]
-                cells.append(f"{wall:7.2f} s {ratio:5.2f}x {peak / 2**20:7.0f} MB {size / 2**20:8.1f} MB out")
-            print(f"{f:10s}" + "".join(f" | {c:>48s}" for c in cells))
+                wall, ratio, cpu, cpu_ratio, peak, size = table[n][f]
+                cells.append(
+                    f"{wall:7.2f} s {ratio:5.2f}x {cpu:7.2f} s {cpu_ratio:5.2f}x "
+                    f"{peak / 2**20:7.0f} MB {size / 2**20:8.1f} MB out"
+                )
+            print(f"{f:10s}" + "".join(f" | {c:>66s}" for c in cells))
         if len(counts) > 1:
             lo, hi = counts[0], counts[-1]
             print(f"peak RSS at {hi:,} traces over peak RSS at {lo:,} (1.00 = independent of the count):")
-            print("    " + ", ".join(f"{f} {table[hi][f][2] / table[lo][f][2]:.2f}" for f in formats))
+            print("    " + ", ".join(f"{f} {table[hi][f][4] / table[lo][f][4]:.2f}" for f in formats))
 
 
 if __name__ == "__main__":

@@ -20,9 +20,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import seqjudge.checkpool as checkpool
+from seqjudge.checkpool import Checked
 from seqjudge.cli import run
 from seqjudge.errors import InputError, SeqjudgeError
 from seqjudge.ingest import load_traces
+from seqjudge.outputs.check import CheckOutput
 from seqjudge.outputs.textview import Totals
 from seqjudge.report import Explain
 from seqjudge.rules.coverage import Coverage
@@ -269,19 +271,21 @@ def test_ctrl_c_shuts_the_workers_down(
     workers: None,
 ) -> None:
     traces = write_jsonl(tmp_path / "traces.jsonl", [good(n) for n in range(200)])
-    counted = 0
-    count = Totals.count
+    written = 0
+    line = CheckOutput.line
 
-    def interrupted(self: Totals, *args: Any) -> None:
-        nonlocal counted
-        counted += 1
-        if counted == 50:
+    def interrupted(self: CheckOutput, checked: Checked) -> None:
+        # Where Ctrl-C lands: this process, writing the workers' results, with more chunks in flight.
+        nonlocal written
+        written += 1
+        if written == 50:
             raise KeyboardInterrupt
-        count(self, *args)
+        line(self, checked)
 
-    monkeypatch.setattr(Totals, "count", interrupted)
+    monkeypatch.setattr(CheckOutput, "line", interrupted)
     code = run(["check", str(rules_path), str(traces), "--format", "jsonl", "-o", str(tmp_path / "o")])
-    assert code == 130
+    assert code == 130 and written == 50
+    assert (tmp_path / "o").read_bytes().count(b"\n") == 49
     assert multiprocessing.active_children() == []
 
 
@@ -359,3 +363,79 @@ def test_jsonl_to_stdout_is_the_files_bytes_with_or_without_a_byte_buffer(
     with contextlib.redirect_stdout(text):
         assert run(["check", str(rules_path), str(traces), "--format", "jsonl"]) == expected[0]
     assert text.getvalue().encode("utf-8") == expected[1]
+
+
+def test_totals_counted_in_chunks_and_merged_are_the_totals_counted_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker counts its chunk in ``Totals.fresh()``; merged in input order, the chunks give the summary,
+    the per-rule tally (first-seen order, first trace ids) and the coverage of counting every trace here."""
+    import random
+
+    import seqjudge.rules.coverage as coverage_module
+
+    monkeypatch.setattr(coverage_module, "LISTED", 4)  # the out-of-catalog list fills up within the run
+    rng = random.Random(7)
+    rules = [f"r{n}" for n in range(8)]
+    tools = ["a", "b", "c", "x", "y"]
+    traces = [
+        (
+            f"t{k}",
+            rng.choice(["pass", "fail", "review"]),
+            rng.sample(rules, rng.randint(0, 3)) * rng.randint(1, 2),  # a rule may fail twice in a trace
+            rng.sample(rules, rng.randint(0, 2)),
+            rng.sample(rules, rng.randint(0, 4)),
+            rng.sample(tools, rng.randint(0, 3)),
+        )
+        for k in range(120)
+    ]
+
+    def count(totals: Totals, part: list[Any]) -> None:
+        for trace_id, verdict, violated, deferred, exercised, called in part:
+            totals.count(verdict, violated, deferred, trace_id)
+            assert totals.coverage is not None
+            totals.coverage.add(trace_id, exercised, called)
+
+    def new() -> Totals:
+        totals = Totals()
+        totals.coverage = Coverage(rules, {"a": ["r0"], "z": ["r1"]}, catalog=frozenset({"a", "b", "c"}))
+        return totals
+
+    one_by_one = new()
+    count(one_by_one, traces)
+    merged = new()
+    count(merged, traces[:5])  # the first records are counted here, as a small file's would be
+    for start in range(5, len(traces), 11):
+        part = merged.fresh()
+        assert part.n == 0 and part.coverage is not None and part.coverage.traces == 0
+        count(part, traces[start : start + 11])
+        merged.merge(part)
+    assert merged.as_dict() == one_by_one.as_dict()
+    assert merged.tally() == one_by_one.tally() and merged.first == one_by_one.first
+    assert list(merged.violated) == list(one_by_one.violated)  # first-seen order, which breaks ties
+    assert merged.coverage is not None and one_by_one.coverage is not None
+    assert merged.coverage.out_of_catalog == one_by_one.coverage.out_of_catalog
+    assert len(merged.coverage.out_of_catalog) == 4 and merged.coverage.outside > 4
+
+
+def test_the_pool_unfreezes_what_it_froze_for_the_workers(
+    tmp_path: Path,
+    rules_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    workers: None,
+) -> None:
+    import gc
+
+    frozen: list[int] = []
+    submit = checkpool.LinePool._submit
+
+    def spy(self: checkpool.LinePool, pool: Any, chunk: Any) -> Any:
+        frozen.append(gc.get_freeze_count())
+        return submit(self, pool, chunk)
+
+    monkeypatch.setattr(checkpool.LinePool, "_submit", spy)
+    traces = write_jsonl(tmp_path / "traces.jsonl", [good(n) for n in range(30)])
+    assert command(rules_path, traces, "jsonl", capsys) == model_path(rules_path, traces, "jsonl")
+    assert frozen and min(frozen) > 0  # the objects alive at the fork are out of the collector's way
+    assert gc.get_freeze_count() == 0  # and back in it once the workers are gone

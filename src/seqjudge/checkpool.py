@@ -1,23 +1,31 @@
 """`seqjudge check` over many traces on every core: workers parse, check and render each trace's output.
 
 The loader still reads the file, picks its format and checks trace ids for duplicates in this process; for
-a native JSONL file it hands the records to ``check_lines`` (an ``Options.native_lines`` hook), which checks
-the first ``INLINE`` records here and, when more follow, sends the rest in chunks to worker processes and
-yields their results in input order. Behaviour is the single-process path's by construction:
+a native JSONL file it hands the records to ``LinePool`` (an ``Options.native_lines`` hook), which reads
+ahead: a file of at most ``INLINE`` records is checked here, without starting a worker; a larger one is sent
+in chunks to worker processes from its first record, and their results come back in input order. Behaviour is
+the single-process path's by construction:
 
 - each record is read by ``native.parse`` and checked by ``Checker`` in either process, the same code;
 - a worker that meets any error in a record stops its chunk there and says where; this process then reads
   that record itself, so the error (message, exit code, traceback for a bug) is raised here exactly as
   without workers, after the results before it and none after it;
-- duplicate trace ids are caught by the loader, across chunks and files alike.
+- duplicate trace ids are caught by the loader, across chunks and files alike;
+- the run's totals (and coverage) are counted where a trace is checked: a worker counts its chunk in a
+  ``Totals.fresh`` copy that comes back with the chunk's rendered parts and is merged here in input order, so
+  this process handles a few builtins a trace (its id, verdict and bytes), not its report.
 
 Workers are forked (cheap, and they inherit the compiled rules); where fork is not the platform's way (or
-there is one core) everything runs here. Workers ignore Ctrl-C: this process gets it, stops taking results
-and shuts the pool down before the interrupt ends the command, so no worker outlives it.
+there is one core) everything runs here. The objects alive at the fork are frozen out of the garbage
+collector (``gc.freeze``) so that no collection walks them again, in a worker or here. Workers ignore Ctrl-C:
+this process gets it, stops taking results and shuts the pool down before the interrupt ends the command, so
+no worker outlives it.
 """
 
 from __future__ import annotations
 
+import copy
+import gc
 import itertools
 import json
 import os
@@ -40,7 +48,10 @@ from seqjudge.trace import PlainTrace, Trace
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
-INLINE = 1000  # records checked here before workers pay for their start (tens of ms for two forks)
+    from seqjudge.outputs.textview import Totals
+
+INLINE = 1000  # a file of at most this many records is checked here: workers cost tens of ms to start
+READ_AHEAD = 16 << 20  # bytes read ahead to tell: past them, INLINE records are checked here as they come
 CHUNK = 200  # records a task: large enough that a task's overhead is small, small enough to stream
 AHEAD = 4  # chunks in flight per worker: keeps workers busy while this process writes
 
@@ -58,19 +69,15 @@ def jsonl_render(trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin
 
 @dataclass(slots=True)
 class Checked:
-    """One trace's rendered output (by default the JSONL line), and what the totals count."""
+    """One trace's rendered output (by default the JSONL line) and its verdict: what a format writes. What
+    the totals count was counted where the trace was checked (``Checker.totals``)."""
 
     line: bytes  # the trace's part of the output, UTF-8 (``Checker.render``'s)
     verdict: str
-    violated: list[str]  # rule id of every violation, in order
-    deferred: list[str]  # rule ids of the deferred rules
-    exercised: list[str]  # rule ids of the rules exercised (rules.coverage)
-    tools: list[str]  # the distinct tool names the trace calls
-    trace_id: str = ""
 
 
 class Checker:
-    """The engine with the command's options: one trace in, its ``Checked`` out."""
+    """The engine with the command's options: one trace in, its ``Checked`` out, counted in ``totals``."""
 
     def __init__(
         self,
@@ -79,12 +86,17 @@ class Checker:
         risk_level: RiskLevel,
         render: Render = jsonl_render,
         explain: Explain = "not-passed",
+        *,
+        totals: Totals | None = None,
     ) -> None:
         self.engine = engine
         self.threshold = threshold
         self.risk_level: RiskLevel = risk_level
         self.render = render
         self.explain: Explain = explain
+        # The run's counts (and its coverage, ``totals.coverage``), counted as each trace is checked; None:
+        # nothing is counted (a caller that only wants reports).
+        self.totals = totals
         # Rules whose messages quote trace values: `same:` rules quote the arguments they group by, a
         # blocklist names the trace's tool. Every other message is made of the rule file's own words.
         self.quoting = frozenset(
@@ -101,15 +113,25 @@ class Checker:
 
     def checked(self, trace: Trace | PlainTrace, origin: Origin | None = None) -> Checked:
         data = self.data(trace)
-        return Checked(
-            self.render(trace, data, origin),
-            data["verdict"],
-            [v["rule_id"] for v in data["violations"]],
-            [r["rule_id"] for r in data["rules"] if r["outcome"] == "deferred"],
-            exercised_ids(data["rules"]),
-            called(trace),
-            str(data["trace_id"]),
-        )
+        totals = self.totals
+        if totals is not None:
+            rules = data["rules"]
+            trace_id = str(data["trace_id"])
+            totals.count(
+                data["verdict"],
+                [v["rule_id"] for v in data["violations"]],
+                [r["rule_id"] for r in rules if r["outcome"] == "deferred"],
+                trace_id,
+            )
+            if totals.coverage is not None:
+                totals.coverage.add(trace_id, exercised_ids(rules), called(trace))
+        return Checked(self.render(trace, data, origin), data["verdict"])
+
+    def counting(self, totals: Totals | None) -> Checker:
+        """This checker counting into ``totals`` instead (a worker's chunk)."""
+        other = copy.copy(self)
+        other.totals = totals
+        return other
 
     def _redacted(self, data: dict[str, Any]) -> dict[str, Any]:
         """A report as it may be shown, redacted by ``seqjudge.redact``'s policy.
@@ -172,11 +194,30 @@ class LinePool:
 
     def __call__(self, records: Iterator[Record], source: Source, options: Options) -> Iterator[Done]:
         options = replace(options, native_lines=None)
+        # Read ahead (lines are cheap to read) to tell a small file from a large one before checking any.
+        head: list[Record] = []
+        size = 0
+        unread: Exception | None = None  # a reading error, raised where the single-process path meets it
+        try:
+            for record in records:
+                head.append(record)
+                size += len(record.raw)
+                if len(head) > self.inline or size > READ_AHEAD:
+                    break
+        except Exception as exc:
+            unread = exc
+        records = itertools.chain(head, records)
+        if len(head) > self.inline and self.workers > 0:
+            yield from self._pooled(records, source, options)
+            return
+        # A small file (or one of large records, or no workers): the first records here, as they come.
         for record in islice(records, self.inline):
             yield _check_record(self.checker, record, source, options)
+        if unread is not None:
+            raise unread
         following = next(records, None)
         if following is None:
-            return  # everything was checked inline: no worker question asked
+            return  # everything was checked here: no worker question asked
         records = itertools.chain([following], records)
         if self.workers < 1:
             for record in records:
@@ -190,12 +231,16 @@ class LinePool:
 
         global _STATE
         _STATE = (self.checker, source, options)  # inherited by the forked workers
+        # What is alive now lives until the run ends: no collection should walk it again, here or in a
+        # worker (where walking it would also copy every page it sits on).
+        gc.freeze()
         pool = ProcessPoolExecutor(
             self.workers, mp_context=multiprocessing.get_context("fork"), initializer=_ignore_interrupts
         )
         self.broken = False
-        pending: deque[tuple[list[Record], Future[tuple[list[_Row], bool]] | None]] = deque()
+        pending: deque[tuple[list[Record], Future[_Result] | None]] = deque()
         unread: Exception | None = None  # a reading error, raised where the single-process path meets it
+        totals = self.checker.totals
         try:
             while True:
                 while unread is None and len(pending) < self.workers * AHEAD:
@@ -213,24 +258,25 @@ class LinePool:
                         raise unread
                     return
                 chunk, future = pending.popleft()
-                rows, stopped = self._result(future)
-                for trace_id, line, report, verdict, violated, deferred, exercised, tools in rows:
-                    checked = Checked(report, verdict, violated, deferred, exercised, tools, trace_id)
-                    yield Done(trace_id, line, checked)
+                trace_ids, parts, verdicts, counted, stopped = self._result(future)
+                if totals is not None and counted is not None:
+                    totals.merge(counted)
+                # A stopped chunk has results for its first records only: zip stops with them.
+                for trace_id, record, part, verdict in zip(trace_ids, chunk, parts, verdicts, strict=False):
+                    yield Done(trace_id, record.line or 0, Checked(part, verdict))
                 if stopped:
                     # Read the record that stopped the worker (and the rest of its chunk) here, to raise
                     # its error exactly as the single-process path does; or the chunk no worker took.
-                    for record in chunk[len(rows) :]:
+                    for record in chunk[len(trace_ids) :]:
                         yield _check_record(self.checker, record, source, options)
         finally:
             # Tasks not started are dropped; a running one finishes its chunk (milliseconds), then every
             # worker exits before this returns, whether the run ended, failed or was interrupted.
             pool.shutdown(wait=True, cancel_futures=True)
             _STATE = None
+            gc.unfreeze()
 
-    def _submit(
-        self, pool: ProcessPoolExecutor, chunk: list[Record]
-    ) -> Future[tuple[list[_Row], bool]] | None:
+    def _submit(self, pool: ProcessPoolExecutor, chunk: list[Record]) -> Future[_Result] | None:
         """The chunk's task, or None once the pool cannot take one (this process reads it instead)."""
         if not self.broken:
             lines = [(r.line or 0, r.raw) for r in chunk]  # JSONL: every line is set
@@ -240,9 +286,10 @@ class LinePool:
                 self.broken = True
         return None
 
-    def _result(self, future: Future[tuple[list[_Row], bool]] | None) -> tuple[list[_Row], bool]:
-        """A task's rows and whether it stopped early; a chunk no worker finished counts as stopped at its
-        start, so that this process reads all of it: a worker killed from outside costs time, not output."""
+    def _result(self, future: Future[_Result] | None) -> _Result:
+        """A task's results and whether it stopped early; a chunk no worker finished counts as stopped at
+        its start, so that this process reads all of it: a worker killed from outside costs time, not
+        output."""
         from concurrent.futures.process import BrokenProcessPool
 
         if future is not None:
@@ -250,7 +297,7 @@ class LinePool:
                 return future.result()
             except BrokenProcessPool:
                 self.broken = True
-        return [], True
+        return [], [], [], None, True
 
 
 _STATE: tuple[Checker, Source, Options] | None = None
@@ -261,20 +308,26 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _work(lines: list[tuple[int, bytes]]) -> tuple[list[_Row], bool]:
-    """Check a chunk of records in a worker: the results, and whether a record stopped it early."""
+def _work(lines: list[tuple[int, bytes]]) -> _Result:
+    """Check a chunk of records in a worker: each one's trace id, rendered part and verdict, the chunk's
+    totals, and whether a record stopped it early (the records from there on are left out)."""
     assert _STATE is not None
     checker, source, options = _STATE
-    rows: list[_Row] = []
+    totals = checker.totals.fresh() if checker.totals is not None else None
+    checker = checker.counting(totals)
+    trace_ids: list[str] = []
+    parts: list[bytes] = []
+    verdicts: list[str] = []
     for line, raw in lines:
         try:
             done = _check_record(checker, Record(source, line, raw), source, options)
         except Exception:  # the main process reads this record again and raises the error itself
-            return rows, True
-        c = done.result
-        rows.append((done.trace_id, line, c.line, c.verdict, c.violated, c.deferred, c.exercised, c.tools))
-    return rows, False
+            return trace_ids, parts, verdicts, totals, True
+        trace_ids.append(done.trace_id)
+        parts.append(done.result.line)
+        verdicts.append(done.result.verdict)
+    return trace_ids, parts, verdicts, totals, False
 
 
-# A Done as a tuple of builtins: it crosses the pipe several times faster than the objects.
-_Row = tuple[str, int, bytes, str, list[str], list[str], list[str], list[str]]
+# A chunk's results as builtins and one Totals: they cross the pipe several times faster than objects a trace.
+_Result = tuple[list[str], list[bytes], list[str], "Totals | None", bool]

@@ -135,11 +135,17 @@ def check(
             threshold=threshold,
             risk_level=risk_level.value,
         )
-        # Each format renders a trace's part where the trace is checked, so a large native JSONL file is
-        # checked and formatted by worker processes (checkpool) in every format; plain JSONL records skip
-        # the models (PlainTrace) unless the format shows what only the models hold.
+        # Each format renders a trace's part where the trace is checked, and the totals are counted there
+        # too, so a large native JSONL file is checked, formatted and counted by worker processes
+        # (checkpool) in every format; plain JSONL records skip the models (PlainTrace) unless the format
+        # shows what only the models hold.
         checker = Checker(
-            Engine(ruleset), threshold, risk_level.value, render=shown.render, explain=explain.value
+            Engine(ruleset),
+            threshold,
+            risk_level.value,
+            render=shown.render,
+            explain=explain.value,
+            totals=totals,
         )
         pool = LinePool(checker, workers=workers) if "-" not in traces else None
         stream: Generator[Trace | PlainTrace | Done, None, None]
@@ -153,9 +159,7 @@ def check(
                 if not started:
                     shown.start()
                     started = True
-                totals.count(checked.verdict, checked.violated, checked.deferred, checked.trace_id)
                 shown.count(checked)
-                coverage.add(checked.trace_id, checked.exercised, checked.tools)
                 if not (failures_only and checked.verdict == "pass"):
                     shown.line(checked)
             if not started:

@@ -4,10 +4,11 @@ calls, or a bare list of tool-name strings.
 Speed matters here (a million calls, a hundred thousand traces): every line or document goes to pydantic-
 core as raw bytes first (``Trace.model_validate_json``), which parses and validates in one pass. Only when
 that fails is the text decoded with ``json`` - for the shorthands, and to name the line, column or JSON path
-of a problem. For callers that only run the engine (``Options.plain``), a JSONL line or a whole document is
-first decoded with ``json`` and, when it is plainly valid (``ingest.plain``), handed over without models at
-all: for a million-call document that also keeps the peak memory near ``json.load``'s, since its calls are
-kept as columns and the decoded call objects are dropped once the columns hold them.
+of a problem. For callers that only run the engine (``Options.plain``), a JSONL line (with pydantic-core's
+``from_json``) or a whole document (with ``json``) is first decoded and, when it is plainly valid
+(``ingest.plain``), handed over without models at all: for a million-call document that also keeps the
+peak memory near ``json.load``'s, since its calls are kept as columns and the decoded call objects are
+dropped once the columns hold them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
+from pydantic_core import from_json
 
 from seqjudge.ingest.base import (
     NO,
@@ -141,12 +143,14 @@ def parse(records: Iterable[Record], source: Source, options: Options) -> Iterat
 def _plain(record: Record, options: Options) -> PlainTrace | None:
     """The record as a PlainTrace when it is plainly valid; else None, for the model path to read it.
 
-    json.loads and pydantic-core read the same values from any text both accept; when json.loads fails or
-    the record is not plain, the model path runs exactly as without this step (and raises its own error).
+    The line is decoded by pydantic-core's JSON parser (``from_json``), the one the model path validates
+    with, so both read the same values from it (and in about two thirds of json.loads's time); when it
+    fails or the record is not plain, the model path runs exactly as without this step (and raises its own
+    error).
     """
     if record.is_undecoded:
         try:
-            value = json.loads(record.raw)
+            value = from_json(record.raw)
         except Exception:  # bad JSON, bad UTF-8, too deep: the model path says which, as it always has
             return None
     else:

@@ -19,6 +19,7 @@ from seqjudge.trace import PlainTrace
 
 _TRACE_KEYS = frozenset({"trace_id", "calls", "context", "metadata"})
 _CALL_KEYS = frozenset({"tool_name", "arguments", "status", "output", "error", "id"})
+_ABSENT: Any = object()
 
 
 def plain_trace(value: Any, error_pattern: re.Pattern[str] | None) -> PlainTrace | None:
@@ -48,28 +49,36 @@ def plain_trace(value: Any, error_pattern: re.Pattern[str] | None) -> PlainTrace
     ok: list[bool] = []
     args: list[dict[str, Any]] = []
     for call in calls:
-        if type(call) is not dict or not call.keys() <= _CALL_KEYS:
+        if type(call) is not dict:
             return None
         name = call.get("tool_name")
         if type(name) is not str or not name:
             return None
-        arguments = call.get("arguments", None)
-        if arguments is None:
-            if "arguments" in call:
-                return None
+        arguments = call.get("arguments", _ABSENT)
+        if type(arguments) is not dict:
+            if arguments is not _ABSENT:
+                return None  # null is not an object, nor is anything else
             arguments = {}
-        elif type(arguments) is not dict:
-            return None
-        status = call.get("status", "ok")
-        if status == "ok":
+            known = 1
+        else:
+            known = 2
+        status = call.get("status", _ABSENT)
+        if status == "ok" or status is _ABSENT:
             good = True
         elif status == "error":
             good = False
         else:
             return None
-        call_id = call.get("id")
-        if call_id is not None and type(call_id) is not str:
-            return None
+        if status is not _ABSENT:
+            known += 1
+        # Every key but these is read only by the model: a call with more keys than were found above must
+        # hold only the other keys the model takes (id, output, error) to stay plain.
+        if len(call) != known:
+            if not call.keys() <= _CALL_KEYS:
+                return None
+            call_id = call.get("id")
+            if call_id is not None and type(call_id) is not str:
+                return None
         if good and error_pattern is not None:
             output = call.get("output")
             if output is not None and error_pattern.search(text_of(output)):

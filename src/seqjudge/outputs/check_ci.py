@@ -4,7 +4,9 @@ written straight from `check` with no store in between, and streamed like every 
 Both reuse ``ci_outputs``: a trace's JUnit test cases are ``ci_outputs.run_cases`` of its result, and the
 markdown is ``ci_outputs.RunDigest``'s. A trace's result is its engine report reconciled with no judge
 (``check_result``), keeping `check`'s own verdict: a judge rule `check` cannot decide is counted and named
-in the output (the deferred note), not turned into a review.
+in the output (the deferred note), not turned into a review. The JUnit cases are written from the report
+data, not through those models and ElementTree (which cost twice the check of a failing trace): the same
+``ci_outputs.case_plans`` decides each case, and the bytes are ElementTree's (tests/test_check_render.py).
 
 JUnit's counts sit in the opening tags, before the test cases, so the cases go to a temporary file as they
 come and are copied after the head in ``finish``: memory stays flat, the disk holds the cases once.
@@ -23,8 +25,17 @@ from pydantic_core import to_json
 from seqjudge.checkpool import Checked, Origin
 from seqjudge.crosscheck import TraceResult, reconcile, score_reasons
 from seqjudge.outputs.check import CheckOutput, deferred_note
-from seqjudge.outputs.ci_outputs import RunDigest, blocks_text, run_cases, xml_text
-from seqjudge.outputs.textview import Totals
+from seqjudge.outputs.ci_outputs import (
+    DEFAULT_GROUP,
+    Decided,
+    RunDigest,
+    blocks_text,
+    case_plans,
+    unlocated_block,
+    xml_text,
+)
+from seqjudge.outputs.streams import BUFFER
+from seqjudge.outputs.textview import Calls, Totals, violation_text
 from seqjudge.report import Report
 from seqjudge.trace import PlainTrace, Trace
 
@@ -59,23 +70,69 @@ def failed_and_reasons(
 
 class JunitOutput(CheckOutput):
     def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
-        parts = []
-        for case in run_cases(trace, check_result(data, self.threshold, self.risk_level)):
-            ET.indent(case, level=2)
-            parts.append("    " + ET.tostring(case, encoding="unicode") + "\n")
-        return "".join(parts).encode("utf-8")
+        """The trace's test cases: ``ci_outputs.run_cases`` of ``check_result``, each indented at level 2 and
+        serialised as ElementTree does, made from the report data (no models: they cost more than checking
+        the trace)."""
+        # Every group has a case; only its rules not passed can fail, skip or fill it (with no judge, no
+        # rule's decision disagrees), so the passed ones are left out.
+        grouped: dict[str, list[Decided]] = {}
+        rules: dict[str, dict[str, Any]] = {}  # rule id -> its result, for the rules not passed
+        for r in data["rules"]:
+            group = r.get("group") or DEFAULT_GROUP
+            decided = grouped.get(group)
+            if decided is None:
+                decided = grouped[group] = []
+            if r["outcome"] != "passed":
+                decided.append((r["rule_id"], r["outcome"], r["severity"], None))
+                rules[r["rule_id"]] = r
+        verdict = data["verdict"]
+        # With no judge a result's review reasons are its score's (``check_result``).
+        reasons = score_reasons(data["sequence_correctness_score"], self.threshold, self.risk_level)
+        trace_id = data["trace_id"]
+        classname = _attr(trace_id)
+        calls: Calls | None = None
+        parts: list[bytes] = []
+        plans = case_plans(grouped, verdict, reasons)
+        failures = skipped = 0
+        for plan in plans:
+            body = b""
+            if plan.blocks:
+                if calls is None:
+                    calls = Calls(trace)  # each call's text made once for all the trace's blocks
+                body = _text(_blocks(calls, trace_id, data["violations"], rules, plan.blocks))
+            if plan.state == "failure":
+                failures += 1
+                children = [_element("failure", plan.message, body, "critical")]
+            else:
+                skipped += plan.state == "skipped"
+                children = [_element("skipped", plan.message)] if plan.state == "skipped" else []
+                if body:
+                    children.append(b"<system-out>" + body + b"</system-out>")
+            parts.append(
+                f'    <testcase classname="{classname}" name="{_attr(plan.group)}" time="0"'.encode()
+            )
+            if children:
+                parts += [b">\n      ", b"\n      ".join(children), b"\n    </testcase>\n"]
+            else:
+                parts.append(b" />\n")
+        # The counts ahead of the cases, for ``line`` (it would otherwise search kilobytes for the tags).
+        counts = f"{len(plans)} {failures} {skipped}\n".encode()
+        return counts + b"".join(parts)
 
     def start(self) -> None:
         super().start()
-        self._body: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in finish
+        # A large buffer: a trace's cases are kilobytes, and a write call each is a syscall every other trace.
+        self._body: IO[bytes] = tempfile.TemporaryFile(buffering=BUFFER)  # noqa: SIM115 - closed in finish
         self._counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
 
     def line(self, checked: Checked) -> None:
-        # XML escapes every "<" in text and attributes, so these counts are exactly the elements written.
-        self._counts["tests"] += checked.line.count(b"<testcase ")
-        self._counts["failures"] += checked.line.count(b"<failure ")
-        self._counts["skipped"] += checked.line.count(b"<skipped ")
-        self._body.write(checked.line)
+        part = checked.line
+        end = part.index(b"\n")
+        tests, failures, skipped = part[:end].split()
+        self._counts["tests"] += int(tests)
+        self._counts["failures"] += int(failures)
+        self._counts["skipped"] += int(skipped)
+        self._body.write(memoryview(part)[end + 1 :])
 
     def finish(self, totals: Totals) -> None:
         counts = " ".join(f'{k}="{v}"' for k, v in self._counts.items())
@@ -94,6 +151,74 @@ class JunitOutput(CheckOutput):
             out.text = xml_text(note)
             self._write(b"    " + ET.tostring(out, encoding="utf-8", xml_declaration=False) + b"\n")
         self._write(b"  </testsuite>\n</testsuites>\n")
+
+
+def _blocks(
+    calls: Calls,
+    trace_id: str,
+    violations: list[dict[str, Any]],
+    rules: dict[str, dict[str, Any]],
+    ids: list[str],
+) -> str:
+    """``ci_outputs.failed_blocks`` of the rules ``ids`` for a result with no judge, from the report data: a
+    rule's violations, or the rule's own block when it failed without one (a judge rule's violations are
+    the judge's: none here)."""
+    located: dict[str, list[dict[str, Any]]] = {}
+    for v in violations:
+        located.setdefault(v["rule_id"], []).append(v)
+    blocks = []
+    for rule_id in ids:
+        rule = rules[rule_id]
+        found = (
+            [violation_text(calls, trace_id, v, rule) for v in located.get(rule_id, ())]
+            if rule["type"] != "judge"
+            else []
+        )
+        if not found and rule["outcome"] == "failed":
+            why = rule.get("explanation", "")
+            found.append(
+                unlocated_block(calls, trace_id, rule_id, rule["type"], rule.get("call_indices", []), why)
+            )
+        blocks += found
+    return "\n\n".join(blocks)
+
+
+# The characters ``xml_text`` replaces that UTF-8 writes as one byte: C0 controls but tab, line feed and
+# carriage return (found with bytes.translate; U+FFFE and U+FFFF are looked for in the text).
+_XML_BAD_BYTES = bytes(b for b in range(0x20) if b not in (0x09, 0x0A, 0x0D))
+# ElementTree's escapes, "&" first: of text, and of attribute values, where a line break or tab is a
+# character reference so that it survives parsing.
+_TEXT_ESCAPES = ((b"&", b"&amp;"), (b"<", b"&lt;"), (b">", b"&gt;"))
+_ATTR_ESCAPES: tuple[tuple[str, str], ...] = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"))
+_ATTR_ESCAPES += (("\r", "&#13;"), ("\n", "&#10;"), ("\t", "&#09;"))
+
+
+def _text(text: str) -> bytes:
+    """``text`` as ElementTree writes an element's text (after ``xml_text``), in UTF-8. The FAIL blocks are
+    kilobytes: what XML cannot hold is looked for and markup escaped in the bytes, several times faster
+    than the pattern and replacements over the text (UTF-8 holds no ASCII byte inside a character)."""
+    out = text.encode("utf-8")
+    if len(out.translate(None, _XML_BAD_BYTES)) != len(out) or "\ufffe" in text or "\uffff" in text:
+        out = xml_text(text).encode("utf-8")
+    for char, reference in _TEXT_ESCAPES:
+        if char in out:
+            out = out.replace(char, reference)
+    return out
+
+
+def _attr(text: str) -> str:
+    """An attribute value as ElementTree writes it (after ``xml_text``)."""
+    text = xml_text(text)
+    for char, reference in _ATTR_ESCAPES:
+        if char in text:
+            text = text.replace(char, reference)
+    return text
+
+
+def _element(tag: str, message: str, text: bytes = b"", kind: str | None = None) -> bytes:
+    """``ci_outputs._child``'s element as ElementTree writes it; ``text``: already ``_text``."""
+    attrs = f'<{tag} message="{_attr(message)}"' + (f' type="{_attr(kind)}"' if kind else "")
+    return attrs.encode() + (b">" + text + f"</{tag}>".encode() if text else b" />")
 
 
 class MarkdownOutput(CheckOutput):

@@ -25,8 +25,10 @@ import os
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Literal
 
 from seqjudge.compare import Comparison, Decision
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement
@@ -87,12 +89,25 @@ def rule_blocks(trace: Trace | PlainTrace | Calls, result: TraceResult, rule_id:
         violations = [v for v in result.engine.violations if v.rule_id == rule_id]
     blocks = [violation_block(trace, result.engine, v) for v in violations]
     if not blocks and decision is not None and decision.final == "failed":
-        why = decision.judge_explanation or decision.engine_explanation or "(no explanation given)"
-        lines = [f"❌ FAIL: {result.trace_id} · {rule_id}", "", f"   Rule: {decision.type}", "", "   Trace:"]
-        lines += trace_lines(trace, decision.judge_call_indices or decision.call_indices)
-        lines += ["", f"   Why: {why}"]
-        blocks.append("\n".join(lines))
+        why = decision.judge_explanation or decision.engine_explanation
+        indices = decision.judge_call_indices or decision.call_indices
+        blocks.append(unlocated_block(trace, result.trace_id, rule_id, decision.type, indices, why))
     return blocks
+
+
+def unlocated_block(
+    trace: Trace | PlainTrace | Calls,
+    trace_id: str,
+    rule_id: str,
+    kind: str,
+    indices: Sequence[int],
+    why: str,
+) -> str:
+    """The block of a rule failed without a located violation: its calls and why."""
+    lines = [f"❌ FAIL: {trace_id} · {rule_id}", "", f"   Rule: {kind}", "", "   Trace:"]
+    lines += trace_lines(trace, indices)
+    lines += ["", f"   Why: {why or '(no explanation given)'}"]
+    return "\n".join(lines)
 
 
 def failed_blocks(
@@ -146,10 +161,6 @@ def _finish_suite(suite: ET.Element) -> ET.ElementTree:
     return ET.ElementTree(root)
 
 
-def _doubtful(d: RuleDecision) -> bool:
-    return (d.final == "failed" and d.severity == "warning") or d.final == "deferred" or d.agree is False
-
-
 def junit_run(pairs: Sequence[Pair], *, name: str = "seqjudge") -> ET.ElementTree:
     """One run as JUnit: a test case per trace and rule group (see the module docstring)."""
     suite = ET.Element("testsuite", {"name": _xml(name)})
@@ -159,32 +170,71 @@ def junit_run(pairs: Sequence[Pair], *, name: str = "seqjudge") -> ET.ElementTre
 
 
 def run_cases(trace: Trace | PlainTrace, result: TraceResult) -> list[ET.Element]:
-    """One trace's test cases of a run, a case per rule group (``seqjudge check --format junit`` writes
-    them as each trace is checked)."""
+    """One trace's test cases of a run, a case per rule group (``case_plans``)."""
+    grouped = {
+        group: [(d.rule_id, d.final, d.severity, d.agree) for d in decisions]
+        for group, decisions in groups(result).items()
+    }
     cases = []
-    unscored = "unscored" in result.review_reasons
-    for group, decisions in groups(result).items():
-        case = ET.Element("testcase", {"classname": _xml(result.trace_id), "name": _xml(group), "time": "0"})
+    for plan in case_plans(grouped, result.verdict, result.review_reasons):
+        case = ET.Element(
+            "testcase", {"classname": _xml(result.trace_id), "name": _xml(plan.group), "time": "0"}
+        )
         cases.append(case)
-        critical = [d.rule_id for d in decisions if d.final == "failed" and d.severity == "critical"]
-        warnings = [d.rule_id for d in decisions if d.final == "failed" and d.severity == "warning"]
-        if critical:
-            _child(
-                case,
-                "failure",
-                f"{len(critical)} critical rule(s) failed: {', '.join(critical)}",
-                "\n\n".join(failed_blocks(trace, result, critical + warnings)),
-                "critical",
-            )
+        if plan.state == "failure":
+            text = "\n\n".join(failed_blocks(trace, result, plan.blocks))
+            _child(case, "failure", plan.message, text, "critical")
             continue
-        if result.verdict == "review" and (unscored or any(_doubtful(d) for d in decisions)):
-            doubts = [d.rule_id for d in decisions if _doubtful(d)]
-            message = f"needs human review ({', '.join(result.review_reasons)})"
+        if plan.state == "skipped":
+            _child(case, "skipped", plan.message)
+        if plan.blocks:
+            _system_out(case, "\n\n".join(failed_blocks(trace, result, plan.blocks)))
+    return cases
+
+
+# A rule's decision as a run's test case reads it: (rule id, final outcome, severity, judge-engine agreement).
+Decided = tuple[str, str, str, bool | None]
+
+
+@dataclass(frozen=True, slots=True)
+class CasePlan:
+    """What one test case of a run holds: ``failure`` (the blocks of ``blocks`` as its text), ``skipped``
+    (then ``blocks`` in ``system-out``) or passed (None; ``blocks`` in ``system-out``)."""
+
+    group: str
+    state: Literal["failure", "skipped"] | None
+    message: str
+    blocks: list[str]  # rule ids whose FAIL blocks the case shows
+
+
+def case_plans(
+    grouped: Mapping[str, Sequence[Decided]], verdict: str, reasons: Sequence[str]
+) -> list[CasePlan]:
+    """A trace's test cases of a run, one per rule group (see the module docstring): what ``run_cases``
+    builds as elements and ``seqjudge check --format junit`` writes as text."""
+    plans = []
+    unscored = "unscored" in reasons
+    for group, decisions in grouped.items():
+        critical = [r for r, final, severity, _ in decisions if final == "failed" and severity == "critical"]
+        warnings = [r for r, final, severity, _ in decisions if final == "failed" and severity == "warning"]
+        if critical:
+            message = f"{len(critical)} critical rule(s) failed: {', '.join(critical)}"
+            plans.append(CasePlan(group, "failure", message, critical + warnings))
+            continue
+        # In doubt: a failed warning rule, an undecided judge rule, a judge-engine disagreement.
+        doubts = [
+            r
+            for r, final, severity, agree in decisions
+            if (final == "failed" and severity == "warning") or final == "deferred" or agree is False
+        ]
+        if verdict == "review" and (unscored or doubts):
+            message = f"needs human review ({', '.join(reasons)})"
             if doubts:
                 message += f": {', '.join(doubts)}"
-            _child(case, "skipped", message)
-        _system_out(case, "\n\n".join(failed_blocks(trace, result, warnings)))
-    return cases
+            plans.append(CasePlan(group, "skipped", message, warnings))
+        else:
+            plans.append(CasePlan(group, None, "", warnings))
+    return plans
 
 
 def junit_compare(

@@ -11,7 +11,7 @@ from typing import IO
 from seqjudge.errors import InputError
 
 # Reports are written a few KB at a time; a large buffer turns a syscall per report into one per hundred.
-_BUFFER = 1 << 20
+BUFFER = 1 << 20
 
 
 @contextlib.contextmanager
@@ -20,7 +20,7 @@ def open_output(output: Path | None) -> Iterator[IO[str]]:
         yield sys.stdout
         return
     try:
-        handle = output.open("w", encoding="utf-8", buffering=_BUFFER)
+        handle = output.open("w", encoding="utf-8", buffering=BUFFER)
     except OSError as exc:
         raise InputError(
             f"cannot write the output file ({exc.strerror})",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -22,13 +23,14 @@ MARK = "← violation"
 
 # One encoder for every call's arguments: json.dumps with these options builds a new one each time.
 _ENCODER = json.JSONEncoder(separators=(", ", "="), ensure_ascii=False, sort_keys=True, default=str)
+ARGS_LIMIT = 60  # characters of a call's arguments shown
 
 
 def _dump(args: dict[str, Any]) -> str:
     return _ENCODER.encode(args)
 
 
-def _args_text(args: dict[str, Any], limit: int = 60, *, dumped: str | None = None) -> str:
+def _args_text(args: dict[str, Any], limit: int = ARGS_LIMIT, *, dumped: str | None = None) -> str:
     """``(key=value, ...)``, shortened to ``limit``; ``dumped``: ``_dump(args)``, already known to need no
     redaction."""
     if not args:
@@ -37,8 +39,31 @@ def _args_text(args: dict[str, Any], limit: int = 60, *, dumped: str | None = No
     if text is None:
         # A terminal or CI log is outside the process: the one redaction policy.
         text = _dump(redact_value(args))
-    text = text[1:-1].replace('"', "")
-    return "(" + (text if len(text) <= limit else text[: limit - 1] + "…") + ")"
+    return "(" + _shortened(text[1:-1].replace('"', ""), limit) + ")"
+
+
+def _shortened(text: str, limit: int = ARGS_LIMIT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# What the encoder escapes in a string (ensure_ascii off): the quote, the backslash and C0 controls.
+_JSON_ESCAPED = re.compile('[\x00-\x1f"\\\\]')
+
+
+def _plain_args(args: dict[str, Any]) -> str | None:
+    """``_args_text``'s ``key=value, ...`` before shortening, made directly for the usual arguments: plain
+    strings and integers under string keys, nothing the encoder escapes (it costs several microseconds a
+    call, and every shown call is written). None for anything else: the encoder's way then."""
+    parts = []
+    for key in sorted(args) if len(args) > 1 else args:
+        value = args[key]
+        kind = type(value)
+        # Exactly str and int: a bool is an int that JSON writes as true, a subclass may print otherwise.
+        if type(key) is not str or (kind is not str and kind is not int):
+            return None
+        parts.append(f"{key}={value}")
+    text = ", ".join(parts)
+    return None if _JSON_ESCAPED.search(text) else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,39 +86,71 @@ class Calls:
     """A trace's calls as the text views show them, each call's text made once (a trace with several
     violations lists the same calls in each block)."""
 
-    __slots__ = ("names", "failed", "args", "steps", "_lines", "_clean", "windows")
+    __slots__ = ("names", "args", "steps", "width", "notes", "_texts", "_lines", "_clean", "windows")
 
     def __init__(self, trace: Trace | PlainTrace) -> None:
         if isinstance(trace, PlainTrace):
             self.names, self.args = trace.names, trace.args
-            self.failed = [not ok for ok in trace.ok]
+            failed = [i for i, ok in enumerate(trace.ok) if not ok]
         else:
             self.names = [c.tool_name for c in trace.calls]
             self.args = [c.arguments for c in trace.calls]
-            self.failed = [c.status == "error" for c in trace.calls]
-        self.steps = trace.steps
-        self._lines: dict[tuple[int, str], str] = {}
-        # trace_lines per (marks, indent, mark): violations of several rules often point at the same call.
-        self.windows: dict[tuple[tuple[int, ...], str, str], list[str]] = {}
+            failed = [i for i, c in enumerate(trace.calls) if c.status == "error"]
+        self.steps = steps = trace.steps
+        n = len(steps)
+        self.width = len(str(n))  # of the call numbers
+        # What follows a call's text: failed, ran in parallel (a step shared with a neighbour).
+        self.notes = dict.fromkeys(failed, " [failed]")
+        if isinstance(trace, Trace):  # a PlainTrace's calls are each their own step
+            for i in range(n):
+                if (i > 0 and steps[i] == steps[i - 1]) or (i + 1 < n and steps[i + 1] == steps[i]):
+                    self.notes[i] = self.notes.get(i, "") + f" [step {steps[i] + 1}, parallel]"
+        self._texts: list[str] | None = None  # each call's name and arguments as shown, when made at once
+        self._lines: dict[str, list[str | None]] = {}  # indent -> each call's line, made when first shown
+        # trace_lines per (marks, indent, mark), as text: violations of several rules often point at the
+        # same call.
+        self.windows: dict[tuple[tuple[int, ...], str, str], str] = {}
         self._clean: list[str] | None = None
-        if len(self.args) <= SCREEN_WHOLE:
+        if n <= SCREEN_WHOLE:
             # One redaction screen over every call's arguments: most traces need no walk at all.
+            plain = [_plain_args(a) for a in self.args]
+            # The usual arguments, written without the encoder. The screen finds its words in them wherever
+            # it would in the encoder's text (the same keys and values, without the quotes no screened word
+            # holds), so a miss here is a miss there.
+            if None not in plain and not may_need_redaction("\n".join(plain)):  # type: ignore[arg-type]
+                texts = [
+                    f"{name}({_shortened(text)})" if text else name  # type: ignore[arg-type]
+                    for name, text in zip(self.names, plain, strict=True)
+                ]
+                # No escape codes: ``terminal`` per call, unless every character of them all is printable.
+                self._texts = texts if "".join(texts).isprintable() else [terminal(t) for t in texts]
+                return
             dumps = [_dump(a) for a in self.args]
             if not may_need_redaction("\n".join(dumps)):
                 self._clean = dumps
 
     def line(self, i: int, indent: str) -> str:
         """Call ``i``'s line in the list, numbered from 1, without a mark."""
-        shown = self._lines.get((i, indent))
-        if shown is None:
-            steps, n = self.steps, len(self.steps)
-            parallel = (i > 0 and steps[i] == steps[i - 1]) or (i + 1 < n and steps[i + 1] == steps[i])
-            note = " [failed]" if self.failed[i] else ""
-            note += f" [step {steps[i] + 1}, parallel]" if parallel else ""
-            dumped = self._clean[i] if self._clean is not None else None
-            text = terminal(f"{self.names[i]}{_args_text(self.args[i], dumped=dumped)}")  # no escape codes
-            shown = self._lines[i, indent] = f"{indent}{i + 1:>{len(str(n))}}. {text}{note}"
-        return shown
+        return self.lines(i, i + 1, indent)[0]
+
+    def lines(self, start: int, end: int, indent: str) -> list[str]:
+        """Calls ``start`` to ``end - 1`` as ``line`` shows them, each line made when first asked for."""
+        made = self._lines.get(indent)
+        if made is None:
+            made = self._lines[indent] = [None] * len(self.steps)
+        run = made[start:end]
+        if None in run:
+            for i in range(start, end):
+                if made[i] is None:
+                    made[i] = f"{indent}{i + 1:>{self.width}}. {self._text(i)}{self.notes.get(i, '')}"
+            run = made[start:end]
+        return run  # type: ignore[return-value]
+
+    def _text(self, i: int) -> str:
+        if self._texts is not None:
+            return self._texts[i]
+        args = _args_text(self.args[i], dumped=self._clean[i] if self._clean is not None else None)
+        return terminal(f"{self.names[i]}{args}")  # no escape codes
 
 
 def trace_lines(
@@ -106,35 +163,59 @@ def trace_lines(
     """The numbered call list with ``← violation`` at marked calls; a window around them when long.
 
     Calls are numbered from 1 here (prose: "call N"); machine output counts from 0 (README, "Reports")."""
+    return _trace_text(trace, tuple(sorted(set(marks))), indent, palette).split("\n")
+
+
+def _trace_text(
+    trace: Trace | PlainTrace | Calls,
+    marked: tuple[int, ...],
+    indent: str = "     ",
+    palette: Palette = PLAIN,
+) -> str:
+    """``trace_lines`` as one text (no line of it holds a newline: ``terminal`` shows one as ``\\n``);
+    ``marked``: the marks, sorted, each once."""
     calls = trace if isinstance(trace, Calls) else Calls(trace)
-    marked = set(marks)
-    key = (tuple(sorted(marked)), indent, palette.mark)
+    key = (marked, indent, palette.mark)
     known = calls.windows.get(key)
     if known is None:
-        known = calls.windows[key] = _window(calls, marked, indent, palette)
-    return list(known)
+        known = calls.windows[key] = "\n".join(_window(calls, marked, indent, palette))
+    return known
 
 
-def _window(calls: Calls, marked: set[int], indent: str, palette: Palette) -> list[str]:
+def _window(calls: Calls, marked: tuple[int, ...], indent: str, palette: Palette) -> list[str]:
+    """The lines of ``trace_lines``; ``marked``: the marks, sorted, each once."""
     n = len(calls.steps)
     if n == 0:
         return [indent + "(no calls)"]
+    # The calls shown, as runs [start, end): the whole of a short trace (its first calls when nothing is
+    # marked), else WINDOW calls either side of each mark, runs that meet or overlap joined.
     if n <= SHORT_TRACE or not marked:
-        shown = set(range(min(n, SHORT_TRACE))) if not marked else set(range(n))
+        runs = [(0, n if marked else min(n, SHORT_TRACE))]
     else:
-        shown = set()
+        runs = []
         for m in marked:
-            shown.update(range(max(0, m - WINDOW), min(n, m + WINDOW + 1)))
-    width = len(str(n))
+            start, end = max(0, m - WINDOW), min(n, m + WINDOW + 1)
+            if start >= end:
+                continue  # a mark past the last call shows none
+            if runs and start <= runs[-1][1]:
+                runs[-1] = (runs[-1][0], max(runs[-1][1], end))
+            else:
+                runs.append((start, end))
+    gap = f"{indent}{'…':>{calls.width}}"
+    mark = f"  {palette.mark}"
     lines: list[str] = []
-    previous = -1
-    for i in sorted(shown):
-        if i != previous + 1:
-            lines.append(f"{indent}{'…':>{width}}")
-        lines.append(calls.line(i, indent) + (f"  {palette.mark}" if i in marked else ""))
-        previous = i
-    if previous != n - 1:
-        lines.append(f"{indent}{'…':>{width}}  ({n} calls in all)")
+    shown_to = 0
+    for start, end in runs:
+        if start != shown_to:
+            lines.append(gap)
+        run = calls.lines(start, end, indent)
+        for m in marked:
+            if start <= m < end:
+                run[m - start] += mark
+        lines += run
+        shown_to = end
+    if shown_to != n:
+        lines.append(f"{gap}  ({n} calls in all)")
     return lines
 
 
@@ -150,21 +231,15 @@ def violation_text(
     head = palette.fail if v["severity"] == "critical" else palette.warn
     group = f" [{terminal(str(rule['group']))}]" if rule and rule.get("group") else ""
     call = v["offending_call_index"]
-    lines = [
-        f"{head}: {terminal(str(trace_id))} · {v['rule_id']}{group}",
-        "",
-        f"   Rule: {rule['type'] if rule else '?'} ({v['violation_type']})",
-        f"   Expected: {v['expected_order']}",
-        f"   Actual: {v['actual_order']}",
-        "",
-        "   Trace:",
-        *trace_lines(trace, [call] if call is not None else [], palette=palette),
-        "",
-        f"   Why: {v['explanation']}",
-    ]
-    if v.get("suggestion"):
-        lines.append(f"   Suggestion: {v['suggestion']}")
-    return "\n".join(lines)
+    suggestion = v.get("suggestion")
+    return (
+        f"{head}: {terminal(str(trace_id))} · {v['rule_id']}{group}\n\n"
+        f"   Rule: {rule['type'] if rule else '?'} ({v['violation_type']})\n"
+        f"   Expected: {v['expected_order']}\n"
+        f"   Actual: {v['actual_order']}\n\n"
+        f"   Trace:\n{_trace_text(trace, () if call is None else (call,), palette=palette)}\n\n"
+        f"   Why: {v['explanation']}" + (f"\n   Suggestion: {suggestion}" if suggestion else "")
+    )
 
 
 def violation_block(trace: Trace | PlainTrace | Calls, report: Report, v: Violation) -> str:
@@ -270,6 +345,26 @@ class Totals:
                     ids.append(trace_id)
         for rule_id in deferred:
             self.deferred[rule_id] += 1
+
+    def fresh(self) -> Totals:
+        """Empty totals that track what these do (the same coverage question): filled with a run's later
+        traces elsewhere (a worker process), then ``merge``d here in input order."""
+        part = Totals()
+        part.coverage = self.coverage.fresh() if self.coverage is not None else None
+        return part
+
+    def merge(self, part: Totals) -> None:
+        """Count ``part``'s traces (a ``fresh`` copy filled with the traces that follow these) as if each had
+        been counted here: the first-seen order of the rules and their first trace ids come out the same."""
+        self.n += part.n
+        self.verdicts.update(part.verdicts)
+        self.violated.update(part.violated)
+        self.deferred.update(part.deferred)
+        for rule_id, ids in part.first.items():
+            mine = self.first.setdefault(rule_id, [])
+            mine.extend(ids[: FIRST_IDS - len(mine)])
+        if self.coverage is not None and part.coverage is not None:
+            self.coverage.merge(part.coverage)
 
     def line(self) -> str:
         return (

@@ -16,7 +16,7 @@ memory stays small however many traces pass through. ``--strict`` turns any of t
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from seqjudge.rules.problems import suggest
@@ -89,6 +89,23 @@ class Coverage:
             self.outside += 1
             if len(self.out_of_catalog) < LISTED:
                 self.out_of_catalog[str(trace_id)] = sorted(called - self.catalog)
+
+    def fresh(self) -> Coverage:
+        """An empty coverage of the same rules and catalog, filled elsewhere (a worker process) and then
+        ``merge``d into this one."""
+        return replace(self, traces=0, exercised=set(), seen=set(), out_of_catalog={}, outside=0)
+
+    def merge(self, part: Coverage) -> None:
+        """Add ``part``'s traces (a ``fresh`` copy filled with the traces that follow these), as ``add``
+        would have one by one."""
+        self.traces += part.traces
+        self.exercised |= part.exercised
+        self.seen |= part.seen
+        self.outside += part.outside
+        for trace_id, tools in part.out_of_catalog.items():
+            if len(self.out_of_catalog) >= LISTED:
+                break
+            self.out_of_catalog[trace_id] = tools
 
     # -- findings ----------------------------------------------------------------------------------------
     def unexercised(self) -> list[str]:

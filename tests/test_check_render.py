@@ -1,0 +1,224 @@
+"""`check --format text|junit` render each trace from its report data, without models or the JSON encoder
+(issue 19 point 1: every format within 1.3x of jsonl). The shortcuts write exactly what the general paths
+they skip write: the encoder's arguments, the set-based call window, and ElementTree's JUnit test cases of
+``ci_outputs.run_cases`` (the ones `seqjudge report-ci` writes) for the reconciled result."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seqjudge.checkpool import Checker
+from seqjudge.cli import run
+from seqjudge.ingest import load_traces
+from seqjudge.ingest.plain import plain_trace
+from seqjudge.outputs.check_ci import JunitOutput, check_result
+from seqjudge.outputs.ci_outputs import run_cases, xml_text
+from seqjudge.outputs.textview import (
+    SCREEN_WHOLE,
+    SHORT_TRACE,
+    WINDOW,
+    Calls,
+    _args_text,
+    _dump,
+    trace_lines,
+)
+from seqjudge.redact import may_need_redaction
+from seqjudge.rules.engine import Engine
+from seqjudge.rules.load import load_rules
+from seqjudge.safetext import terminal
+from seqjudge.trace import PlainTrace
+
+# -- a call's arguments -----------------------------------------------------------------------------------
+VALUES = st.one_of(
+    st.text(max_size=70),
+    st.sampled_from(["sk-" + "a" * 24, 'a"b\\c', "x\x01y", "tab\there", "ünï", "\u2028", "\x1b[31m"]),
+    st.integers(min_value=-(10**20), max_value=10**20),
+    st.booleans(),
+    st.none(),
+    st.floats(),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+KEYS = st.one_of(st.text(max_size=10), st.sampled_from(["password", "api_key", "q", 'we"ird', "k\\"]))
+ARGS = st.dictionaries(KEYS, VALUES, max_size=4)
+# The usual arguments (plain keys, short strings and integers), with the odd bool or float among them.
+PLAIN = st.dictionaries(
+    st.from_regex(r"[a-z_]{1,8}", fullmatch=True),
+    st.one_of(st.from_regex(r"[a-zA-Z0-9 .:/@-]{0,40}", fullmatch=True), st.integers(), st.booleans()),
+    max_size=3,
+)
+CALLS = st.one_of(
+    st.lists(st.tuples(st.sampled_from(["Get", "Put"]), PLAIN, st.booleans()), max_size=12),
+    st.lists(st.tuples(st.sampled_from(["Get", "a\x1bb", "é\u202e"]), ARGS, st.booleans()), max_size=12),
+)
+
+
+def encoder_line(trace: PlainTrace, i: int, indent: str) -> str:
+    """A call's line as the text views wrote it with the JSON encoder for every call (before the shortcut):
+    the trace screened once for secrets, each call's arguments redacted when the screen may match."""
+    dumps = [_dump(a) for a in trace.args]
+    clean = len(trace.args) <= SCREEN_WHOLE and not may_need_redaction("\n".join(dumps))
+    args = _args_text(trace.args[i], dumped=dumps[i] if clean else None)
+    note = "" if trace.ok[i] else " [failed]"
+    return f"{indent}{i + 1:>{len(str(len(trace.names)))}}. {terminal(trace.names[i] + args)}{note}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(CALLS)
+def test_call_lines_are_the_encoders_whatever_the_arguments(calls: list[tuple[str, Any, bool]]) -> None:
+    trace = PlainTrace("t", {}, [c[0] for c in calls], [c[2] for c in calls], [c[1] for c in calls])
+    shown = Calls(trace)
+    for i in range(len(calls)):
+        assert shown.line(i, "  ") == encoder_line(trace, i, "  ")
+
+
+def test_arguments_that_need_redaction_are_redacted_in_the_text() -> None:
+    trace = PlainTrace("t", {}, ["Login", "Get"], [True, True], [{"password": "hunter2"}, {"q": "x"}])
+    lines = trace_lines(trace, [0])
+    assert "hunter2" not in "\n".join(lines) and "password=[redacted]" in lines[0]
+    assert lines == [encoder_line(trace, 0, "     ") + "  ← violation", encoder_line(trace, 1, "     ")]
+
+
+# -- the call window --------------------------------------------------------------------------------------
+def set_window(n: int, marks: set[int], indent: str = "     ") -> list[str]:
+    """The window as the calls it shows, a set, and a line per gap (what trace_lines wrote before it was
+    made of runs of calls)."""
+    if n == 0:
+        return [indent + "(no calls)"]
+    if n <= SHORT_TRACE or not marks:
+        shown = set(range(min(n, SHORT_TRACE))) if not marks else set(range(n))
+    else:
+        shown = set()
+        for m in marks:
+            shown.update(range(max(0, m - WINDOW), min(n, m + WINDOW + 1)))
+    width = len(str(n))
+    lines, previous = [], -1
+    for i in sorted(shown):
+        if i != previous + 1:
+            lines.append(f"{indent}{'…':>{width}}")
+        lines.append(f"{indent}{i + 1:>{width}}. T{i}" + ("  ← violation" if i in marks else ""))
+        previous = i
+    if previous != n - 1:
+        lines.append(f"{indent}{'…':>{width}}  ({n} calls in all)")
+    return lines
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 60), st.sets(st.integers(0, 80), max_size=6))
+def test_the_window_shows_the_calls_around_each_mark(n: int, marks: set[int]) -> None:
+    trace = PlainTrace("t", {}, [f"T{i}" for i in range(n)], [True] * n, [{} for _ in range(n)])
+    calls = Calls(trace)
+    assert trace_lines(calls, marks) == set_window(n, marks)
+    assert trace_lines(calls, sorted(marks, reverse=True)) == set_window(n, marks)  # cached, any order
+
+
+# -- JUnit straight from check ----------------------------------------------------------------------------
+HOSTILE_RULES = """
+tests:
+  - id: 'g<&>"1'
+    metric: sequence_valid
+    rules:
+      - {id: verify_first, type: before, first: VerifyIdentity, then: DeleteCustomer}
+      - {id: 'q"uote&<x>', type: max_calls, tool: SendEmail, max: 1, severity: warning}
+  - id: judged
+    metric: sequence_valid
+    rules:
+      - {id: polite, type: judge, description: Apologise before refusing.}
+      - {id: nodrop, type: blocklist, pattern: "drop_"}
+      - {id: needauth, type: require, tool: Auth}
+      - {id: warnreq, type: require, tool: Audit, severity: warning}
+  - id: seq
+    metric: sequence_valid
+    rules:
+      - {type: sequence, tools: [A, B, C]}
+      - {type: eventually, tool: C, within: 3, severity: warning}
+      - {type: never_after, trigger: DeleteCustomer, forbidden: SendEmail, same: [cid]}
+"""
+TOOLS = ["VerifyIdentity", "DeleteCustomer", "SendEmail", "Auth", "Audit", "A", "B", "C", "drop_\x1b[31mx"]
+TOOLS += ["to\tol\nx", "amp&<lt>\"q'", "uni\u2028é", "nel\x85x", "bidi\u202ex", "cr\rx", "\ufffe"]
+ODD_VALUES: list[Any] = ["c1", "c2", 7, 1.5, True, None, "https://u:pw@h/x", "sk-" + "a" * 24, "x\x01y"]
+ODD_VALUES += ['a"b\\c', {"in": [1, "z"]}, "tab\there", "ünï", 1e300]
+
+
+def hostile_records(n: int = 90) -> list[dict[str, Any]]:
+    rng = random.Random(5)
+    records = []
+    for k in range(n):
+        calls = []
+        for _ in range(rng.choice([0, 1, 2, 3, 5, 12, 13, 30, 210])):
+            keys = rng.sample(["cid", "password", "q", 'we"ird', "url", "n"], rng.randint(0, 3))
+            call: dict[str, Any] = {
+                "tool_name": rng.choice(TOOLS),
+                "arguments": {key: rng.choice(ODD_VALUES) for key in keys},
+            }
+            if rng.random() < 0.2:
+                call["status"] = "error"
+            calls.append(call)
+        trace_id = rng.choice([f"t{k}", f"t{k}<&>\"'", f"t{k}\x1b[0m", f"t{k}\nnl", f"t{k}\ttab\r", f"t{k}é"])
+        records.append({"trace_id": trace_id, "calls": calls})
+    return records
+
+
+def hostile_suite(tmp_path: Path) -> tuple[Path, Path]:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(HOSTILE_RULES, encoding="utf-8")
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("".join(json.dumps(r) + "\n" for r in hostile_records()), encoding="utf-8")
+    return rules, traces
+
+
+def elementtree_cases(trace: Any, data: dict[str, Any], threshold: float, risk_level: str) -> bytes:
+    """A trace's part of `check --format junit` as it was written through the models and ElementTree."""
+    parts = []
+    for case in run_cases(trace, check_result(data, threshold, risk_level)):
+        ET.indent(case, level=2)
+        parts.append("    " + ET.tostring(case, encoding="unicode") + "\n")
+    return "".join(parts).encode("utf-8")
+
+
+@pytest.mark.parametrize(("threshold", "risk_level"), [(0.85, "medium"), (0.99, "medium"), (0.85, "high")])
+def test_junit_cases_are_elementtrees_of_the_reconciled_result(
+    tmp_path: Path, threshold: float, risk_level: str
+) -> None:
+    rules, traces = hostile_suite(tmp_path)
+    ruleset = load_rules(rules)
+    checker = Checker(Engine(ruleset), threshold, risk_level)  # type: ignore[arg-type]
+    shown = JunitOutput(
+        io.StringIO(), source="x", ruleset=ruleset, threshold=threshold, risk_level=risk_level
+    )
+    states = set()
+    for record, trace in zip(hostile_records(), load_traces(str(traces)), strict=True):
+        data = checker.data(trace)
+        expected = elementtree_cases(trace, data, threshold, risk_level)
+        # The part is the cases after a line of their counts (tests, failures, skipped) for the head.
+        counts = [expected.count(tag) for tag in (b"<testcase ", b"<failure ", b"<skipped ")]
+        head = " ".join(map(str, counts)).encode() + b"\n"
+        assert shown.render(trace, data, None) == head + expected
+        plain = plain_trace(record, None)  # how `check` reads the record
+        assert plain is not None and shown.render(plain, checker.data(plain), None) == head + expected
+        states.update(tag for tag in (b"<failure ", b"<skipped ", b"<system-out>", b" />") if tag in expected)
+    # The suite reaches every kind of case: failed, in review, passed with warnings, passed clean.
+    assert states == {b"<failure ", b"<skipped ", b"<system-out>", b" />"}
+
+
+def test_junit_file_from_check_parses_and_counts_its_cases(tmp_path: Path) -> None:
+    rules, traces = hostile_suite(tmp_path)
+    out = tmp_path / "out.xml"
+    assert run(["check", str(rules), str(traces), "--format", "junit", "-o", str(out), "--workers", "0"]) == 1
+    root = ET.parse(out).getroot()  # control characters replaced, quotes and markup escaped
+    [suite] = root
+    cases = suite.findall("testcase")
+    assert len(cases) == 3 * 90 == int(root.get("tests", ""))
+    assert int(root.get("failures", "")) == sum(1 for c in cases if c.find("failure") is not None) > 0
+    assert int(root.get("skipped", "")) == sum(1 for c in cases if c.find("skipped") is not None) > 0
+    # Each trace id reads back as it was, but for what XML cannot hold (ESC, U+FFFE) replaced.
+    assert {c.get("classname") for c in cases} == {xml_text(r["trace_id"]) for r in hostile_records()}
