@@ -19,6 +19,14 @@ Medians of --repeats runs; the variants alternate within each run.
 (a)'s trace, and `check_data` plus `report_line` a trace on (b)'s traces, each set also with its `same:`
 rules stripped of `same:` (what `same:` itself costs). Only public names are used, so the same command run
 against an older checkout (PYTHONPATH=old/src) measures the code before a change.
+
+    python benchmarks/engine.py --same-reports-as OLD/src [--traces 20000]
+
+checks that a change to the engine left every report byte for byte as it was: the lean and the full report
+of (b)'s traces (20 and 50 rules), of longer traces against the 50 rules, and of the tau traces
+(../shared/data/tau) and each golden suite's traces against every golden suite's rule set, as models and as
+plain records, written by this checkout and by OLD/src (in a child process); the first difference of each
+corpus is printed, and the exit code is 1 if there is any.
 """
 
 from __future__ import annotations
@@ -362,6 +370,142 @@ def bench_in_process(n_calls: int, n_traces: int, repeats: int) -> None:
     print(f"medians of {repeats} runs; the variants alternate within each run")
 
 
+ROOT = Path(__file__).resolve().parents[1]
+TAU = ROOT.parent / "shared" / "data" / "tau" / "traces.jsonl"
+
+
+def _as_plain(trace):
+    """The trace's calls as a plain JSONL record reads (``PlainTrace``): the engine's other input path."""
+    from seqjudge.ingest.plain import plain_trace
+
+    record = {
+        "trace_id": trace.trace_id or "<unnamed>",
+        "calls": [
+            {"tool_name": c.tool_name, "arguments": c.arguments, "status": c.status} for c in trace.calls
+        ],
+        "context": trace.context,
+        "metadata": trace.metadata,
+    }
+    plain = plain_trace(json.loads(json.dumps(record)), None)
+    assert plain is not None, trace.trace_id
+    return plain
+
+
+def _same_rules() -> dict:
+    t, key, order, both = TOOLS, [SAME_KEY], ["order_id"], [SAME_KEY, "order_id"]
+    return {
+        "rules": [
+            {"type": "before", "first": t[0], "then": t[1], "same": key},
+            {"type": "before", "first": "get_order", "then": "cancel_order", "same": order},
+            {"type": "max_calls", "tool": t[2], "max": 0, "same": key},
+            {"type": "max_calls", "tool": [t[2], t[3]], "max": 1, "same": key},
+            {"type": "max_calls", "tool": "cancel_order", "max": 1, "same": both},
+            {"type": "never_after", "trigger": t[3], "forbidden": t[4], "same": key},
+            {"type": "after", "trigger": t[5], "then": t[6], "within": 3, "same": key},
+            {"type": "after", "trigger": "get_order", "then": "cancel_order", "within": 5, "same": order},
+            {"type": "sequence", "tools": ["get_order", "cancel_order"], "same": order},
+            {"type": "sequence", "tools": [t[7], t[8]], "strict": True, "same": key},
+            {"type": "sequence", "tools": [t[0], t[1], t[2]], "same": key},
+            {
+                "type": "before",
+                "first": {"tool": t[9], "args_match": {"q": "^[0-4]"}},
+                "then": {"tool": t[10], "status": "ok"},
+                "same": key,
+            },
+        ]
+    }
+
+
+def report_corpora(n_traces: int):
+    """(name, rule set, traces): every pair `--same-reports-as` compares the reports of."""
+    from seqjudge import load_rules, load_traces
+    from seqjudge.ingest.plain import plain_trace
+    from seqjudge.rules.model import RuleSet
+    from seqjudge.trace import Trace
+
+    rng = random.Random(11)
+    many = [{"trace_id": f"t{k}", "calls": make_calls(20, rng)} for k in range(n_traces)]
+    plain = [plain_trace(json.loads(json.dumps(r)), None) for r in many]
+    r20, r50 = RuleSet.model_validate(rules_20()), RuleSet.model_validate(rules_50())
+    yield "(b) traces, 20 rules", r20, plain
+    yield "(b) traces, 50 rules", r50, plain
+    rng = random.Random(7)
+    prod = {"env": "prod"}
+    long = [
+        Trace.model_validate({"trace_id": f"l{k}", "calls": make_calls(2000, rng), "context": prod})
+        for k in range(10)
+    ]
+    yield "10 traces x 2,000 calls, 50 rules", r50, long
+    # Per-value rules of every type on traces whose groups hold several calls (3 values of `key`, and calls
+    # that lack it): (b)'s 1,000 values make groups of one call.
+    for record in many:
+        for n, call in enumerate(record["calls"]):
+            value = call["arguments"].pop(SAME_KEY, None)
+            if value is not None and n % 7:
+                call["arguments"][SAME_KEY] = int(value[1:]) % 3
+    few = [plain_trace(json.loads(json.dumps(r)), None) for r in many]
+    yield "(b) traces, 3 values of key, same: rules", RuleSet.model_validate(_same_rules()), few
+    suites = sorted(p.parent for p in (ROOT / "golden_traces").glob("*/rules.yaml"))
+    sources = [(s.name, list(load_traces(s / "traces.jsonl"))) for s in suites]
+    if TAU.is_file():
+        sources.append(("tau", list(load_traces(TAU))))
+    for suite in suites:
+        rules = load_rules(suite / "rules.yaml")
+        for name, traces in sources:
+            yield f"{name} traces, {suite.name} rules", rules, traces
+            yield f"{name} traces as plain records, {suite.name} rules", rules, [_as_plain(t) for t in traces]
+
+
+def write_reports(n_traces: int, out: Path) -> None:
+    """Every corpus's lean and full reports, one JSON line each, under a header line per corpus."""
+    from seqjudge.report import report_line
+    from seqjudge.rules.engine import Engine
+
+    with out.open("wb") as f:
+        for name, rules, traces in report_corpora(n_traces):
+            engine = Engine(rules)
+            for explain in ("not-passed", "all"):
+                f.write(json.dumps({"corpus": name, "explain": explain}).encode() + b"\n")
+                for trace in traces:
+                    f.write(report_line(engine.check_data(trace, explain=explain)))
+
+
+def same_reports_as(old_src: str, n_traces: int) -> int:
+    """Write the reports with this checkout and with ``old_src``; print each corpus's first difference."""
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory() as d:
+        new, old = Path(d) / "new.jsonl", Path(d) / "old.jsonl"
+        env = {**os.environ, "PYTHONPATH": old_src}
+        command = [sys.executable, __file__, "--write-reports", str(old), "--traces", str(n_traces)]
+        child = subprocess.Popen(command, env=env)
+        write_reports(n_traces, new)
+        assert child.wait() == 0, "the old checkout failed to write its reports"
+        corpus, seen, differing = "", 0, 0
+        counts: dict[str, int] = {}
+        with new.open("rb") as a, old.open("rb") as b:
+            for line_new, line_old in zip(a, b, strict=True):
+                if line_new.startswith(b'{"corpus"'):
+                    assert line_new == line_old, (line_new, line_old)
+                    head = json.loads(line_new)
+                    corpus, seen = f"{head['corpus']} ({head['explain']})", 0
+                    counts[corpus] = 0
+                    continue
+                seen += 1
+                counts[corpus] += 1
+                if line_new != line_old:
+                    differing += 1
+                    if differing == 1 or seen == 1:
+                        print(f"DIFFERENT: {corpus}, report {seen}:")
+                        print(f"  new {line_new[:600]!r}\n  old {line_old[:600]!r}")
+    for name, count in counts.items():
+        print(f"  {count:7,} reports  {name}")
+    total = sum(counts.values())
+    print(f"{total:,} reports in {len(counts)} corpora; {differing:,} differ from {old_src}'s")
+    return 1 if differing else 0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
@@ -370,7 +514,14 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=None, help="(b): check --workers N (default: its own)")
     ap.add_argument("--only-b", action="store_true", help="skip (a) and (c)")
     ap.add_argument("--in-process", action="store_true", help="the engine alone, in CPU seconds")
+    ap.add_argument("--same-reports-as", metavar="OLD_SRC", help="compare every report with OLD_SRC's")
+    ap.add_argument("--write-reports", metavar="FILE", help=argparse.SUPPRESS)  # --same-reports-as's child
     args = ap.parse_args()
+    if args.write_reports:
+        write_reports(args.traces, Path(args.write_reports))
+        return
+    if args.same_reports_as:
+        raise SystemExit(same_reports_as(args.same_reports_as, args.traces))
     if args.in_process:
         bench_in_process(args.calls, args.traces, args.repeats)
         return

@@ -113,3 +113,35 @@ def test_a_rule_failing_on_an_empty_trace_is_evaluated_on_every_group(
         'For key="b": 2 call(s).',
     ]
     assert report.rules[0].call_indices == [0, 1, 2]
+
+
+def test_failed_values_are_ordered_by_their_first_call_even_one_no_operand_selects() -> None:
+    """b first appears at call 1 (a `y`, which the rule does not select), a at call 2: b is reported first."""
+    calls = trace(("y", {"v": "b"}), ("x", {"v": "a"}), ("x", {"v": "b"}))
+    report = engine({"type": "max_calls", "tool": "x", "max": 0, "same": ["v"]}).check(calls)
+    assert [v.offending_call_index for v in report.violations] == [2, 1]
+    assert report.rules[0].explanation.startswith('Failed for v="b"; v="a": ')
+
+
+def test_a_lean_report_groups_only_the_calls_the_operands_select(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20: a group is evaluated on its share of the operands' positions; the other calls' values are
+    read only when a report shows the number of values (the full report) or a rule walks a group's calls."""
+    asked: list[str] = []
+    original = index_module.Grouping.all_members
+
+    def every_group(self: Any) -> Any:
+        asked.append("all")
+        return original(self)
+
+    monkeypatch.setattr(index_module.Grouping, "all_members", every_group)
+    rules = engine(
+        {"type": "max_calls", "tool": "x", "max": 1, "same": ["key"]},
+        {"type": "before", "first": "y", "then": "x", "same": ["key"]},
+    )
+    calls = trace(*[("z", {"key": k}) for k in range(30)], ("y", {"key": 1}), ("x", {"key": 1}))
+    lean = rules.check_data(calls, explain="not-passed")
+    assert [r["outcome"] for r in lean["rules"]] == ["passed", "passed"]
+    assert asked == []
+    full = rules.check_data(calls, explain="all")
+    assert full["rules"][0]["explanation"] == "Held for each of 30 value(s) of key."
+    assert asked == ["all"]  # once per trace, for both rules

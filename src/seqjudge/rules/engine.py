@@ -7,7 +7,6 @@ what it should have failed).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from seqjudge.report import (
@@ -59,6 +58,9 @@ class _Compiled:
         "severity",
         "group",
         "when",
+        "lean",
+        "no_group",
+        "no_value",
     )
 
     def __init__(
@@ -80,6 +82,24 @@ class _Compiled:
         self.group: str | None = rule.group
         self.when: dict[str, Any] | None = rule.when
         self.description: str = rule.description or rule.describe()
+        # A lean report's entry of this rule when it passed: copied per trace, not rebuilt.
+        self.lean: dict[str, Any] = {
+            "rule_id": self.rule_id,
+            "type": self.type,
+            "severity": self.severity,
+            "outcome": "passed",
+            "group": self.group,
+        }
+        # What a `same:` rule says when no group fails, but for the count of values (read-only, shared).
+        if same:
+            named = ", ".join(same)
+            nothing = (
+                ev.Finding("passed", f"No call carries {named}, so nothing to count.")
+                if self.type == "max_calls"
+                else ev.Finding("not_exercised", f"No call carries {named}.")
+            )
+            self.no_group: ev.Finding = nothing
+            self.no_value = ev.Finding("not_exercised", f"Not exercised for any value of {named}.")
 
     def entry(
         self,
@@ -98,16 +118,6 @@ class _Compiled:
             "explanation": explanation,
             "group": self.group,
             "details": details,
-        }
-
-    def passed_entry(self) -> dict[str, Any]:
-        """This rule's entry in a lean report (``report.Explain``) when it passed: no explanation."""
-        return {
-            "rule_id": self.rule_id,
-            "type": self.type,
-            "severity": self.severity,
-            "outcome": "passed",
-            "group": self.group,
         }
 
 
@@ -205,7 +215,7 @@ class Engine:
         self, trace: Trace | PlainTrace, threshold: float, risk_level: RiskLevel, explain_all: bool
     ) -> dict[str, Any]:
         index = TraceIndex.of(trace)
-        whole = View(index)
+        whole = View(index, explain=explain_all)
         # Plain dicts: a caller that wants models validates the whole report once (one pass through
         # pydantic-core instead of one model construction per rule), and `check` JSONL skips models.
         results: list[dict[str, Any]] = []
@@ -217,7 +227,7 @@ class Engine:
         ok = index.ok
         passed = failed = 0
         critical_failed = critical = False
-        counts = dict.fromkeys(_OUTCOMES, 0)  # for the summary
+        counts = dict.fromkeys(_OUTCOMES, 0)  # for the summary, but for passed (counted in `passed`)
         for comp in self.compiled:
             when = comp.when
             if when and not context_matches(context, when, metadata):
@@ -229,26 +239,26 @@ class Engine:
                 results.append(comp.entry("deferred", _DEFERRED))
                 counts["deferred"] += 1
                 continue
-            finding = evaluate(whole) if not comp.same else self._evaluate_same(comp, index)
+            finding = evaluate(whole) if comp.same is None else self._evaluate_same(comp, index, explain_all)
             flaws = finding.flaws
             if cycle_hits:
                 hits = cycle_hits.get(comp.rule_id)
                 if hits:
                     flaws = [*flaws, *(_cycle_flaw(text) for text in hits)]
+            if not flaws and finding.outcome == "passed":
+                passed += 1
+                results.append(
+                    comp.entry("passed", finding.explanation, finding.call_indices, finding.details)
+                    if explain_all
+                    else comp.lean.copy()  # all a lean report says of a pass (evaluate.BARE_PASS's case)
+                )
+                continue  # no flaws: a rule with any failed
             outcome = "failed" if flaws else finding.outcome
             explanation = finding.explanation
             if flaws and finding.outcome != "failed":
                 explanation = flaws[-1].explanation
-            counts[outcome] += 1
-            if outcome == "passed":
-                passed += 1
-                results.append(
-                    comp.entry(outcome, explanation, finding.call_indices, finding.details)
-                    if explain_all
-                    else comp.passed_entry()
-                )
-                continue  # no flaws: a rule with any failed
             results.append(comp.entry(outcome, explanation, finding.call_indices, finding.details))
+            counts[outcome] += 1
             if outcome == "failed":
                 failed += 1
                 if comp.severity == "critical":
@@ -289,6 +299,7 @@ class Engine:
                     )
         checked = passed + failed
         value = 0.0 if critical_failed else (passed / checked if checked else 1.0)
+        counts["passed"] = passed
         return {
             "trace_id": trace.trace_id or "<unnamed>",
             "verdict": verdict(value, critical, threshold=threshold, risk_level=risk_level),
@@ -302,47 +313,50 @@ class Engine:
             "rules": results,
         }
 
-    def _evaluate_same(self, comp: _Compiled, index: TraceIndex) -> ev.Finding:
-        """A ``same:`` rule: evaluated on each group of calls that share the arguments' values."""
+    def _evaluate_same(self, comp: _Compiled, index: TraceIndex, explain: bool) -> ev.Finding:
+        """A ``same:`` rule: evaluated on each group of calls that share the arguments' values.
+
+        Only the groups an operand touches are evaluated, each on its share of the operands' positions; the
+        others have the rule's finding on an empty trace (``comp.untouched``) and are only counted, and only
+        when the count is shown (``explain``) or decides the outcome."""
         assert comp.same is not None and comp.evaluate is not None and comp.untouched is not None
         grouping = index.grouping(comp.same)
-        n_groups = len(grouping)
-        if not n_groups:
-            if comp.type == "max_calls":
-                return ev.Finding("passed", f"No call carries {', '.join(comp.same)}, so nothing to count.")
-            return ev.Finding("not_exercised", f"No call carries {', '.join(comp.same)}.")
         untouched = comp.untouched
-        groups: Iterable[int]
+        # Each group to evaluate, with one of its calls (which names its values in messages).
+        groups: dict[Any, int] = {}
         if untouched.outcome == "failed":
             # No rule type fails on an empty trace today; one that did would need each group's own flaws.
-            groups = range(n_groups)
+            groups = {g: calls[0] for g, calls in grouping.all_members().items()}
         else:
-            touched: set[int] = set()
             for sel in comp.operands:
-                touched.update(grouping.split(sel))
-            groups = sorted(touched)
+                for g, (calls, _) in grouping.split(sel).items():
+                    if g not in groups:
+                        groups[g] = calls[0]
+        if not groups and not grouping.any():
+            return comp.no_group
         evaluate = comp.evaluate
+        view = View(index, grouping, explain=explain)
         n_passed = 0
         held: set[int] = set()
-        failed: list[tuple[int, ev.Finding]] = []
-        n_evaluated = 0
+        failed: list[tuple[Any, ev.Finding]] = []
         for g in groups:
-            f = evaluate(View(index, grouping, g))
-            n_evaluated += 1
+            view.group = g
+            f = evaluate(view)
             if f.outcome == "failed":
                 failed.append((g, f))
             elif f.outcome == "passed":
                 n_passed += 1
-                held.update(f.call_indices)
-        if untouched.outcome == "passed" and n_evaluated < n_groups:
-            n_passed += n_groups - n_evaluated
-            held.update(untouched.call_indices)
+                if explain:
+                    held.update(f.call_indices)
         if failed:
+            if len(failed) > 1:  # in the order the values first appear in the trace
+                order = {g: k for k, g in enumerate(grouping.all_members())}
+                failed.sort(key=lambda gf: order[gf[0]])
             flaws: list[ev.Flaw] = []
             indices: set[int] = set()
             labels: list[str] = []
             for g, f in failed:
-                label = grouping.label(g)
+                label = grouping.label(groups[g])
                 labels.append(label)
                 indices.update(f.call_indices)
                 for fl in f.flaws:
@@ -351,11 +365,21 @@ class Engine:
                     flaws.append(fl)
             text = f"Failed for {'; '.join(labels)}: " + " ".join(f.explanation for _, f in failed)
             return ev.Finding("failed", text, sorted(indices), flaws)
-        if n_passed:
-            return ev.Finding(
-                "passed", f"Held for each of {n_passed} value(s) of {', '.join(comp.same)}.", sorted(held)
-            )
-        return ev.Finding("not_exercised", f"Not exercised for any value of {', '.join(comp.same)}.")
+        if untouched.outcome == "passed":
+            if explain:
+                n_untouched = len(grouping) - len(groups)
+                if n_untouched:
+                    n_passed += n_untouched
+                    held.update(untouched.call_indices)
+            elif not n_passed and (not groups or len(grouping) > len(groups)):
+                n_passed = 1  # a group no operand touches passes (with no group touched, `any` said one is)
+        if not n_passed:
+            return comp.no_value
+        if not explain:
+            return ev.BARE_PASS
+        return ev.Finding(
+            "passed", f"Held for each of {n_passed} value(s) of {', '.join(comp.same)}.", sorted(held)
+        )
 
     def _cycle_hits(self, index: TraceIndex) -> dict[str, list[str]]:
         hits: dict[str, list[str]] = {}

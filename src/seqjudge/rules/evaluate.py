@@ -10,6 +10,7 @@ Positions are 0-based here and in JSON; messages say "call N" 1-based, as a pers
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from seqjudge.rules.index import View
@@ -38,6 +39,19 @@ class Finding:
     call_indices: list[int] = field(default_factory=list)
     flaws: list[Flaw] = field(default_factory=list)
     details: dict[str, Any] | None = None
+
+
+# A pass the report will not explain (``View.explain`` is False: a lean report's passed rule, a ``same:``
+# group's pass that is only counted): returned instead of building an explanation nobody reads. Shared, so
+# never changed.
+BARE_PASS = Finding("passed", "")
+
+
+@cache
+def never_called(text: str) -> Finding:
+    """The finding of a rule whose trigger ``text`` is never called: the same each time, so built once
+    (shared, so never changed)."""
+    return Finding("not_exercised", f"{text} is never called.")
 
 
 def at(v: View, i: int) -> str:

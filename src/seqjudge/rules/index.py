@@ -5,7 +5,8 @@ sorted positions of its calls and of its successful calls. A selector's position
 lists (merged or filtered) and cached, so rules that share an operand share the work. A ``View`` is what one
 rule evaluation sees: the whole trace, or one ``same:`` group whose calls keep their global positions and
 steps. The groups of a ``same:`` argument list are found once per trace (a ``Grouping``), and a selector's
-positions are split by group once, so every rule with those arguments shares both.
+positions are split by group once, so every rule with those arguments shares both; a group is evaluated on
+those positions, and calls no operand selects are grouped only if a rule asks for every call of a group.
 
 Columns rather than call objects: the evaluators read a call's name far more often than anything else, and a
 plain JSONL record (``seqjudge.trace.PlainTrace``) can hand its columns over without building a model.
@@ -14,13 +15,18 @@ plain JSONL record (``seqjudge.trace.PlainTrace``) can hand its columns over wit
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections.abc import Sequence
+from itertools import repeat
+from operator import contains
 from typing import Any
 
 from seqjudge.rules.select import Selector
 from seqjudge.trace import PlainTrace, Trace
 
 EMPTY: list[int] = []
+# Up to this many calls a trace is indexed by the loop that suits few calls to many tools.
+_SHORT = 64
 
 
 class TraceIndex:
@@ -48,20 +54,46 @@ class TraceIndex:
         # Steps are ordinals from 0 that grow by at most one a call, so the last one says whether every
         # call is its own step (steps[i] == i), which lets evaluators use positions as steps.
         self.sequential = not steps or steps[-1] == self.n - 1
+        if len(ok) != self.n:
+            raise ValueError(f"{self.n} call names but {len(ok)} statuses")
         by_name: dict[str, list[int]] = {}
-        ok_by_name: dict[str, list[int]] = {}
-        # One pass, appending to both lists of the call's name: sequential access only (a second pass
-        # filtering each name's positions by `ok` reads a million-entry list at random).
-        for i, (name, good) in enumerate(zip(names, ok, strict=True)):
-            try:
-                by_name[name].append(i)
-            except KeyError:
-                by_name[name] = [i]
-                ok_by_name[name] = []
-            if good:
-                ok_by_name[name].append(i)
+        if self.n > _SHORT:
+            for i, name in enumerate(names):
+                try:
+                    by_name[name].append(i)
+                except KeyError:
+                    by_name[name] = [i]
+        else:  # few calls, mostly to different tools: a KeyError raised per new name would cost more
+            for i, name in enumerate(names):
+                if name in by_name:
+                    by_name[name].append(i)
+                else:
+                    by_name[name] = [i]
         self.by_name = by_name
-        self.ok_by_name = ok_by_name
+        # Calls fail rarely. Without a failed call (most traces) the successful positions are the same
+        # lists, which nothing changes; otherwise the failed calls are found by C-level scans and cut out of
+        # their names' lists, whose runs between them are copied as slices.
+        n_failed = ok.count(False)
+        if n_failed:
+            failed: dict[str, list[int]] = {}
+            i = -1
+            for _ in range(n_failed):
+                i = ok.index(False, i + 1)
+                failed.setdefault(names[i], []).append(i)
+            ok_by_name = by_name.copy()
+            for name, cut in failed.items():
+                positions = by_name[name]
+                kept: list[int] = []
+                start = 0
+                for i in cut:
+                    at = bisect_left(positions, i, start)
+                    kept += positions[start:at]
+                    start = at + 1
+                kept += positions[start:]
+                ok_by_name[name] = kept
+            self.ok_by_name = ok_by_name
+        else:
+            self.ok_by_name = by_name
         self._sel: dict[Selector, tuple[list[int], list[int]]] = {}
         self._groupings: dict[tuple[str, ...], Grouping] = {}
 
@@ -153,109 +185,130 @@ def _group_key(value: Any) -> Any:
 class Grouping:
     """The calls of one trace grouped by the values of some arguments (one ``same:`` list).
 
-    A call lacking any of the arguments is in no group. Groups are numbered by first appearance, and values
-    count as equal when their JSON texts are. ``group_of[i]`` is call ``i``'s group (-1: none), so a
-    selector's positions split into groups in one pass over those positions (``split``), not one pass over
-    every group's calls per selector; the split is cached, so rules sharing an operand share it.
+    A call lacking any of the arguments is in no group; values count as equal when their JSON texts are, and
+    a group is named by its key (``_group_key`` of its values). Built lazily, because a rule reads only the
+    groups its operands touch: ``split`` groups one selector's positions by their calls' values (cached, so
+    every rule with those arguments and that operand shares it); the other calls' values are read only when
+    the number of groups, their order of first appearance or a group's every call is asked for (``members``,
+    built once for all groups). The grouping itself is built once per trace and ``same:`` list.
     """
 
-    __slots__ = ("index", "keys", "group_of", "_first", "_split", "_members")
+    __slots__ = ("index", "keys", "_key", "_split", "_members")
 
     def __init__(self, index: TraceIndex, keys: tuple[str, ...]) -> None:
         self.index = index
         self.keys = keys
-        ids: dict[Any, int] = {}
-        first: list[dict[str, Any]] = []  # per group, the arguments of its first call (for its label)
-        group_of: list[int] = []
-        # One loop with the common case, one string argument, inlined: it serves a trace of twenty calls
-        # (where setting up C-level passes costs more than the loop) and of a million alike.
-        if len(keys) == 1:
-            (k,) = keys
-            append, lookup = group_of.append, ids.get
-            for a in index.args:
-                value = a.get(k, _MISSING)
-                if value is _MISSING:
-                    append(-1)
-                    continue
-                key = value if type(value) is str else _group_key(value)
-                g = lookup(key)
-                if g is None:
-                    g = ids[key] = len(first)
-                    first.append(a)
-                append(g)
-        else:
-            for a in index.args:
-                try:
-                    key = tuple([_group_key(a[k]) for k in keys])
-                except KeyError:
-                    group_of.append(-1)
-                    continue
-                g = ids.get(key)
-                if g is None:
-                    g = ids[key] = len(first)
-                    first.append(a)
-                group_of.append(g)
-        self.group_of = group_of
-        self._first = first
-        self._split: dict[Selector, dict[int, tuple[list[int], list[int]]]] = {}
-        self._members: list[list[int]] | None = None
+        self._key = keys[0] if len(keys) == 1 else None  # the common case, one argument, inlined below
+        self._split: dict[Selector, dict[Any, tuple[list[int], list[int]]]] = {}
+        self._members: dict[Any, list[int]] | None = None
 
-    def __len__(self) -> int:
-        return len(self._first)
+    def key_of(self, args: dict[str, Any]) -> Any:
+        """The key of the group of a call with these arguments, or ``_MISSING`` when it is in none."""
+        k = self._key
+        if k is not None:
+            value = args.get(k, _MISSING)
+            if value is _MISSING or type(value) is str:
+                return value
+            return _group_key(value)
+        try:
+            return tuple([_group_key(args[k]) for k in self.keys])
+        except KeyError:
+            return _MISSING
 
-    def label(self, g: int) -> str:
-        """Group ``g``'s values as messages name them: ``order_id="#1"``."""
-        a = self._first[g]
-        return ", ".join(f"{k}={_value_text(a[k])}" for k in self.keys)
-
-    def split(self, sel: Selector) -> dict[int, tuple[list[int], list[int]]]:
+    def split(self, sel: Selector) -> dict[Any, tuple[list[int], list[int]]]:
         """Per group that has any, (its calls matching ``sel``, the successful ones), sorted."""
         hit = self._split.get(sel)
         if hit is not None:
             return hit
-        every, ok = self.index.positions(sel)
-        group_of = self.group_of
-        out: dict[int, tuple[list[int], list[int]]] = {}
+        every, _ = self.index.positions(sel)
+        args, ok, key_of, k = self.index.args, self.index.ok, self.key_of, self._key
+        out: dict[Any, tuple[list[int], list[int]]] = {}
         for i in every:
-            g = group_of[i]
-            if g >= 0:
-                pair = out.get(g)
-                if pair is None:
-                    out[g] = ([i], [])
-                else:
-                    pair[0].append(i)
-        for i in ok:
-            g = group_of[i]
-            if g >= 0:
-                out[g][1].append(i)
+            if k is not None:  # key_of inlined for one argument with a string value
+                g = args[i].get(k, _MISSING)
+                if g is _MISSING:
+                    continue
+                if type(g) is not str:
+                    g = _group_key(g)
+            else:
+                g = key_of(args[i])
+                if g is _MISSING:
+                    continue
+            pair = out.get(g)
+            if pair is None:
+                pair = out[g] = ([], [])
+            pair[0].append(i)
+            if ok[i]:
+                pair[1].append(i)
         self._split[sel] = out
         return out
 
-    def members(self, g: int) -> list[int]:
-        """Every call of group ``g``, in order (built for all groups at the first request)."""
-        if self._members is None:
-            members: list[list[int]] = [[] for _ in self._first]
-            for i, h in enumerate(self.group_of):
-                if h >= 0:
-                    members[h].append(i)
-            self._members = members
-        return self._members[g]
+    def members(self, g: Any) -> list[int]:
+        """Every call of group ``g``, in order."""
+        return self.all_members()[g]
+
+    def all_members(self) -> dict[Any, list[int]]:
+        """Every group's calls, the groups in order of first appearance (built at the first request)."""
+        members = self._members
+        if members is None:
+            members = self._members = {}
+            key_of, k = self.key_of, self._key
+            for i, a in enumerate(self.index.args):
+                if k is not None:  # key_of inlined for one argument with a string value
+                    g = a.get(k, _MISSING)
+                    if g is _MISSING:
+                        continue
+                    if type(g) is not str:
+                        g = _group_key(g)
+                else:
+                    g = key_of(a)
+                    if g is _MISSING:
+                        continue
+                calls = members.get(g)
+                if calls is None:
+                    members[g] = [i]
+                else:
+                    calls.append(i)
+        return members
+
+    def __len__(self) -> int:
+        return len(self.all_members())
+
+    def any(self) -> bool:
+        """Does any call carry the arguments (is there a group)? Stops at the first that does."""
+        if self._members is not None:
+            return bool(self._members)
+        args, k = self.index.args, self._key
+        if k is not None:
+            return any(map(contains, args, repeat(k)))  # at C speed: most calls may lack the argument
+        keys = self.keys
+        return any(all(k in a for k in keys) for a in args)
+
+    def label(self, i: int) -> str:
+        """The values of call ``i``'s group as messages name them: ``order_id="#1"``."""
+        a = self.index.args[i]
+        return ", ".join(f"{k}={_value_text(a[k])}" for k in self.keys)
 
 
 class View:
-    """The calls one rule evaluation sees: the whole trace, or group ``group`` of a ``Grouping``.
+    """The calls one rule evaluation sees: the whole trace, or the group ``group`` of a ``Grouping``.
 
     Evaluators read a view only through ``positions`` (and, walking a group's calls, ``members`` and
     ``every_position``), which the ``same:`` evaluation relies on: a group none of whose calls match any of
-    a rule's operands gets the rule's finding on an empty trace.
+    a rule's operands gets the rule's finding on an empty trace. One view serves every group of a ``same:``
+    rule in turn (its ``group`` is set before each evaluation). ``explain`` False: the report will not show
+    a pass, so an evaluator may return ``evaluate.BARE_PASS`` instead of explaining it.
     """
 
-    __slots__ = ("index", "grouping", "group", "_cache")
+    __slots__ = ("index", "grouping", "group", "explain", "_cache")
 
-    def __init__(self, index: TraceIndex, grouping: Grouping | None = None, group: int = -1) -> None:
+    def __init__(
+        self, index: TraceIndex, grouping: Grouping | None = None, group: Any = None, explain: bool = True
+    ) -> None:
         self.index = index
         self.grouping = grouping
         self.group = group
+        self.explain = explain
         # The whole trace's view reads the index's cache itself: a hit costs one call, not two.
         self._cache: dict[Selector, tuple[list[int], list[int]]] = index._sel
 

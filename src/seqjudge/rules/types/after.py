@@ -20,7 +20,7 @@ from seqjudge.rules.base import (
     never_met,
     operand_text,
 )
-from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw, never_called
 from seqjudge.rules.evaluate import at as _at
 from seqjudge.rules.select import selects_within
 
@@ -81,7 +81,7 @@ class AfterRule(SameMixin, RuleBase):
 def after(rule: AfterRule, trigger: Selector, then: Selector, v: View) -> Finding:
     trig_all, _ = v.positions(trigger)
     if not trig_all:
-        return Finding("not_exercised", f"{trigger.text} is never called.")
+        return never_called(trigger.text)
     steps = v.index.steps
     _, then_ok = v.positions(then)
     # Every call its own step (the common case): a step is the position, and a million-entry copy is saved.
@@ -102,6 +102,8 @@ def after(rule: AfterRule, trigger: Selector, then: Selector, v: View) -> Findin
         else:
             missed.append(t)
     if not missed:
+        if not v.explain:
+            return BARE_PASS
         return Finding(
             "passed",
             f"Every {trigger.text} was followed by {then.text} within {within} step(s).",

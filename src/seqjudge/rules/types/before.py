@@ -20,7 +20,7 @@ from seqjudge.rules.base import (
     never_met,
     operand_text,
 )
-from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw, never_called
 from seqjudge.rules.evaluate import at as _at
 from seqjudge.rules.evaluate import failed_note as _failed_note
 from seqjudge.rules.evaluate import first_ok_before as _first_ok_before
@@ -90,14 +90,16 @@ class BeforeRule(SameMixin, RuleBase):
 def before(rule: BeforeRule, first: Selector, then: Selector, v: View) -> Finding:
     then_all, _ = v.positions(then)
     if not then_all:
-        return Finding("not_exercised", f"{then.text} is never called.")
+        return never_called(then.text)
     t = then_all[0]
     steps = v.index.steps
     first_all, first_ok = v.positions(first)
     p = _first_ok_before(first_ok, steps, steps[t])
-    expected = f"{first.text} before {then.text}"
     if p is not None:
+        if not v.explain:
+            return BARE_PASS
         return Finding("passed", f"{_at(v, p)} precedes {_at(v, t)}.", [p, t])
+    expected = f"{first.text} before {then.text}"
     if first_ok:
         q = first_ok[0]
         how = "in the same step as" if steps[q] == steps[t] else "only after"

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from seqjudge.rules.base import Evaluator, Ordering, RuleBase, SelectorFactory, Wording
-from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
 
 if TYPE_CHECKING:
@@ -55,6 +55,8 @@ def blocklist(rule: BlocklistRule, v: View) -> Finding:
         names = index.names
         hits = [i for i in v.members if pattern in names[i]]
     if not hits:
+        if not v.explain:
+            return BARE_PASS
         return Finding("passed", f"No tool whose name contains {pattern!r} was called.")
     f = hits[0]
     more = f" ({len(hits)} forbidden calls in all)" if len(hits) > 1 else ""

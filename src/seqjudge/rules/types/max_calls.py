@@ -19,7 +19,7 @@ from seqjudge.rules.base import (
     check_operand,
     operand_text,
 )
-from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
 
 if TYPE_CHECKING:
@@ -74,6 +74,8 @@ def max_calls(rule: MaxCallsRule, sel: Selector, v: View) -> Finding:
     every, _ = v.positions(sel)
     limit = rule.max
     if len(every) <= limit:
+        if not v.explain:
+            return BARE_PASS
         return Finding(
             "passed", f"{sel.text} called {len(every)} time(s), at most {limit} allowed.", list(every)
         )

@@ -19,7 +19,7 @@ from seqjudge.rules.base import (
     check_operand,
     operand_text,
 )
-from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw, never_called
 from seqjudge.rules.evaluate import at as _at
 from seqjudge.rules.evaluate import name as _name
 
@@ -62,7 +62,7 @@ class NeverAfterRule(SameMixin, RuleBase):
 def never_after(rule: NeverAfterRule, trigger: Selector, forbidden: Selector, v: View) -> Finding:
     trig_all, _ = v.positions(trigger)
     if not trig_all:
-        return Finding("not_exercised", f"{trigger.text} is never called.")
+        return never_called(trigger.text)
     a = trig_all[0]
     steps = v.index.steps
     forb_all, _ = v.positions(forbidden)
@@ -71,6 +71,8 @@ def never_after(rule: NeverAfterRule, trigger: Selector, forbidden: Selector, v:
     while k < len(forb_all) and steps[forb_all[k]] <= steps[a]:
         k += 1
     if k == len(forb_all):
+        if not v.explain:
+            return BARE_PASS
         return Finding("passed", f"Nothing forbidden follows {_at(v, a)}.", [a])
     f = forb_all[k]
     return Finding(

@@ -19,7 +19,7 @@ from seqjudge.rules.base import (
     never_met,
     operand_text,
 )
-from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
 from seqjudge.rules.evaluate import failed_note as _failed_note
 
@@ -63,6 +63,8 @@ class RequireRule(RuleBase):
 def require(rule: RequireRule, sel: Selector, v: View) -> Finding:
     every, ok = v.positions(sel)
     if ok:
+        if not v.explain:
+            return BARE_PASS
         return Finding("passed", f"{_at(v, ok[0])} succeeded.", [ok[0]])
     note = _failed_note(v, every)
     return Finding(

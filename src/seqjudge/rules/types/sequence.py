@@ -21,7 +21,7 @@ from seqjudge.rules.base import (
     never_met,
     operand_text,
 )
-from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
 
 if TYPE_CHECKING:
@@ -83,15 +83,31 @@ class SequenceRule(SameMixin, RuleBase):
         return ("chain", list(self.tools), self.strict)
 
     def compile(self, c: SelectorFactory) -> Evaluator:
-        return partial(sequence, self, [c(x) for x in self.tools])
+        sels = [c(x) for x in self.tools]
+        # Members named by tool alone (the common shape): which members a call matches depends on its name
+        # only, so it is looked up instead of asking every member's selector about every call.
+        by_name: dict[str, list[int]] | None = None
+        if not any(sel.conditions for sel in sels):
+            by_name = {}
+            for m, sel in enumerate(sels):
+                for name in sel.names:
+                    by_name.setdefault(name, []).append(m)
+        names = " -> ".join(s.text for s in sels)
+        expected = names + (" consecutively" if self.strict else " in this order")
+        return partial(sequence, self, sels, by_name, (names, expected))
 
 
-def sequence(rule: SequenceRule, sels: list[Selector], v: View) -> Finding:
+def sequence(
+    rule: SequenceRule,
+    sels: list[Selector],
+    members_by_name: dict[str, list[int]] | None,
+    texts: tuple[str, str],  # the members in words, and what is expected of them
+    v: View,
+) -> Finding:
     index = v.index
     tools, ok, args, steps = index.names, index.ok, index.args, index.steps
     k = len(sels)
-    names = " -> ".join(s.text for s in sels)
-    expected = f"{names}" + (" consecutively" if rule.strict else " in this order")
+    names, expected = texts
     if rule.strict:
         _, first_ok = v.positions(sels[0])
         if not first_ok:
@@ -126,7 +142,11 @@ def sequence(rule: SequenceRule, sels: list[Selector], v: View) -> Finding:
     for i in member_positions:
         if r == k:
             break
-        ms = [m for m, s in enumerate(sels) if s.hit(tools[i], ok[i], args[i])]
+        ms = (
+            members_by_name[tools[i]]
+            if members_by_name is not None
+            else [m for m, s in enumerate(sels) if s.hit(tools[i], ok[i], args[i])]
+        )
         if r in ms:
             if not ok[i]:
                 continue
@@ -172,6 +192,8 @@ def _sequence_break(
 
 def _sequence_end(v: View, sels: list[Selector], r: int, done: list[int], expected: str) -> Finding:
     if r == len(sels):
+        if not v.explain:
+            return BARE_PASS
         return Finding("passed", "Completed: " + ", ".join(_at(v, d) for d in done) + ".", done)
     awaited = sels[r].text
     if not done:

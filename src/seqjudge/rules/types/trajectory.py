@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, field_validator
 
 from seqjudge.rules.base import Evaluator, Ordering, RuleBase, SelectorFactory, Wording
-from seqjudge.rules.evaluate import Finding, Flaw
+from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
 
 if TYPE_CHECKING:
@@ -57,16 +57,16 @@ class TrajectoryRule(RuleBase):
         return None if self.mode == "any_order" else ("chain", list(self.expected), self.mode == "in_order")
 
     def compile(self, c: SelectorFactory) -> Evaluator:
-        return partial(trajectory, self)
+        want: dict[str, int] = {}  # each expected tool, and how often it is expected
+        for name in self.expected:
+            want[name] = want.get(name, 0) + 1
+        return partial(trajectory, self, want)
 
 
-def trajectory(rule: TrajectoryRule, v: View) -> Finding:
+def trajectory(rule: TrajectoryRule, want: dict[str, int], v: View) -> Finding:
     index = v.index
     steps = index.steps
     expected = rule.expected
-    want: dict[str, int] = {}  # a plain count, not a Counter: this runs once per trace and rule
-    for name in expected:
-        want[name] = want.get(name, 0) + 1
     # Everything below reads the per-name position lists; only `exact` may need the whole ok-call list.
     have = {n: len(index.ok_by_name.get(n, ())) for n in want}
     if rule.mode == "precedence":
@@ -75,12 +75,12 @@ def trajectory(rule: TrajectoryRule, v: View) -> Finding:
     else:
         # Each tool as many times as `expected` asks for it more often than it succeeded.
         missing = sorted(n for n, k in want.items() for _ in range(k - have[n]))
-    extra = sorted(n for n in index.by_name if n not in want)
+    extra = sorted(index.by_name.keys() - want.keys())
     first_any = {n: index.by_name[n][0] for n in want if n in index.by_name}
     first_ok = {n: index.ok_by_name[n][0] for n in want if index.ok_by_name.get(n)}
-    distinct = list(dict.fromkeys(expected))
+    distinct = list(want)
     pairs = _inverted_pairs(distinct, first_any, first_ok, steps)
-    n_ok = sum(len(p) for p in index.ok_by_name.values())
+    n_ok = sum(map(len, index.ok_by_name.values()))
     same_order = n_ok == len(expected) and _ok_names(index) == expected
     details: dict[str, Any] = {
         "mode": rule.mode,
@@ -156,6 +156,8 @@ def trajectory(rule: TrajectoryRule, v: View) -> Finding:
             )
         )
     if not flaws:
+        if not v.explain:
+            return BARE_PASS
         return Finding("passed", f"Trajectory matches ({mode}).", sorted(first_ok.values()), details=details)
     involved = set(first_any.values()) | {f.offending for f in flaws if f.offending is not None}
     return Finding("failed", " ".join(f.explanation for f in flaws), sorted(involved), flaws, details)
