@@ -350,8 +350,8 @@ class Engine:
                     held.update(f.call_indices)
         if failed:
             if len(failed) > 1:  # in the order the values first appear in the trace
-                order = {g: k for k, g in enumerate(grouping.all_members())}
-                failed.sort(key=lambda gf: order[gf[0]])
+                first = grouping.first_seen(g for g, _ in failed)
+                failed.sort(key=lambda gf: first[gf[0]])
             flaws: list[ev.Flaw] = []
             indices: set[int] = set()
             labels: list[str] = []

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import repeat
 from operator import contains
 from typing import Any
@@ -270,6 +270,25 @@ class Grouping:
                 else:
                     calls.append(i)
         return members
+
+    def first_seen(self, wanted: Iterable[Any]) -> dict[Any, int]:
+        """The position of the first call of each wanted group. Without the members built, a scan from the
+        start that stops once every wanted group is seen: on a long trace the values mostly appear early,
+        so ordering a few failed groups does not read every call's arguments."""
+        members = self._members
+        if members is not None:
+            return {g: members[g][0] for g in wanted}
+        left = set(wanted)
+        first: dict[Any, int] = {}
+        key_of = self.key_of
+        for i, a in enumerate(self.index.args):
+            g = key_of(a)
+            if g in left:
+                first[g] = i
+                left.discard(g)
+                if not left:
+                    break
+        return first
 
     def __len__(self) -> int:
         return len(self.all_members())
