@@ -155,6 +155,37 @@ def _names(names: Iterable[str]) -> tuple[str, ...]:
     return names if isinstance(names, tuple) else tuple(names)
 
 
+# Every ASCII character a key's words are split on (``_SEPARATORS``); non-ASCII ones are dropped by encoding.
+_NOT_ALNUM = bytes(b for b in range(128) if not (chr(b).isascii() and chr(b).isalnum()))
+
+
+@lru_cache(maxsize=64)
+def _compacts(names: tuple[str, ...]) -> tuple[bytes, ...]:
+    return tuple(compact.encode() for _, compact in _compiled(names))
+
+
+# The contents of a JSON text's strings (keys included), escapes left as they are.
+_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+# A JSON escape: its letters (the n of \n) are not the text's, so it reads as a separator.
+_JSON_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)")
+
+
+def _split_name_in(text: str, names: tuple[str, ...], *, json_text: bool = False) -> bool:
+    """Whether ``text`` may hold a key that matches a name only once its separators are dropped
+    (``pass_word``, ``Pass-Word`` for ``password``), which the first-word screens cannot see: a matching key's
+    letters and digits, lower-cased, contain the name's compact form, so the text's do too. ``json_text``:
+    ``text`` is JSON, whose escapes stand for separators."""
+    compacts = _compacts(names)
+    if not compacts:
+        return False
+    if json_text and "\\" in text:
+        text = _JSON_ESCAPE.sub(" ", text)
+    squeezed = text.lower().encode("ascii", "ignore").translate(None, _NOT_ALNUM)
+    return any(c in squeezed for c in compacts)
+
+
 def key_matches(key: str, names: Iterable[str]) -> bool:
     """Whether ``key`` names a secret under ``names`` (see the module docstring for the rule)."""
     return _key_matches(key, _names(names))
@@ -220,9 +251,14 @@ def may_need_redaction(text: str, names: Iterable[str] = DEFAULT_REDACT) -> bool
     """False when ``redact_text(text, names)`` surely returns ``text``: no name's first word and no value
     pattern's literal in it (plain finds in the lower-cased text, several times cheaper than the screen
     regex on texts of a hundred characters and more)."""
-    literals, user = _screen_literals(_names(names))
+    names = _names(names)
+    literals, user = _screen_literals(names)
     low = text.lower()
-    return any(word in low for word in literals) or (user is not None and user.search(text) is not None)
+    return (
+        any(word in low for word in literals)
+        or (user is not None and user.search(text) is not None)
+        or _split_name_in(text, names)
+    )
 
 
 def _first_words(names: tuple[str, ...]) -> re.Pattern[str]:
@@ -245,12 +281,12 @@ def _redact_text(text: str, names: tuple[str, ...], screen: re.Pattern[str]) -> 
             clean = _CLEAN_SHORT[screen] = set()
         if text in clean:
             return text
-        if not screen.search(text):
+        if not screen.search(text) and not _split_name_in(text, names):
             if len(clean) >= 65_536:
                 clean.clear()
             clean.add(text)
             return text
-    elif not screen.search(text):
+    elif not screen.search(text) and not _split_name_in(text, names):
         return text
     if _compiled(names):
         text = _PAIR.sub(lambda m: _replace_pair(m, names), text)
@@ -295,6 +331,11 @@ def json_needs_value_redaction(json_text: str, names: Iterable[str] = DEFAULT_RE
     user = _user_patterns(names)
     if user and re.search("|".join(user), json_text):
         return True
+    if _split_name_in(json_text, names, json_text=True) and any(
+        (":" in m or "=" in m) and _split_name_in(m, names, json_text=True)
+        for m in _JSON_STRING.findall(json_text)
+    ):
+        return True  # a pair whose key (`pass_word`) holds no first word as written: walk
     for word in words:
         at = folded.find(word)
         while at >= 0:
@@ -437,6 +478,8 @@ def _surely_clean(trace: Trace, names: tuple[str, ...]) -> bool:
     folded = _fold(text)
     if any(words[0] in folded for words, _ in _compiled(names)):
         return False
+    if _split_name_in(text, names, json_text=True):
+        return False  # a key may match a name (`pass_word` holds no first word as written)
     return not json_needs_value_redaction(text, names)
 
 
