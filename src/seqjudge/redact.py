@@ -315,11 +315,18 @@ def json_needs_value_redaction(json_text: str, names: Iterable[str] = DEFAULT_RE
 
     The store writes every result as JSON, and walking each one value by value cost more than everything
     else in storing it. A string only changes when it holds a ``key: value`` or ``key=value`` pair whose key
-    contains a name's first word (``redact_text``), so it needs both a first word and a ``:`` or ``=``.
+    contains a name's first word, or spells a name with separators between its letters (``pass_word``;
+    ``redact_text``), so it needs both such a key and a ``:`` or ``=``.
     Each first word found in the text is checked against the JSON string around it. Escaping only touches
     quotes, backslashes and control characters, never the letters and digits of a word, so a match in a
     string is a match in its JSON form; a word outside any string, or in a key, at worst costs the walk."""
     names = _names(names)
+    return _json_needs_walk(json_text, names, _split_name_in(json_text, names, json_text=True))
+
+
+def _json_needs_walk(json_text: str, names: tuple[str, ...], split: bool) -> bool:
+    """``json_needs_value_redaction``, told whether ``_split_name_in`` holds for the whole text (a large
+    trace's caller has already asked)."""
     words = sorted({w[0] for w, _ in _compiled(names)})
     folded = _fold(json_text)
     if len(folded) != len(json_text):  # pragma: no cover - _fold keeps lengths (tests/test_redact_json.py)
@@ -331,7 +338,7 @@ def json_needs_value_redaction(json_text: str, names: Iterable[str] = DEFAULT_RE
     user = _user_patterns(names)
     if user and re.search("|".join(user), json_text):
         return True
-    if _split_name_in(json_text, names, json_text=True) and any(
+    if split and any(
         (":" in m or "=" in m) and _split_name_in(m, names, json_text=True)
         for m in _JSON_STRING.findall(json_text)
     ):
@@ -480,7 +487,7 @@ def _surely_clean(trace: Trace, names: tuple[str, ...]) -> bool:
         return False
     if _split_name_in(text, names, json_text=True):
         return False  # a key may match a name (`pass_word` holds no first word as written)
-    return not json_needs_value_redaction(text, names)
+    return not _json_needs_walk(text, names, split=False)
 
 
 def secret_env_values(
