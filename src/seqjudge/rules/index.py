@@ -40,7 +40,6 @@ class TraceIndex:
         "by_name",
         "ok_by_name",
         "_sel",
-        "_groupings",
     )
 
     def __init__(
@@ -95,7 +94,6 @@ class TraceIndex:
         else:
             self.ok_by_name = by_name
         self._sel: dict[Selector, tuple[list[int], list[int]]] = {}
-        self._groupings: dict[tuple[str, ...], Grouping] = {}
 
     @classmethod
     def of(cls, trace: Trace | PlainTrace) -> TraceIndex:
@@ -140,14 +138,6 @@ class TraceIndex:
             result = (every, [i for i in every if ok[i]])
         self._sel[sel] = result
         return result
-
-    def grouping(self, keys: Sequence[str]) -> Grouping:
-        """The calls grouped by the values of the ``keys`` arguments (a ``same:`` list), built once."""
-        key = tuple(keys)
-        hit = self._groupings.get(key)
-        if hit is None:
-            hit = self._groupings[key] = Grouping(self, key)
-        return hit
 
     def matching(self, sel: Selector, i: int) -> bool:
         """Does the call at position ``i`` match ``sel``?"""
@@ -243,6 +233,41 @@ class Grouping:
         self._split[sel] = out
         return out
 
+    def shares(self, sels: Sequence[Selector]) -> dict[Any, dict[Selector, tuple[list[int], list[int]]]]:
+        """Per group any of ``sels`` (distinct selectors) touches, in the order the groups first appear among
+        their positions: each selector's share of the group's calls, (every, successful), sorted, or none. A
+        view showing a group's share (``View.share``) is that group to an evaluator that reads only its
+        operands' positions.
+
+        One pass over the selectors' positions and no per-selector split cached: on a short trace a rule's
+        operands touch a call or two, and a lean report evaluates each group once."""
+        index = self.index
+        args, ok, k, cache = index.args, index.ok, self._key, index._sel
+        out: dict[Any, dict[Selector, tuple[list[int], list[int]]]] = {}
+        for sel in sels:
+            hit = cache.get(sel)
+            for i in (hit if hit is not None else index.positions(sel))[0]:
+                if k is not None:  # key_of inlined for one argument with a string value
+                    g = args[i].get(k, _MISSING)
+                    if g is _MISSING:
+                        continue
+                    if type(g) is not str:
+                        g = _group_key(g)
+                else:
+                    g = self.key_of(args[i])
+                    if g is _MISSING:
+                        continue
+                share = out.get(g)
+                if share is None:
+                    share = out[g] = dict.fromkeys(sels, _NO_POSITIONS)
+                pair = share[sel]
+                if pair is _NO_POSITIONS:
+                    pair = share[sel] = ([], [])
+                pair[0].append(i)
+                if ok[i]:
+                    pair[1].append(i)
+        return out
+
     def members(self, g: Any) -> list[int]:
         """Every call of group ``g``, in order."""
         return self.all_members()[g]
@@ -319,7 +344,7 @@ class View:
     a pass, so an evaluator may return ``evaluate.BARE_PASS`` instead of explaining it.
     """
 
-    __slots__ = ("index", "grouping", "group", "explain", "_cache")
+    __slots__ = ("index", "grouping", "group", "explain", "share")
 
     def __init__(
         self, index: TraceIndex, grouping: Grouping | None = None, group: Any = None, explain: bool = True
@@ -328,8 +353,10 @@ class View:
         self.grouping = grouping
         self.group = group
         self.explain = explain
-        # The whole trace's view reads the index's cache itself: a hit costs one call, not two.
-        self._cache: dict[Selector, tuple[list[int], list[int]]] = index._sel
+        # Without a grouping, the positions the view shows: the whole trace's are the index's cache itself
+        # (a hit costs one call, not two); a group's are its share (``Grouping.shares``), which holds every
+        # operand of the rule evaluated on it.
+        self.share: dict[Selector, tuple[list[int], list[int]]] = index._sel
 
     @property
     def members(self) -> list[int] | None:
@@ -339,7 +366,7 @@ class View:
     def positions(self, sel: Selector) -> tuple[list[int], list[int]]:
         grouping = self.grouping
         if grouping is None:
-            hit = self._cache.get(sel)
+            hit = self.share.get(sel)
             return hit if hit is not None else self.index.positions(sel)
         return grouping.split(sel).get(self.group, _NO_POSITIONS)
 
