@@ -18,7 +18,7 @@ from seqjudge.report import (
 )
 from seqjudge.rules import evaluate as ev
 from seqjudge.rules.base import Evaluator
-from seqjudge.rules.index import Grouping, TraceIndex, View
+from seqjudge.rules.index import NO_POSITIONS, Grouping, TraceIndex, View
 from seqjudge.rules.model import RuleSet
 from seqjudge.rules.select import Selector, compile_operand
 from seqjudge.trace import PlainTrace, Trace, gc_paused
@@ -358,8 +358,9 @@ class Engine:
         n_passed = 0
         held: set[int] = set()
         failed: list[tuple[Any, ev.Finding]] = []
+        splits = [(sel, grouping.split(sel)) for sel in comp.sels]
         for g in groups:
-            view.group = g
+            view.show({sel: split.get(g, NO_POSITIONS) for sel, split in splits}, g)
             f = evaluate(view)
             if f.outcome == "failed":
                 failed.append((g, f))
@@ -413,7 +414,7 @@ def _same_lean(comp: _Compiled, grouping: Grouping, untouched: ev.Finding) -> ev
     n_passed = 0
     failed: list[tuple[Any, ev.Finding]] = []
     for g, share in shares.items():
-        view.share = share
+        view.show(share)
         f = evaluate(view)
         if f.outcome == "failed":
             failed.append((g, f))
