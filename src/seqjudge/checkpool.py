@@ -111,6 +111,8 @@ class Checker:
         # Texts of the quoting rules that screened clean: most are the same every trace ("No call carries
         # order_id."). Bounded; cleared when full.
         self._clean: set[str] = set()
+        # Only a rule the engine cannot evaluate (a `judge` rule) is ever deferred.
+        self._may_defer = any(getattr(comp, "evaluate", None) is None for comp in engine.compiled)
 
     def data(self, trace: Trace | PlainTrace) -> dict[str, Any]:
         """The trace's report data as it may be shown (redacted); views that need no JSON line use this."""
@@ -129,11 +131,15 @@ class Checker:
             totals.count(
                 data["verdict"],
                 [v["rule_id"] for v in data["violations"]],
-                [r["rule_id"] for r in rules if r["outcome"] == "deferred"],
+                [r["rule_id"] for r in rules if r["outcome"] == "deferred"] if self._may_defer else [],
                 trace_id,
             )
-            if totals.coverage is not None:
-                totals.coverage.add(trace_id, exercised_ids(rules), called(trace))
+            coverage = totals.coverage
+            if coverage is not None:
+                # Once every rule was exercised (after a few traces, usually) no report adds one.
+                done = len(coverage.exercised) >= len(coverage.rule_ids)
+                names = trace.names if isinstance(trace, PlainTrace) else called(trace)
+                coverage.add(trace_id, () if done else exercised_ids(rules), names)
         return Checked(self.render(trace, data, origin), data["verdict"])
 
     def counting(self, totals: Totals | None) -> Checker:
