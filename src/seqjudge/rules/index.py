@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 from operator import contains
 from typing import Any
@@ -235,25 +235,32 @@ class Grouping:
         except KeyError:
             return _MISSING
 
+    def grouped(self, positions: Iterable[int]) -> Iterator[tuple[int, Any]]:
+        """(position, group key) of each call at ``positions`` that is in a group, in their order: the one
+        place a call's group is read. One argument (the common case) is looked up here, not through
+        ``key_of``: a call per position would cost more than the lookup on the million-call trace."""
+        args, k = self.index.args, self._key
+        if k is None:
+            key_of = self.key_of
+            for i in positions:
+                g = key_of(args[i])
+                if g is not _MISSING:
+                    yield i, g
+            return
+        for i in positions:
+            g = args[i].get(k, _MISSING)
+            if g is not _MISSING:
+                yield i, (g if type(g) is str else _group_key(g))
+
     def split(self, sel: Selector) -> dict[Any, tuple[list[int], list[int]]]:
         """Per group that has any, (its calls matching ``sel``, the successful ones), sorted."""
         hit = self._split.get(sel)
         if hit is not None:
             return hit
         every, _ = self.index.positions(sel)
-        args, ok, key_of, k = self.index.args, self.index.ok, self.key_of, self._key
+        ok = self.index.ok
         out: dict[Any, tuple[list[int], list[int]]] = {}
-        for i in every:
-            if k is not None:  # key_of inlined for one argument with a string value
-                g = args[i].get(k, _MISSING)
-                if g is _MISSING:
-                    continue
-                if type(g) is not str:
-                    g = _group_key(g)
-            else:
-                g = key_of(args[i])
-                if g is _MISSING:
-                    continue
+        for i, g in self.grouped(every):
             pair = out.get(g)
             if pair is None:
                 pair = out[g] = ([], [])
@@ -272,20 +279,10 @@ class Grouping:
         One pass over the selectors' positions and no per-selector split cached: on a short trace a rule's
         operands touch a call or two, and a lean report evaluates each group once."""
         index = self.index
-        args, ok, k, positions = index.args, index.ok, self._key, index._sel
+        ok, positions = index.ok, index._sel
         out: dict[Any, dict[Selector, tuple[list[int], list[int]]]] = {}
         for sel in sels:
-            for i in positions[sel][0]:
-                if k is not None:  # key_of inlined for one argument with a string value
-                    g = args[i].get(k, _MISSING)
-                    if g is _MISSING:
-                        continue
-                    if type(g) is not str:
-                        g = _group_key(g)
-                else:
-                    g = self.key_of(args[i])
-                    if g is _MISSING:
-                        continue
+            for i, g in self.grouped(positions[sel][0]):
                 share = out.get(g)
                 if share is None:
                     share = out[g] = dict.fromkeys(sels, NO_POSITIONS)
@@ -306,18 +303,7 @@ class Grouping:
         members = self._members
         if members is None:
             members = self._members = {}
-            key_of, k = self.key_of, self._key
-            for i, a in enumerate(self.index.args):
-                if k is not None:  # key_of inlined for one argument with a string value
-                    g = a.get(k, _MISSING)
-                    if g is _MISSING:
-                        continue
-                    if type(g) is not str:
-                        g = _group_key(g)
-                else:
-                    g = key_of(a)
-                    if g is _MISSING:
-                        continue
+            for i, g in self.grouped(range(self.index.n)):
                 calls = members.get(g)
                 if calls is None:
                     members[g] = [i]
@@ -334,9 +320,7 @@ class Grouping:
             return {g: members[g][0] for g in wanted}
         left = set(wanted)
         first: dict[Any, int] = {}
-        key_of = self.key_of
-        for i, a in enumerate(self.index.args):
-            g = key_of(a)
+        for i, g in self.grouped(range(self.index.n)):
             if g in left:
                 first[g] = i
                 left.discard(g)
