@@ -369,9 +369,7 @@ class Engine:
                 if explain:
                     held.update(f.call_indices)
         if failed:
-            if len(failed) > 1:  # in the order the values first appear in the trace
-                seen = grouping.first_seen(g for g, _ in failed)
-                failed.sort(key=lambda gf: seen[gf[0]])
+            _in_trace_order(failed, grouping)
             return _failed_for([(grouping.label(groups[g]), f) for g, f in failed])
         if untouched.outcome == "passed":
             if explain:
@@ -421,14 +419,19 @@ def _same_lean(comp: _Compiled, grouping: Grouping, untouched: ev.Finding) -> ev
         elif f.outcome == "passed":
             n_passed += 1
     if failed:
-        if len(failed) > 1:  # in the order the values first appear in the trace
-            seen = grouping.first_seen(g for g, _ in failed)
-            failed.sort(key=lambda gf: seen[gf[0]])
+        _in_trace_order(failed, grouping)
         label = grouping.label
         return _failed_for([(label(_a_call(shares[g])), f) for g, f in failed])
     if n_passed or (untouched.outcome == "passed" and len(grouping) > len(shares)):
         return ev.BARE_PASS  # (a group no operand touches passes)
     return comp.no_value
+
+
+def _in_trace_order(failed: list[tuple[Any, ev.Finding]], grouping: Grouping) -> None:
+    """Put failed groups in the order their values first appear in the trace (messages name them so)."""
+    if len(failed) > 1:
+        seen = grouping.first_seen(g for g, _ in failed)
+        failed.sort(key=lambda gf: seen[gf[0]])
 
 
 def _a_call(share: dict[Any, tuple[list[int], list[int]]]) -> int:
