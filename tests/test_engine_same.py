@@ -6,6 +6,7 @@ the order of violations) and the parts of the fast path that only pay off at sca
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -145,3 +146,22 @@ def test_a_lean_report_groups_only_the_calls_the_operands_select(monkeypatch: py
     full = rules.check_data(calls, explain="all")
     assert full["rules"][0]["explanation"] == "Held for each of 30 value(s) of key."
     assert asked == ["all"]  # once per trace, for both rules
+
+
+def test_a_checked_trace_leaves_no_cycle_for_the_garbage_collector() -> None:
+    """A trace's grouping refers to its index; were the index to keep the grouping, every trace checked
+    against a `same:` rule would stay in memory until the cyclic collector ran (a cost on every trace)."""
+    rules = engine(
+        {"type": "max_calls", "tool": "x", "max": 1, "same": ["key"]},
+        {"type": "before", "first": "x", "then": "y", "same": ["key"]},
+        {"type": "sequence", "tools": ["x", "y"], "strict": True, "same": ["key"]},
+    )
+    calls = trace(("x", {"key": 1}), ("y", {"key": 1}), ("y", {"key": 2}), ("x", {}))
+    gc.collect()
+    gc.disable()
+    try:
+        for explain in ("not-passed", "all"):
+            rules.check_data(calls, explain=explain)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

@@ -295,6 +295,12 @@ class SameMixin(BaseModel):
             raise ValueError("same: must list at least one non-empty argument name")
         return value
 
+    def walks_group(self) -> bool:
+        """Whether the evaluator walks every call of a group (``View.every_position``), not only its
+        operands' positions. When it does not, a group whose calls hold every call the operands select is
+        to it the whole trace, which the engine's ``same:`` evaluation uses."""
+        return False
+
 
 def rule_classes() -> dict[str, type[RuleBase]]:
     """Every rule type, by name, in listing order."""

@@ -18,7 +18,7 @@ from seqjudge.report import (
 )
 from seqjudge.rules import evaluate as ev
 from seqjudge.rules.base import Evaluator
-from seqjudge.rules.index import TraceIndex, View
+from seqjudge.rules.index import NO_POSITIONS, Grouping, TraceIndex, View
 from seqjudge.rules.model import RuleSet
 from seqjudge.rules.select import Selector, compile_operand
 from seqjudge.trace import PlainTrace, Trace, gc_paused
@@ -61,6 +61,9 @@ class _Compiled:
         "lean",
         "no_group",
         "no_value",
+        "walks_group",
+        "same_key",
+        "sels",
     )
 
     def __init__(
@@ -100,6 +103,9 @@ class _Compiled:
             )
             self.no_group: ev.Finding = nothing
             self.no_value = ev.Finding("not_exercised", f"Not exercised for any value of {named}.")
+        self.walks_group: bool = bool(same) and rule.walks_group()
+        self.same_key: tuple[str, ...] = tuple(same or ())
+        self.sels: tuple[Selector, ...] = tuple(dict.fromkeys(operands))  # each operand once
 
     def entry(
         self,
@@ -222,6 +228,7 @@ class Engine:
         violations: list[dict[str, Any]] = []
         missing: list[dict[str, Any]] = []
         cycle_hits = self._cycle_hits(index) if self.cycles else None
+        groupings: dict[tuple[str, ...], Grouping] = {}
         context = trace.context
         metadata = trace.metadata
         ok = index.ok
@@ -239,7 +246,11 @@ class Engine:
                 results.append(comp.entry("deferred", _DEFERRED))
                 counts["deferred"] += 1
                 continue
-            finding = evaluate(whole) if comp.same is None else self._evaluate_same(comp, index, explain_all)
+            finding = (
+                evaluate(whole)
+                if comp.same is None
+                else self._evaluate_same(comp, index, groupings, explain_all)
+            )
             flaws = finding.flaws
             if cycle_hits:
                 hits = cycle_hits.get(comp.rule_id)
@@ -313,15 +324,23 @@ class Engine:
             "rules": results,
         }
 
-    def _evaluate_same(self, comp: _Compiled, index: TraceIndex, explain: bool) -> ev.Finding:
+    def _evaluate_same(
+        self, comp: _Compiled, index: TraceIndex, groupings: dict[tuple[str, ...], Grouping], explain: bool
+    ) -> ev.Finding:
         """A ``same:`` rule: evaluated on each group of calls that share the arguments' values.
 
         Only the groups an operand touches are evaluated, each on its share of the operands' positions; the
         others have the rule's finding on an empty trace (``comp.untouched``) and are only counted, and only
-        when the count is shown (``explain``) or decides the outcome."""
+        when the count is shown (``explain``) or decides the outcome. ``groupings``: this trace's, by
+        arguments, shared by every rule with those arguments (kept here, not in the index, which a grouping
+        refers to: a cycle would leave each trace's index to the garbage collector)."""
         assert comp.same is not None and comp.evaluate is not None and comp.untouched is not None
-        grouping = index.grouping(comp.same)
+        grouping = groupings.get(comp.same_key)
+        if grouping is None:
+            grouping = groupings[comp.same_key] = Grouping(index, comp.same_key)
         untouched = comp.untouched
+        if not explain and not comp.walks_group and untouched.outcome != "failed":
+            return _same_lean(comp, grouping, untouched)
         # Each group to evaluate, with one of its calls (which names its values in messages).
         groups: dict[Any, int] = {}
         if untouched.outcome == "failed":
@@ -339,8 +358,9 @@ class Engine:
         n_passed = 0
         held: set[int] = set()
         failed: list[tuple[Any, ev.Finding]] = []
+        splits = [(sel, grouping.split(sel)) for sel in comp.sels]
         for g in groups:
-            view.group = g
+            view.show({sel: split.get(g, NO_POSITIONS) for sel, split in splits}, g)
             f = evaluate(view)
             if f.outcome == "failed":
                 failed.append((g, f))
@@ -349,22 +369,8 @@ class Engine:
                 if explain:
                     held.update(f.call_indices)
         if failed:
-            if len(failed) > 1:  # in the order the values first appear in the trace
-                first = grouping.first_seen(g for g, _ in failed)
-                failed.sort(key=lambda gf: first[gf[0]])
-            flaws: list[ev.Flaw] = []
-            indices: set[int] = set()
-            labels: list[str] = []
-            for g, f in failed:
-                label = grouping.label(groups[g])
-                labels.append(label)
-                indices.update(f.call_indices)
-                for fl in f.flaws:
-                    fl.explanation = f"For {label}: {fl.explanation}"
-                    fl.actual = f"{fl.actual} (for {label})"
-                    flaws.append(fl)
-            text = f"Failed for {'; '.join(labels)}: " + " ".join(f.explanation for _, f in failed)
-            return ev.Finding("failed", text, sorted(indices), flaws)
+            _in_trace_order(failed, grouping)
+            return _failed_for([(grouping.label(groups[g]), f) for g, f in failed])
         if untouched.outcome == "passed":
             if explain:
                 n_untouched = len(grouping) - len(groups)
@@ -389,6 +395,64 @@ class Engine:
                 for rid in rule_ids:
                     hits.setdefault(rid, []).append(text)
         return hits
+
+
+def _same_lean(comp: _Compiled, grouping: Grouping, untouched: ev.Finding) -> ev.Finding:
+    """``Engine._evaluate_same`` for a lean report (passes unexplained, values not counted), of a rule whose
+    evaluator reads only its operands' positions and passes or is not exercised on an empty trace: each
+    group an operand touches is evaluated once on its share of their positions."""
+    assert comp.evaluate is not None
+    shares = grouping.shares(comp.sels)
+    if not shares:
+        if untouched.outcome == "passed":
+            return ev.BARE_PASS  # as `no_group` would be: a lean report shows neither's explanation
+        return comp.no_value if grouping.any() else comp.no_group
+    evaluate = comp.evaluate
+    view = View(grouping.index, explain=False)
+    n_passed = 0
+    failed: list[tuple[Any, ev.Finding]] = []
+    for g, share in shares.items():
+        view.show(share)
+        f = evaluate(view)
+        if f.outcome == "failed":
+            failed.append((g, f))
+        elif f.outcome == "passed":
+            n_passed += 1
+    if failed:
+        _in_trace_order(failed, grouping)
+        label = grouping.label
+        return _failed_for([(label(_a_call(shares[g])), f) for g, f in failed])
+    if n_passed or (untouched.outcome == "passed" and len(grouping) > len(shares)):
+        return ev.BARE_PASS  # (a group no operand touches passes)
+    return comp.no_value
+
+
+def _in_trace_order(failed: list[tuple[Any, ev.Finding]], grouping: Grouping) -> None:
+    """Put failed groups in the order their values first appear in the trace (messages name them so)."""
+    if len(failed) > 1:
+        seen = grouping.first_seen(g for g, _ in failed)
+        failed.sort(key=lambda gf: seen[gf[0]])
+
+
+def _a_call(share: dict[Any, tuple[list[int], list[int]]]) -> int:
+    """One of the calls of a group's share (which names the group's values in messages)."""
+    return next(every[0] for every, _ in share.values() if every)
+
+
+def _failed_for(failed: list[tuple[str, ev.Finding]]) -> ev.Finding:
+    """A ``same:`` rule's finding from its failed groups' (each named by its values, in the order they first
+    appear in the trace): their flaws and explanations, each said to be for its values."""
+    flaws: list[ev.Flaw] = []
+    indices: set[int] = set()
+    for label, f in failed:
+        indices.update(f.call_indices)
+        for fl in f.flaws:
+            fl.explanation = f"For {label}: {fl.explanation}"
+            fl.actual = f"{fl.actual} (for {label})"
+            flaws.append(fl)
+    labels = "; ".join(label for label, _ in failed)
+    text = f"Failed for {labels}: " + " ".join(f.explanation for _, f in failed)
+    return ev.Finding("failed", text, sorted(indices), flaws)
 
 
 def _summary(n_calls: int, counts: dict[str, int], violations: list[dict[str, Any]]) -> str:

@@ -4,9 +4,10 @@ The index holds the trace as columns (each call's name, success and arguments) a
 sorted positions of its calls and of its successful calls. A selector's positions are derived from those
 lists (merged or filtered) and cached, so rules that share an operand share the work. A ``View`` is what one
 rule evaluation sees: the whole trace, or one ``same:`` group whose calls keep their global positions and
-steps. The groups of a ``same:`` argument list are found once per trace (a ``Grouping``), and a selector's
-positions are split by group once, so every rule with those arguments shares both; a group is evaluated on
-those positions, and calls no operand selects are grouped only if a rule asks for every call of a group.
+steps. The groups of a ``same:`` argument list are found once per trace (a ``Grouping``, which the engine
+keeps per check and shares among the rules with those arguments); a group is evaluated on its share of the
+rule's operands' positions, and calls no operand selects are grouped only if a rule asks for every call of a
+group or the full report counts the values.
 
 Columns rather than call objects: the evaluators read a call's name far more often than anything else, and a
 plain JSONL record (``seqjudge.trace.PlainTrace``) can hand its columns over without building a model.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 from operator import contains
 from typing import Any
@@ -27,6 +28,64 @@ from seqjudge.trace import PlainTrace, Trace
 EMPTY: list[int] = []
 # Up to this many calls a trace is indexed by the loop that suits few calls to many tools.
 _SHORT = 64
+
+
+Pair = tuple[list[int], list[int]]
+NO_POSITIONS: Pair = ([], [])  # shared: no evaluator changes the positions it is given
+
+
+class _Positions(dict[Selector, Pair]):
+    """A trace's positions per selector, (every matching position, the successful ones), each computed at
+    its first lookup and kept: rules that share an operand share the work.
+
+    A dict, so that a view hands an evaluator its lookup as the dict's own ``__getitem__`` (a call into C,
+    not a Python frame: the evaluators ask for positions some thirty times a trace). It holds the index's
+    columns, not the index, so that nothing refers back to the index (which then is freed as soon as the
+    check ends, not by the garbage collector).
+    """
+
+    __slots__ = ("names", "ok", "args", "by_name", "ok_by_name")
+
+    def __init__(
+        self,
+        names: list[str],
+        ok: list[bool],
+        args: list[dict[str, Any]],
+        by_name: dict[str, list[int]],
+        ok_by_name: dict[str, list[int]],
+    ) -> None:
+        super().__init__()
+        self.names, self.ok, self.args = names, ok, args
+        self.by_name, self.ok_by_name = by_name, ok_by_name
+
+    def __missing__(self, sel: Selector) -> Pair:
+        by_name = self.by_name
+        single = sel.single
+        if single is not None:
+            hit = (by_name[single], self.ok_by_name[single]) if single in by_name else NO_POSITIONS
+            self[sel] = hit
+            return hit
+        ok_by_name = self.ok_by_name
+        names = [n for n in sel.names if n in by_name]
+        conditions = sel.conditions
+        if not conditions and len(names) <= 1:
+            result = (by_name[names[0]], ok_by_name[names[0]]) if names else NO_POSITIONS
+        else:
+            every: list[int] = []
+            for n in names:
+                every.extend(by_name[n])
+            all_names, ok, args = self.names, self.ok, self.args
+            for cond in conditions:
+                for n in cond.names:
+                    if n in sel.names:
+                        continue  # already matched by name alone
+                    for i in by_name.get(n, EMPTY):
+                        if cond.hit(all_names[i], ok[i], args[i]):
+                            every.append(i)
+            every = sorted(set(every)) if conditions else sorted(every)
+            result = (every, [i for i in every if ok[i]])
+        self[sel] = result
+        return result
 
 
 class TraceIndex:
@@ -40,7 +99,6 @@ class TraceIndex:
         "by_name",
         "ok_by_name",
         "_sel",
-        "_groupings",
     )
 
     def __init__(
@@ -94,8 +152,7 @@ class TraceIndex:
             self.ok_by_name = ok_by_name
         else:
             self.ok_by_name = by_name
-        self._sel: dict[Selector, tuple[list[int], list[int]]] = {}
-        self._groupings: dict[tuple[str, ...], Grouping] = {}
+        self._sel = _Positions(names, ok, args, by_name, self.ok_by_name)
 
     @classmethod
     def of(cls, trace: Trace | PlainTrace) -> TraceIndex:
@@ -111,43 +168,7 @@ class TraceIndex:
 
     def positions(self, sel: Selector) -> tuple[list[int], list[int]]:
         """(every matching position, the successful ones), sorted, for the whole trace."""
-        hit = self._sel.get(sel)
-        if hit is not None:
-            return hit
-        by_name, ok_by_name = self.by_name, self.ok_by_name
-        single = sel.single
-        if single is not None:
-            hit = (by_name[single], ok_by_name[single]) if single in by_name else ([], [])
-            self._sel[sel] = hit
-            return hit
-        names = [n for n in sel.names if n in by_name]
-        conditions = sel.conditions
-        if not conditions and len(names) <= 1:
-            result = (by_name[names[0]], ok_by_name[names[0]]) if names else ([], [])
-        else:
-            every: list[int] = []
-            for n in names:
-                every.extend(by_name[n])
-            all_names, ok, args = self.names, self.ok, self.args
-            for cond in conditions:
-                for n in cond.names:
-                    if n in sel.names:
-                        continue  # already matched by name alone
-                    for i in by_name.get(n, EMPTY):
-                        if cond.hit(all_names[i], ok[i], args[i]):
-                            every.append(i)
-            every = sorted(set(every)) if conditions else sorted(every)
-            result = (every, [i for i in every if ok[i]])
-        self._sel[sel] = result
-        return result
-
-    def grouping(self, keys: Sequence[str]) -> Grouping:
-        """The calls grouped by the values of the ``keys`` arguments (a ``same:`` list), built once."""
-        key = tuple(keys)
-        hit = self._groupings.get(key)
-        if hit is None:
-            hit = self._groupings[key] = Grouping(self, key)
-        return hit
+        return self._sel[sel]
 
     def matching(self, sel: Selector, i: int) -> bool:
         """Does the call at position ``i`` match ``sel``?"""
@@ -162,7 +183,6 @@ def _value_text(value: Any) -> str:
     return _CANONICAL.encode(value)
 
 
-_NO_POSITIONS: tuple[list[int], list[int]] = ([], [])
 _MISSING: Any = object()  # an argument a call lacks (None is a value: JSON's null)
 # Values of these types are equal exactly when their JSON texts are, so (type, value) keys them. A float
 # is not (0.0 == -0.0, and NaN is not equal to itself), nor a container (unhashable): their text keys them.
@@ -215,25 +235,32 @@ class Grouping:
         except KeyError:
             return _MISSING
 
+    def grouped(self, positions: Iterable[int]) -> Iterator[tuple[int, Any]]:
+        """(position, group key) of each call at ``positions`` that is in a group, in their order: the one
+        place a call's group is read. One argument (the common case) is looked up here, not through
+        ``key_of``: a call per position would cost more than the lookup on the million-call trace."""
+        args, k = self.index.args, self._key
+        if k is None:
+            key_of = self.key_of
+            for i in positions:
+                g = key_of(args[i])
+                if g is not _MISSING:
+                    yield i, g
+            return
+        for i in positions:
+            g = args[i].get(k, _MISSING)
+            if g is not _MISSING:
+                yield i, (g if type(g) is str else _group_key(g))
+
     def split(self, sel: Selector) -> dict[Any, tuple[list[int], list[int]]]:
         """Per group that has any, (its calls matching ``sel``, the successful ones), sorted."""
         hit = self._split.get(sel)
         if hit is not None:
             return hit
         every, _ = self.index.positions(sel)
-        args, ok, key_of, k = self.index.args, self.index.ok, self.key_of, self._key
+        ok = self.index.ok
         out: dict[Any, tuple[list[int], list[int]]] = {}
-        for i in every:
-            if k is not None:  # key_of inlined for one argument with a string value
-                g = args[i].get(k, _MISSING)
-                if g is _MISSING:
-                    continue
-                if type(g) is not str:
-                    g = _group_key(g)
-            else:
-                g = key_of(args[i])
-                if g is _MISSING:
-                    continue
+        for i, g in self.grouped(every):
             pair = out.get(g)
             if pair is None:
                 pair = out[g] = ([], [])
@@ -241,6 +268,30 @@ class Grouping:
             if ok[i]:
                 pair[1].append(i)
         self._split[sel] = out
+        return out
+
+    def shares(self, sels: Sequence[Selector]) -> dict[Any, dict[Selector, tuple[list[int], list[int]]]]:
+        """Per group any of ``sels`` (distinct selectors) touches, in the order the groups first appear among
+        their positions: each selector's share of the group's calls, (every, successful), sorted, or none. A
+        view showing a group's share (``View.share``) is that group to an evaluator that reads only its
+        operands' positions.
+
+        One pass over the selectors' positions and no per-selector split cached: on a short trace a rule's
+        operands touch a call or two, and a lean report evaluates each group once."""
+        index = self.index
+        ok, positions = index.ok, index._sel
+        out: dict[Any, dict[Selector, tuple[list[int], list[int]]]] = {}
+        for sel in sels:
+            for i, g in self.grouped(positions[sel][0]):
+                share = out.get(g)
+                if share is None:
+                    share = out[g] = dict.fromkeys(sels, NO_POSITIONS)
+                pair = share[sel]
+                if pair is NO_POSITIONS:
+                    pair = share[sel] = ([], [])
+                pair[0].append(i)
+                if ok[i]:
+                    pair[1].append(i)
         return out
 
     def members(self, g: Any) -> list[int]:
@@ -252,18 +303,7 @@ class Grouping:
         members = self._members
         if members is None:
             members = self._members = {}
-            key_of, k = self.key_of, self._key
-            for i, a in enumerate(self.index.args):
-                if k is not None:  # key_of inlined for one argument with a string value
-                    g = a.get(k, _MISSING)
-                    if g is _MISSING:
-                        continue
-                    if type(g) is not str:
-                        g = _group_key(g)
-                else:
-                    g = key_of(a)
-                    if g is _MISSING:
-                        continue
+            for i, g in self.grouped(range(self.index.n)):
                 calls = members.get(g)
                 if calls is None:
                     members[g] = [i]
@@ -280,9 +320,7 @@ class Grouping:
             return {g: members[g][0] for g in wanted}
         left = set(wanted)
         first: dict[Any, int] = {}
-        key_of = self.key_of
-        for i, a in enumerate(self.index.args):
-            g = key_of(a)
+        for i, g in self.grouped(range(self.index.n)):
             if g in left:
                 first[g] = i
                 left.discard(g)
@@ -310,16 +348,17 @@ class Grouping:
 
 
 class View:
-    """The calls one rule evaluation sees: the whole trace, or the group ``group`` of a ``Grouping``.
+    """The calls one rule evaluation sees: the whole trace, or one group of a ``same:`` rule.
 
     Evaluators read a view only through ``positions`` (and, walking a group's calls, ``members`` and
     ``every_position``), which the ``same:`` evaluation relies on: a group none of whose calls match any of
-    a rule's operands gets the rule's finding on an empty trace. One view serves every group of a ``same:``
-    rule in turn (its ``group`` is set before each evaluation). ``explain`` False: the report will not show
-    a pass, so an evaluator may return ``evaluate.BARE_PASS`` instead of explaining it.
+    a rule's operands gets the rule's finding on an empty trace. ``positions`` is a lookup (a dict's
+    ``__getitem__``): of the index's positions for the whole trace; for a group, of its share (``show``).
+    One view serves every group of a ``same:`` rule in turn. ``explain`` False: the report will not show a
+    pass, so an evaluator may return ``evaluate.BARE_PASS`` instead of explaining it.
     """
 
-    __slots__ = ("index", "grouping", "group", "explain", "_cache")
+    __slots__ = ("index", "grouping", "group", "explain", "positions")
 
     def __init__(
         self, index: TraceIndex, grouping: Grouping | None = None, group: Any = None, explain: bool = True
@@ -328,20 +367,18 @@ class View:
         self.grouping = grouping
         self.group = group
         self.explain = explain
-        # The whole trace's view reads the index's cache itself: a hit costs one call, not two.
-        self._cache: dict[Selector, tuple[list[int], list[int]]] = index._sel
+        self.positions: Callable[[Selector], Pair] = index._sel.__getitem__
+
+    def show(self, share: dict[Selector, Pair], group: Any = None) -> None:
+        """Show the group whose share of the operands' positions is ``share`` (it holds every operand of
+        the rule); ``group`` its key in ``grouping``, for an evaluator that walks its calls."""
+        self.positions = share.__getitem__
+        self.group = group
 
     @property
     def members(self) -> list[int] | None:
         """The group's calls, or None for the whole trace."""
         return None if self.grouping is None else self.grouping.members(self.group)
-
-    def positions(self, sel: Selector) -> tuple[list[int], list[int]]:
-        grouping = self.grouping
-        if grouping is None:
-            hit = self._cache.get(sel)
-            return hit if hit is not None else self.index.positions(sel)
-        return grouping.split(sel).get(self.group, _NO_POSITIONS)
 
     def every_position(self) -> Sequence[int]:
         return range(self.index.n) if self.grouping is None else self.grouping.members(self.group)

@@ -82,6 +82,9 @@ class SequenceRule(SameMixin, RuleBase):
     def ordering(self) -> Ordering | None:
         return ("chain", list(self.tools), self.strict)
 
+    def walks_group(self) -> bool:
+        return self.strict  # a strict sequence reads every call after its start
+
     def compile(self, c: SelectorFactory) -> Evaluator:
         sels = [c(x) for x in self.tools]
         # Members named by tool alone (the common shape): which members a call matches depends on its name
