@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -19,6 +20,7 @@ WINDOW = 4  # calls shown on each side of the offending call in long traces
 SHORT_TRACE = 12  # traces up to this many calls are shown whole
 SCREEN_WHOLE = 200  # traces up to this many calls have their arguments screened for secrets at once
 MARK = "← violation"
+INDENT = "     "  # of a block's call list
 
 
 # One encoder for every call's arguments: json.dumps with these options builds a new one each time.
@@ -50,20 +52,89 @@ def _shortened(text: str, limit: int = ARGS_LIMIT) -> str:
 _JSON_ESCAPED = re.compile('[\x00-\x1f"\\\\]')
 
 
-def _plain_args(args: dict[str, Any]) -> str | None:
-    """``_args_text``'s ``key=value, ...`` before shortening, made directly for the usual arguments: plain
-    strings and integers under string keys, nothing the encoder escapes (it costs several microseconds a
-    call, and every shown call is written). None for anything else: the encoder's way then."""
-    parts = []
-    for key in sorted(args) if len(args) > 1 else args:
-        value = args[key]
-        kind = type(value)
-        # Exactly str and int: a bool is an int that JSON writes as true, a subclass may print otherwise.
-        if type(key) is not str or (kind is not str and kind is not int):
+def _plain_texts(arguments: list[dict[str, Any]]) -> list[str] | None:
+    """Each call's ``key=value, ...`` of ``_args_text`` before shortening, made directly when every call's
+    arguments are the usual ones - plain strings and integers under string keys - and no key or value needs
+    redaction or a JSON escape (the encoder costs several microseconds a call, and every shown call is
+    written). None otherwise: the encoder's way then.
+
+    Keys and values already found clean (``_KNOWN``) are not screened again; the others are screened in one
+    text. The screen finds its words in a key or value wherever it would in the encoder's text of the
+    arguments (the same keys and values, without the quotes no screened word holds), so a miss here is a
+    miss there."""
+    known = _KNOWN
+    fresh: list[str] = []
+    texts = []
+    for args in arguments:
+        if len(args) == 2:  # the usual size, written in one piece
+            key, other = args
+            if type(key) is not str or type(other) is not str:
+                return None
+            if other < key:
+                key, other = other, key
+            value, second = args[key], args[other]
+            # Exactly str and int: a bool is an int that JSON writes as true, a subclass may print otherwise.
+            kind = type(value)
+            if kind is str:
+                if value not in known:
+                    fresh.append(value)
+            elif kind is not int:
+                return None
+            kind = type(second)
+            if kind is str:
+                if second not in known:
+                    fresh.append(second)
+            elif kind is not int:
+                return None
+            if key not in known:
+                fresh.append(key)
+            if other not in known:
+                fresh.append(other)
+            texts.append(f"{key}={value}, {other}={second}")
+            continue
+        parts = []
+        for key in sorted(args) if len(args) > 1 else args:
+            value = args[key]
+            if type(key) is not str:
+                return None
+            if key not in known:
+                fresh.append(key)
+            kind = type(value)
+            if kind is str:
+                if value not in known:
+                    fresh.append(value)
+            elif kind is not int:
+                return None
+            parts.append(f"{key}={value}")
+        texts.append(", ".join(parts))
+    if fresh:
+        joined = " ".join(fresh)  # a space: the encoder does not escape it, and no screened word holds one
+        if _JSON_ESCAPED.search(joined) or may_need_redaction(joined):
             return None
-        parts.append(f"{key}={value}")
-    text = ", ".join(parts)
-    return None if _JSON_ESCAPED.search(text) else text
+        if len(known) > _KNOWN_MAX:
+            known.clear()
+        known.update(text for text in fresh if len(text) <= _KNOWN_LENGTH)
+    return texts
+
+
+# Argument keys and string values found to need neither redaction nor a JSON escape: the same keys, ids and
+# words recur from call to call and trace to trace, and a set lookup is far cheaper than screening them
+# again. Only short ones, and a bounded number (cleared when full): memory does not grow with the traces.
+_KNOWN: set[str] = set()
+_KNOWN_MAX = 1 << 16
+_KNOWN_LENGTH = 64
+
+
+def _numbers(n: int) -> list[str]:
+    """The start of each line of an ``n``-call list: ``INDENT`` and the call's number, right-aligned."""
+    made = _NUMBERS.get(n)
+    if made is None:
+        width = len(str(n))
+        made = _NUMBERS[n] = [f"{INDENT}{i:>{width}}. " for i in range(1, n + 1)]
+    return made
+
+
+_NUMBERS: dict[int, list[str]] = {}  # per number of calls, up to SCREEN_WHOLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,17 +184,24 @@ class Calls:
         self._clean: list[str] | None = None
         if n <= SCREEN_WHOLE:
             # One redaction screen over every call's arguments: most traces need no walk at all.
-            plain = [_plain_args(a) for a in self.args]
-            # The usual arguments, written without the encoder. The screen finds its words in them wherever
-            # it would in the encoder's text (the same keys and values, without the quotes no screened word
-            # holds), so a miss here is a miss there.
-            if None not in plain and not may_need_redaction("\n".join(plain)):  # type: ignore[arg-type]
+            plain = _plain_texts(self.args)
+            if plain is not None:
+                limit = ARGS_LIMIT  # ``_shortened``, written out: this runs for every call
                 texts = [
-                    f"{name}({_shortened(text)})" if text else name  # type: ignore[arg-type]
+                    (f"{name}({text})" if len(text) <= limit else f"{name}({text[: limit - 1]}…)")
+                    if text
+                    else name
                     for name, text in zip(self.names, plain, strict=True)
                 ]
                 # No escape codes: ``terminal`` per call, unless every character of them all is printable.
-                self._texts = texts if "".join(texts).isprintable() else [terminal(t) for t in texts]
+                if not "".join(texts).isprintable():
+                    texts = [terminal(t) for t in texts]
+                self._texts = texts
+                # Every line of a block's call list at once: most of them are shown.
+                made: list[str | None] = list(map(operator.add, _numbers(n), texts))
+                for i, note in self.notes.items():
+                    made[i] += note  # type: ignore[operator]
+                self._lines[INDENT] = made
                 return
             dumps = [_dump(a) for a in self.args]
             if not may_need_redaction("\n".join(dumps)):
@@ -157,7 +235,7 @@ def trace_lines(
     trace: Trace | PlainTrace | Calls,
     marks: Iterable[int],
     *,
-    indent: str = "     ",
+    indent: str = INDENT,
     palette: Palette = PLAIN,
 ) -> list[str]:
     """The numbered call list with ``← violation`` at marked calls; a window around them when long.
@@ -169,7 +247,7 @@ def trace_lines(
 def _trace_text(
     trace: Trace | PlainTrace | Calls,
     marked: tuple[int, ...],
-    indent: str = "     ",
+    indent: str = INDENT,
     palette: Palette = PLAIN,
 ) -> str:
     """``trace_lines`` as one text (no line of it holds a newline: ``terminal`` shows one as ``\\n``);
