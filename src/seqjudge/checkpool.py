@@ -102,6 +102,17 @@ class Checker:
         self.quoting = frozenset(
             r.rule_id for r in engine.ruleset.rules if getattr(r, "same", None) or r.type == "blocklist"
         )
+        # Where the quoting rules' entries sit in a report's `rules` (one entry per rule, in the rule set's
+        # order), so the screen looks at those alone; checked against the entry's id on every use.
+        self._quoting_at = [
+            (at, comp.rule_id) for at, comp in enumerate(engine.compiled) if comp.rule_id in self.quoting
+        ]
+        self._rule_count = len(engine.compiled)
+        # Texts of the quoting rules that screened clean: most are the same every trace ("No call carries
+        # order_id."). Bounded; cleared when full.
+        self._clean: set[str] = set()
+        # Only a rule the engine cannot evaluate (a `judge` rule) is ever deferred.
+        self._may_defer = any(getattr(comp, "evaluate", None) is None for comp in engine.compiled)
 
     def data(self, trace: Trace | PlainTrace) -> dict[str, Any]:
         """The trace's report data as it may be shown (redacted); views that need no JSON line use this."""
@@ -120,11 +131,15 @@ class Checker:
             totals.count(
                 data["verdict"],
                 [v["rule_id"] for v in data["violations"]],
-                [r["rule_id"] for r in rules if r["outcome"] == "deferred"],
+                [r["rule_id"] for r in rules if r["outcome"] == "deferred"] if self._may_defer else [],
                 trace_id,
             )
-            if totals.coverage is not None:
-                totals.coverage.add(trace_id, exercised_ids(rules), called(trace))
+            coverage = totals.coverage
+            if coverage is not None:
+                # Once every rule was exercised (after a few traces, usually) no report adds one.
+                done = len(coverage.exercised) >= len(coverage.rule_ids)
+                names = trace.names if isinstance(trace, PlainTrace) else called(trace)
+                coverage.add(trace_id, () if done else exercised_ids(rules), names)
         return Checked(self.render(trace, data, origin), data["verdict"])
 
     def counting(self, totals: Totals | None) -> Checker:
@@ -137,18 +152,46 @@ class Checker:
         """A report as it may be shown, redacted by ``seqjudge.redact``'s policy.
 
         Trace values reach a report only as the trace id and in what the quoting rules (``self.quoting``)
-        say: those texts are screened, not the whole line (a whole-line screen cost 0.5 ms a trace)."""
+        say: those texts are screened, not the whole line (a whole-line screen cost 0.5 ms a trace), and
+        of those only the ones not screened clean before (``self._clean``)."""
         texts = [str(data.get("trace_id"))]
-        if self.quoting:
-            for item in (*data["rules"], *data["violations"]):
-                if item["rule_id"] in self.quoting:
-                    texts += [item.get("explanation") or "", item.get("actual_order") or ""]
-                    if item.get("details"):
-                        texts.append(json.dumps(item["details"], ensure_ascii=False, default=str))
-        joined = "\n".join(texts)  # one screen for all: a few plain finds, not one per text
+        quoting = self.quoting
+        if quoting:
+            rules = data["rules"]
+            items = (
+                [rules[at] for at, rule_id in self._quoting_at if rules[at]["rule_id"] == rule_id]
+                if len(rules) == self._rule_count
+                else []
+            )
+            if len(items) != len(self._quoting_at):  # not the engine's order: look at every entry
+                items = [item for item in rules if item["rule_id"] in quoting]
+            items += [item for item in data["violations"] if item["rule_id"] in quoting]
+            clean = self._clean
+            fresh: list[str] = []
+            for item in items:
+                text = item.get("explanation")
+                if text and text not in clean:
+                    fresh.append(text)
+                text = item.get("actual_order")
+                if text and text not in clean:
+                    fresh.append(text)
+                if item.get("details"):
+                    fresh.append(json.dumps(item["details"], ensure_ascii=False, default=str))
+            if fresh:
+                if may_need_redaction("\n".join(fresh)):
+                    texts += fresh
+                else:
+                    if len(clean) > _CLEAN_TEXTS:
+                        clean.clear()
+                    clean.update(fresh)
+        # One screen for the rest: a few plain finds, not one per text.
+        joined = texts[0] if len(texts) == 1 else "\n".join(texts)
         if may_need_redaction(joined) and any(redact_text(t) != t for t in texts):
             data = redact_value(data, keys=False)
         return data
+
+
+_CLEAN_TEXTS = 4096  # texts a checker remembers as clean
 
 
 def _check_record(checker: Checker, record: Record, source: Source, options: Options) -> Done:

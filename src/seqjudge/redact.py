@@ -241,10 +241,24 @@ def _filter(names: tuple[str, ...]) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=64)
-def _screen_literals(names: tuple[str, ...]) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
+def _screen_literals(
+    names: tuple[str, ...],
+) -> tuple[tuple[str, ...], re.Pattern[str] | None, re.Pattern[str]]:
+    """The screen's lower-case literals, the ``value:`` patterns (None: none), and the literals as one
+    pattern, which finds any of them in a short text faster than one find each."""
     user = _user_patterns(names)
     words = tuple(sorted({words[0] for words, _ in _compiled(names)}))
-    return (*words, *_VALUE_LITERALS), re.compile("|".join(user)) if user else None
+    literals = (*words, *_VALUE_LITERALS)
+    return (
+        literals,
+        re.compile("|".join(user)) if user else None,
+        re.compile("|".join(map(re.escape, literals))),
+    )
+
+
+# Up to this length one search of the literals' pattern beats a find per literal; past it the finds win (the
+# pattern tries every literal at each position).
+_SCREEN_SHORT = 64
 
 
 def may_need_redaction(text: str, names: Iterable[str] = DEFAULT_REDACT) -> bool:
@@ -252,13 +266,20 @@ def may_need_redaction(text: str, names: Iterable[str] = DEFAULT_REDACT) -> bool
     pattern's literal in it (plain finds in the lower-cased text, several times cheaper than the screen
     regex on texts of a hundred characters and more)."""
     names = _names(names)
-    literals, user = _screen_literals(names)
+    literals, user, short = _screen_literals(names)
     low = text.lower()
-    return (
-        any(word in low for word in literals)
-        or (user is not None and user.search(text) is not None)
-        or _split_name_in(text, names)
-    )
+    if len(low) <= _SCREEN_SHORT:
+        if short.search(low) is not None:
+            return True
+    else:
+        for word in literals:
+            if word in low:
+                return True
+    if user is not None and user.search(text) is not None:
+        return True
+    # A name's compact form starts with its first word: in a text of ASCII letters and digits alone, which
+    # squeezes to itself, the finds above have already looked for it.
+    return not (text.isascii() and text.isalnum()) and _split_name_in(text, names)
 
 
 def _first_words(names: tuple[str, ...]) -> re.Pattern[str]:

@@ -450,15 +450,20 @@ class Totals:
         ``seqjudge check`` has when it skips the report models)."""
         self.n += 1
         self.verdicts[verdict] += 1
-        # dict.fromkeys, not a set: first-seen order, so that equal counts list the same way every run.
-        for rule_id in dict.fromkeys(violated):
-            self.violated[rule_id] += 1
+        if violated:
+            # dict.fromkeys, not a set: first-seen order, so that equal counts list the same way every run.
+            unique = dict.fromkeys(violated)
+            self.violated.update(iter(unique))  # an iterator: counted by Counter's C helper
             if trace_id is not None:
-                ids = self.first.setdefault(rule_id, [])
-                if len(ids) < FIRST_IDS:
-                    ids.append(trace_id)
-        for rule_id in deferred:
-            self.deferred[rule_id] += 1
+                first = self.first
+                for rule_id in unique:
+                    ids = first.get(rule_id)
+                    if ids is None:
+                        first[rule_id] = [trace_id]
+                    elif len(ids) < FIRST_IDS:
+                        ids.append(trace_id)
+        if deferred:
+            self.deferred.update(deferred)
 
     def fresh(self) -> Totals:
         """Empty totals that track what these do (the same coverage question): filled with a run's later
