@@ -3,6 +3,7 @@
     python benchmarks/outputs.py [--traces 20000,100000] [--repeats 3] [--formats jsonl,json,text,...]
                                  [--workers N]
     python benchmarks/outputs.py --render [--traces 300] [--repeats 30] [--formats jsonl,text,junit]
+    python benchmarks/outputs.py --same-output-as OLD/src [--traces 500]
 
 The workload is benchmarks/engine.py's (b): N traces of 20 calls against its 20 rules, as JSONL. Each format
 runs as its own `seqjudge check RULES TRACES --format F -o FILE` process, so that its peak
@@ -21,6 +22,12 @@ jsonl's render), the share of the check a format adds. Only public names are use
 run with PYTHONPATH at an older checkout's src measures the renderers before a change, side by side.
 Its default formats are those whose part grows with every trace (markdown and html show the first failing
 traces in full, up to a bound, so a figure over a few hundred traces says little about them).
+
+--same-output-as checks that a change to the renderers left the output byte for byte as it was: the whole
+text, junit and markdown output (head, every trace's part, closing lines) of every corpus of
+``engine.py --same-reports-as`` and of traces whose arguments hold secrets, escapes, control characters and
+values of every JSON type, each under three (threshold, risk level) settings, written by this checkout and
+by OLD/src (in a child process); the first difference of each is printed, and the exit code is 1 if any.
 """
 
 from __future__ import annotations
@@ -112,6 +119,143 @@ def render_costs(formats: list[str], n: int, rounds: int) -> None:
         print(f"  {fmt:10s} render {us[fmt]:7.1f} us   (check + render) / (check + jsonl's) {share:.2f}")
 
 
+# Arguments that take every path of the call list: secrets by key (split, camelCase), by value and in pairs,
+# words the screen stops at that are no secret, what JSON escapes, what a terminal must not get, values of
+# every JSON type, long and non-ASCII text. Some repeat across traces, some are new in each.
+ODD_ARGUMENTS: list[dict] = [
+    {"api_key": "abc123"},
+    {"pass_word": "hunter2"},
+    {"passWord": "x", "q": 1},
+    {"x_api_key": "y"},
+    {"q": "Bearer abcdef12345"},
+    {"url": "https://user:pw@example.com/x"},
+    {"note": "token=abc"},
+    {"q": "sk-" + "a" * 24},
+    {"password": "q"},
+    {"q": "password"},
+    {"tokenizer": "bpe", "max_tokens": 5},
+    {"q": "line\nbreak"},
+    {"q": 'quo"te'},
+    {"q": "back\\slash"},
+    {"q": "\x1b[31mred"},
+    {"q": "\u202eRTL"},
+    {"q": "tab\there"},
+    {"n": 1.5, "b": True, "z": None},
+    {"nested": {"a": 1, "token": "t"}},
+    {"list": [1, "x", {"secret": "s"}]},
+    {"long": "x" * 100},
+    {"k": "ünïcödé ✓", "q": -3},
+    {"Key": 1, "key": 2, "a": 3},
+    {"pass": "word"},
+    {},
+    {1: "int key"},
+    {"q": "a\u0085b"},
+]
+
+
+def odd_records(n: int) -> list[dict]:
+    """``n`` traces of (b)'s calls, a third of whose calls take ``ODD_ARGUMENTS`` (or a fresh value of one),
+    and every tenth trace 250 calls long (past the whole-trace screen)."""
+    rng = random.Random(5)
+    records = []
+    for k in range(n):
+        calls = workload.make_calls(250 if k % 10 == 9 else 20, rng)
+        for c in calls:
+            r = rng.random()
+            if r < 0.3:
+                c["arguments"] = dict(rng.choice(ODD_ARGUMENTS))
+            elif r < 0.4:
+                c["arguments"] = {rng.choice(["q", "token", "id"]): f"v{k}-{rng.randrange(10**6)}"}
+        if k % 7 == 3:
+            calls[rng.randrange(len(calls))]["tool_name"] = rng.choice(["tool_\x1bx", "tö", "a<b>&c"])
+        records.append({"trace_id": f"odd\x07{k}" if k % 11 == 5 else f"odd{k}", "calls": calls})
+    return records
+
+
+def output_corpora(n: int):
+    """(name, rule set, traces): engine.py's corpora, then ``odd_records`` as models and as plain records."""
+    from seqjudge.ingest.plain import plain_trace
+    from seqjudge.rules.model import RuleSet
+    from seqjudge.trace import Trace
+
+    yield from workload.report_corpora(n)
+    records = odd_records(n)
+    plain = [plain_trace(json.loads(json.dumps(r, default=str)), None) for r in records]
+    models = [Trace.model_validate(json.loads(json.dumps(r, default=str))) for r in records]
+    for rules in (workload.rules_20(), workload.rules_50()):
+        ruleset = RuleSet.model_validate(rules)
+        yield f"odd arguments, {len(rules['rules'])} rules, plain", ruleset, plain
+        yield f"odd arguments, {len(rules['rules'])} rules, models", ruleset, models
+
+
+SETTINGS = [(0.85, "medium"), (0.5, "high"), (0.97, "low")]  # (threshold, risk level)
+COMPARED = ["text", "junit", "markdown"]
+HEAD = b"\x00\x01"  # starts a header line; no output line does (NUL is escaped or replaced in every format)
+
+
+def write_outputs(n: int, out: Path) -> None:
+    """Every corpus's whole output in each of ``COMPARED`` under each of ``SETTINGS``, after a header line."""
+    import io
+
+    from seqjudge.checkpool import Checker
+    from seqjudge.outputs.registry import writer
+    from seqjudge.outputs.textview import Totals
+    from seqjudge.rules.engine import Engine
+
+    with out.open("wb") as f:
+        for name, rules, traces in output_corpora(n):
+            for threshold, risk in SETTINGS:
+                for fmt in COMPARED:
+                    head = {"corpus": name, "threshold": threshold, "risk": risk, "format": fmt}
+                    f.write(HEAD + json.dumps(head).encode() + b"\n")
+                    text = io.StringIO()
+                    shown = writer("check", fmt)(
+                        text, source="traces.jsonl", ruleset=rules, threshold=threshold, risk_level=risk
+                    )
+                    totals = Totals()
+                    checker = Checker(Engine(rules), threshold, risk, render=shown.render, totals=totals)  # type: ignore[arg-type]
+                    shown.start()
+                    for trace in traces:
+                        checked = checker.checked(trace)
+                        shown.count(checked)
+                        shown.line(checked)
+                    shown.finish(totals)
+                    f.write(text.getvalue().encode("utf-8", "surrogateescape"))
+                    f.write(b"\n")
+
+
+def same_output_as(old_src: str, n: int) -> int:
+    """Write the outputs with this checkout and with ``old_src``; print each one's first difference."""
+    with tempfile.TemporaryDirectory() as d:
+        new, old = Path(d) / "new.out", Path(d) / "old.out"
+        env = {**os.environ, "PYTHONPATH": old_src}
+        command = [sys.executable, __file__, "--write-outputs", str(old), "--traces", str(n)]
+        child = subprocess.Popen(command, env=env)
+        write_outputs(n, new)
+        assert child.wait() == 0, "the old checkout failed to write its outputs"
+        blocks = differing = lines = 0
+        head, shown = b"", False
+        with new.open("rb") as a, old.open("rb") as b:
+            for line_new, line_old in zip(a, b, strict=True):
+                if line_new.startswith(HEAD):
+                    assert line_new == line_old, (line_new, line_old)
+                    head, shown, blocks = line_new[len(HEAD) :].strip(), False, blocks + 1
+                    continue
+                lines += 1
+                if line_new != line_old:
+                    differing += 1
+                    if not shown:
+                        shown = True
+                        print(
+                            f"DIFFERENT: {head.decode()}:\n  new {line_new[:400]!r}\n  old {line_old[:400]!r}"
+                        )
+    print(
+        f"{lines:,} lines of output in {blocks} (corpus, settings, format); "
+        f"{differing:,} differ from {old_src}'s"
+    )
+    return 1 if differing else 0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", default=None, help="comma-separated trace counts (default 20000,100000)")
@@ -119,7 +263,17 @@ def main() -> None:
     ap.add_argument("--formats", default=None, help=f"default {','.join(FORMATS)} (--render: {RENDERED})")
     ap.add_argument("--workers", type=int, default=None, help="check --workers N (default: its own)")
     ap.add_argument("--render", action="store_true", help="time each format's render in this process")
+    ap.add_argument(
+        "--same-output-as", metavar="OLD_SRC", help="compare the text/junit/markdown output with OLD_SRC's"
+    )
+    ap.add_argument("--write-outputs", metavar="FILE", help=argparse.SUPPRESS)  # --same-output-as's child
     args = ap.parse_args()
+    if args.write_outputs or args.same_output_as:
+        n = int(args.traces or 500)
+        if args.write_outputs:
+            write_outputs(n, Path(args.write_outputs))
+            return
+        raise SystemExit(same_output_as(args.same_output_as, n))
     formats = (args.formats or (RENDERED if args.render else ",".join(FORMATS))).split(",")
     if "jsonl" not in formats:
         formats.insert(0, "jsonl")  # the reference every ratio is taken against

@@ -23,6 +23,7 @@ from seqjudge.ingest.plain import plain_trace
 from seqjudge.outputs.check_ci import JunitOutput, check_result
 from seqjudge.outputs.ci_outputs import run_cases, xml_text
 from seqjudge.outputs.textview import (
+    INDENT,
     SCREEN_WHOLE,
     SHORT_TRACE,
     WINDOW,
@@ -79,6 +80,21 @@ def test_call_lines_are_the_encoders_whatever_the_arguments(calls: list[tuple[st
     shown = Calls(trace)
     for i in range(len(calls)):
         assert shown.line(i, "  ") == encoder_line(trace, i, "  ")
+        # The block indent's lines are made at once, from keys and values screened one by one (those found
+        # clean before, in other examples, not again): still the encoder's, redacted where it redacts.
+        assert shown.line(i, INDENT) == encoder_line(trace, i, INDENT)
+
+
+def test_a_secret_among_remembered_keys_and_values_is_still_redacted() -> None:
+    clean = [{"q": "pass", "id": "word"}, {"q": "x"}]
+    Calls(PlainTrace("t", {}, ["A", "B"], [True, True], clean))  # "pass", "word", "q", "id" remembered
+    odd = [{"q": "pass", "pass_word": "hunter2"}, {"id": "word", "q": "token=abc"}, {"api_key": "k1"}]
+    trace = PlainTrace("u", {}, ["A", "B", "C"], [True] * 3, odd)
+    text = "\n".join(trace_lines(trace, [0]))
+    assert "hunter2" not in text and "abc" not in text and "k1" not in text
+    assert [Calls(trace).line(i, INDENT) for i in range(3)] == [
+        encoder_line(trace, i, INDENT) for i in range(3)
+    ]
 
 
 def test_arguments_that_need_redaction_are_redacted_in_the_text() -> None:

@@ -73,18 +73,19 @@ class JunitOutput(CheckOutput):
         """The trace's test cases: ``ci_outputs.run_cases`` of ``check_result``, each indented at level 2 and
         serialised as ElementTree does, made from the report data (no models: they cost more than checking
         the trace)."""
-        # Every group has a case; only its rules not passed can fail, skip or fill it (with no judge, no
-        # rule's decision disagrees), so the passed ones are left out.
-        grouped: dict[str, list[Decided]] = {}
-        rules: dict[str, dict[str, Any]] = {}  # rule id -> its result, for the rules not passed
-        for r in data["rules"]:
-            group = r.get("group") or DEFAULT_GROUP
-            decided = grouped.get(group)
-            if decided is None:
-                decided = grouped[group] = []
-            if r["outcome"] != "passed":
-                decided.append((r["rule_id"], r["outcome"], r["severity"], None))
-                rules[r["rule_id"]] = r
+        # Every group has a case, in the order the rules name them; only its rules not passed can fail,
+        # skip or fill it (with no judge, no rule's decision disagrees), so the passed ones are left out.
+        results = data["rules"]
+        grouped: dict[str, list[Decided]] = {
+            group or DEFAULT_GROUP: [] for group in dict.fromkeys([r.get("group") for r in results])
+        }
+        rules = {r["rule_id"]: r for r in results if r["outcome"] != "passed"}  # their results, by id
+        if len(grouped) == 1:  # a rule file without groups: one case for them all
+            for decided in grouped.values():
+                decided += [(rule_id, r["outcome"], r["severity"], None) for rule_id, r in rules.items()]
+        else:
+            for rule_id, r in rules.items():
+                grouped[r.get("group") or DEFAULT_GROUP].append((rule_id, r["outcome"], r["severity"], None))
         verdict = data["verdict"]
         # With no judge a result's review reasons are its score's (``check_result``).
         reasons = score_reasons(data["sequence_correctness_score"], self.threshold, self.risk_level)
@@ -184,8 +185,10 @@ def _blocks(
 
 
 # The characters ``xml_text`` replaces that UTF-8 writes as one byte: C0 controls but tab, line feed and
-# carriage return (found with bytes.translate; U+FFFE and U+FFFF are looked for in the text).
+# carriage return (U+FFFE and U+FFFF are looked for in the text). ``_XML_BAD_TABLE`` maps each of them to 0
+# and every other byte to 1: a translated text holds a 0 byte exactly when it held one of them.
 _XML_BAD_BYTES = bytes(b for b in range(0x20) if b not in (0x09, 0x0A, 0x0D))
+_XML_BAD_TABLE = bytes(0 if b in _XML_BAD_BYTES else 1 for b in range(256))
 # ElementTree's escapes, "&" first: of text, and of attribute values, where a line break or tab is a
 # character reference so that it survives parsing.
 _TEXT_ESCAPES = ((b"&", b"&amp;"), (b"<", b"&lt;"), (b">", b"&gt;"))
@@ -198,7 +201,7 @@ def _text(text: str) -> bytes:
     kilobytes: what XML cannot hold is looked for and markup escaped in the bytes, several times faster
     than the pattern and replacements over the text (UTF-8 holds no ASCII byte inside a character)."""
     out = text.encode("utf-8")
-    if len(out.translate(None, _XML_BAD_BYTES)) != len(out) or "\ufffe" in text or "\uffff" in text:
+    if b"\0" in out.translate(_XML_BAD_TABLE) or "\ufffe" in text or "\uffff" in text:
         out = xml_text(text).encode("utf-8")
     for char, reference in _TEXT_ESCAPES:
         if char in out:
@@ -208,11 +211,25 @@ def _text(text: str) -> bytes:
 
 def _attr(text: str) -> str:
     """An attribute value as ElementTree writes it (after ``xml_text``)."""
-    text = xml_text(text)
+    # Printable: nothing for xml_text (C0 controls, U+FFFE and U+FFFF are not) and no tab or line break.
+    if text.isprintable() and not ("&" in text or "<" in text or ">" in text or '"' in text):
+        return text
+    known = _ATTRS.get(text)
+    if known is not None:
+        return known
+    escaped = xml_text(text)
     for char, reference in _ATTR_ESCAPES:
-        if char in text:
-            text = text.replace(char, reference)
-    return text
+        if char in escaped:
+            escaped = escaped.replace(char, reference)
+    if len(_ATTRS) >= 4096:
+        _ATTRS.clear()
+    _ATTRS[text] = escaped
+    return escaped
+
+
+# Attribute values escaped: a case's message names the rules that failed, and the same ones fail again and
+# again. Bounded: cleared when full.
+_ATTRS: dict[str, str] = {}
 
 
 def _element(tag: str, message: str, text: bytes = b"", kind: str | None = None) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -19,6 +20,7 @@ WINDOW = 4  # calls shown on each side of the offending call in long traces
 SHORT_TRACE = 12  # traces up to this many calls are shown whole
 SCREEN_WHOLE = 200  # traces up to this many calls have their arguments screened for secrets at once
 MARK = "← violation"
+INDENT = "     "  # of a block's call list
 
 
 # One encoder for every call's arguments: json.dumps with these options builds a new one each time.
@@ -50,20 +52,97 @@ def _shortened(text: str, limit: int = ARGS_LIMIT) -> str:
 _JSON_ESCAPED = re.compile('[\x00-\x1f"\\\\]')
 
 
-def _plain_args(args: dict[str, Any]) -> str | None:
-    """``_args_text``'s ``key=value, ...`` before shortening, made directly for the usual arguments: plain
-    strings and integers under string keys, nothing the encoder escapes (it costs several microseconds a
-    call, and every shown call is written). None for anything else: the encoder's way then."""
-    parts = []
-    for key in sorted(args) if len(args) > 1 else args:
-        value = args[key]
-        kind = type(value)
-        # Exactly str and int: a bool is an int that JSON writes as true, a subclass may print otherwise.
-        if type(key) is not str or (kind is not str and kind is not int):
+def _plain_calls(names: list[str], arguments: list[dict[str, Any]]) -> list[str] | None:
+    """Each call's ``name(key=value, ...)`` as ``Calls`` shows it (``_args_text``), made directly when every
+    call's arguments are the usual ones - plain strings and integers under string keys - and no key or
+    value needs redaction or a JSON escape (the encoder costs several microseconds a call, and every shown
+    call is written). None otherwise: the encoder's way then.
+
+    Keys and values already found clean (``_KNOWN``) are not screened again; the others are screened in one
+    text. The screen finds its words in a key or value wherever it would in the encoder's text of the
+    arguments (the same keys and values, without the quotes no screened word holds), so a miss here is a
+    miss there."""
+    known = _KNOWN
+    fresh: list[str] = []
+    texts = []
+    limit = ARGS_LIMIT
+    for name, args in zip(names, arguments, strict=True):
+        if len(args) == 2:  # the usual sizes, written in one piece
+            key, other = args
+            if other < key:  # sorted, as the encoder sorts them
+                key, other = other, key
+            value, second = args[key], args[other]
+            if key not in known:
+                if type(key) is not str:
+                    return None
+                fresh.append(key)
+            if other not in known:
+                if type(other) is not str:
+                    return None
+                fresh.append(other)
+            # Exactly str and int: a bool is an int that JSON writes as true, a subclass may print otherwise.
+            kind = type(value)
+            if kind is str:
+                if value not in known:
+                    fresh.append(value)
+            elif kind is not int:
+                return None
+            kind = type(second)
+            if kind is str:
+                if second not in known:
+                    fresh.append(second)
+            elif kind is not int:
+                return None
+            text = f"{key}={value}, {other}={second}"
+        elif not args:
+            texts.append(name)
+            continue
+        else:
+            parts = []
+            for key in sorted(args) if len(args) > 1 else args:
+                value = args[key]
+                if key not in known:
+                    if type(key) is not str:
+                        return None
+                    fresh.append(key)
+                kind = type(value)
+                if kind is str:
+                    if value not in known:
+                        fresh.append(value)
+                elif kind is not int:
+                    return None
+                parts.append(f"{key}={value}")
+            text = ", ".join(parts)
+        # ``_shortened``, written out: this runs for every call.
+        texts.append(f"{name}({text})" if len(text) <= limit else f"{name}({text[: limit - 1]}…)")
+    if fresh:
+        joined = " ".join(fresh)  # a space: the encoder does not escape it, and no screened word holds one
+        if _JSON_ESCAPED.search(joined) or may_need_redaction(joined):
             return None
-        parts.append(f"{key}={value}")
-    text = ", ".join(parts)
-    return None if _JSON_ESCAPED.search(text) else text
+        if len(known) > _KNOWN_MAX:
+            known.clear()
+        known.update(text for text in fresh if len(text) <= _KNOWN_LENGTH)
+    return texts
+
+
+# Argument keys and string values found to need neither redaction nor a JSON escape: the same keys, ids and
+# words recur from call to call and trace to trace, and a set lookup is far cheaper than screening them
+# again. Only short ones, and a bounded number (cleared when full): memory does not grow with the traces.
+_KNOWN: set[str] = set()
+_KNOWN_MAX = 1 << 16
+_KNOWN_LENGTH = 64
+
+
+def _numbers(n: int) -> list[str]:
+    """The start of each line of an ``n``-call list: ``INDENT`` and the call's number, right-aligned."""
+    made = _NUMBERS.get(n)
+    if made is None:
+        width = len(str(n))
+        made = _NUMBERS[n] = [f"{INDENT}{i:>{width}}. " for i in range(1, n + 1)]
+    return made
+
+
+_NUMBERS: dict[int, list[str]] = {}  # per number of calls, up to SCREEN_WHOLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +170,7 @@ class Calls:
     def __init__(self, trace: Trace | PlainTrace) -> None:
         if isinstance(trace, PlainTrace):
             self.names, self.args = trace.names, trace.args
-            failed = [i for i, ok in enumerate(trace.ok) if not ok]
+            failed = [] if all(trace.ok) else [i for i, ok in enumerate(trace.ok) if not ok]
         else:
             self.names = [c.tool_name for c in trace.calls]
             self.args = [c.arguments for c in trace.calls]
@@ -107,23 +186,23 @@ class Calls:
                     self.notes[i] = self.notes.get(i, "") + f" [step {steps[i] + 1}, parallel]"
         self._texts: list[str] | None = None  # each call's name and arguments as shown, when made at once
         self._lines: dict[str, list[str | None]] = {}  # indent -> each call's line, made when first shown
-        # trace_lines per (marks, indent, mark), as text: violations of several rules often point at the
-        # same call.
-        self.windows: dict[tuple[tuple[int, ...], str, str], str] = {}
+        # trace_lines per (marks, indent, mark), as text, and a violation's per (offending call, mark):
+        # violations of several rules often point at the same call.
+        self.windows: dict[tuple[Any, ...], str] = {}
         self._clean: list[str] | None = None
         if n <= SCREEN_WHOLE:
             # One redaction screen over every call's arguments: most traces need no walk at all.
-            plain = [_plain_args(a) for a in self.args]
-            # The usual arguments, written without the encoder. The screen finds its words in them wherever
-            # it would in the encoder's text (the same keys and values, without the quotes no screened word
-            # holds), so a miss here is a miss there.
-            if None not in plain and not may_need_redaction("\n".join(plain)):  # type: ignore[arg-type]
-                texts = [
-                    f"{name}({_shortened(text)})" if text else name  # type: ignore[arg-type]
-                    for name, text in zip(self.names, plain, strict=True)
-                ]
+            texts = _plain_calls(self.names, self.args)
+            if texts is not None:
                 # No escape codes: ``terminal`` per call, unless every character of them all is printable.
-                self._texts = texts if "".join(texts).isprintable() else [terminal(t) for t in texts]
+                if not "".join(texts).isprintable():
+                    texts = [terminal(t) for t in texts]
+                self._texts = texts
+                # Every line of a block's call list at once: most of them are shown.
+                made: list[str | None] = list(map(operator.add, _numbers(n), texts))
+                for i, note in self.notes.items():
+                    made[i] += note  # type: ignore[operator]
+                self._lines[INDENT] = made
                 return
             dumps = [_dump(a) for a in self.args]
             if not may_need_redaction("\n".join(dumps)):
@@ -157,7 +236,7 @@ def trace_lines(
     trace: Trace | PlainTrace | Calls,
     marks: Iterable[int],
     *,
-    indent: str = "     ",
+    indent: str = INDENT,
     palette: Palette = PLAIN,
 ) -> list[str]:
     """The numbered call list with ``← violation`` at marked calls; a window around them when long.
@@ -169,7 +248,7 @@ def trace_lines(
 def _trace_text(
     trace: Trace | PlainTrace | Calls,
     marked: tuple[int, ...],
-    indent: str = "     ",
+    indent: str = INDENT,
     palette: Palette = PLAIN,
 ) -> str:
     """``trace_lines`` as one text (no line of it holds a newline: ``terminal`` shows one as ``\\n``);
@@ -187,6 +266,18 @@ def _window(calls: Calls, marked: tuple[int, ...], indent: str, palette: Palette
     n = len(calls.steps)
     if n == 0:
         return [indent + "(no calls)"]
+    if len(marked) == 1 and n > SHORT_TRACE and 0 <= marked[0] < n:
+        # A violation's one offending call: the runs below, written out for one.
+        m = marked[0]
+        start = m - WINDOW if m > WINDOW else 0
+        end = m + WINDOW + 1
+        run = calls.lines(start, end if end < n else n, indent)
+        run[m - start] += "  " + palette.mark
+        if start:
+            run.insert(0, _gap(indent, calls.width))
+        if end < n:
+            run.append(f"{_gap(indent, calls.width)}  ({n} calls in all)")
+        return run
     # The calls shown, as runs [start, end): the whole of a short trace (its first calls when nothing is
     # marked), else WINDOW calls either side of each mark, runs that meet or overlap joined.
     if n <= SHORT_TRACE or not marked:
@@ -194,15 +285,18 @@ def _window(calls: Calls, marked: tuple[int, ...], indent: str, palette: Palette
     else:
         runs = []
         for m in marked:
-            start, end = max(0, m - WINDOW), min(n, m + WINDOW + 1)
+            start = m - WINDOW if m > WINDOW else 0
+            end = m + WINDOW + 1
+            if end > n:
+                end = n
             if start >= end:
                 continue  # a mark past the last call shows none
             if runs and start <= runs[-1][1]:
                 runs[-1] = (runs[-1][0], max(runs[-1][1], end))
             else:
                 runs.append((start, end))
-    gap = f"{indent}{'…':>{calls.width}}"
-    mark = f"  {palette.mark}"
+    gap = _gap(indent, calls.width)
+    mark = "  " + palette.mark
     lines: list[str] = []
     shown_to = 0
     for start, end in runs:
@@ -219,6 +313,17 @@ def _window(calls: Calls, marked: tuple[int, ...], indent: str, palette: Palette
     return lines
 
 
+def _gap(indent: str, width: int) -> str:
+    """The line that stands for calls left out of a list whose numbers are ``width`` wide."""
+    gap = _GAPS.get((indent, width))
+    if gap is None:
+        gap = _GAPS[indent, width] = f"{indent}{'…':>{width}}"
+    return gap
+
+
+_GAPS: dict[tuple[str, int], str] = {}
+
+
 def violation_text(
     trace: Trace | PlainTrace | Calls,
     trace_id: str,
@@ -229,17 +334,26 @@ def violation_text(
     """The actionable FAIL block of violation ``v`` (a report's violation as data), ``rule`` its rule's
     result (type and group), from the report data as the engine gives it."""
     head = palette.fail if v["severity"] == "critical" else palette.warn
-    group = f" [{terminal(str(rule['group']))}]" if rule and rule.get("group") else ""
+    group = rule.get("group") if rule else None
     call = v["offending_call_index"]
     suggestion = v.get("suggestion")
+    calls = trace if isinstance(trace, Calls) else Calls(trace)
+    window = calls.windows.get((call, palette.mark))  # the call list of this offending call, once a trace
+    if window is None:
+        marked = () if call is None else (call,)
+        window = calls.windows[call, palette.mark] = "\n".join(_window(calls, marked, INDENT, palette))
     return (
-        f"{head}: {terminal(str(trace_id))} · {v['rule_id']}{group}\n\n"
+        f"{head}: {terminal(str(trace_id))} · {v['rule_id']}"
+        f"{f' [{terminal(str(group))}]' if group else ''}\n\n"
         f"   Rule: {rule['type'] if rule else '?'} ({v['violation_type']})\n"
         f"   Expected: {v['expected_order']}\n"
         f"   Actual: {v['actual_order']}\n\n"
-        f"   Trace:\n{_trace_text(trace, () if call is None else (call,), palette=palette)}\n\n"
-        f"   Why: {v['explanation']}" + (f"\n   Suggestion: {suggestion}" if suggestion else "")
+        f"   Trace:\n{window}\n\n"
+        f"   Why: {v['explanation']}{f'{_SUGGESTION}{suggestion}' if suggestion else ''}"
     )
+
+
+_SUGGESTION = "\n   Suggestion: "
 
 
 def violation_block(trace: Trace | PlainTrace | Calls, report: Report, v: Violation) -> str:
