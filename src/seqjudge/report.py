@@ -164,9 +164,20 @@ def _finite(data: dict[str, Any]) -> bool:
         return False
     for rule in data.get("rules", ()):
         details = rule.get("details")
-        if details and not _all_finite(details):
+        if details and not _details_finite(details):
             return False
     return True
+
+
+def _details_finite(details: Any) -> bool:
+    # orjson writes every NaN and infinity as null, so details it writes without a null hold none: a C-speed
+    # screen (a fifth of walking them here); a null, or what it will not write, is walked.
+    try:
+        if b"null" not in orjson.dumps(details, option=_ORJSON):
+            return True
+    except TypeError:
+        pass
+    return _all_finite(details)
 
 
 def _all_finite(value: Any) -> bool:
