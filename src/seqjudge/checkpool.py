@@ -41,7 +41,6 @@ from seqjudge.ingest import native
 from seqjudge.ingest.base import Done, Options, Record, Source
 from seqjudge.redact import may_need_redaction, redact_text, redact_value
 from seqjudge.report import Explain, RiskLevel, report_line
-from seqjudge.rules.coverage import called, exercised_ids
 from seqjudge.rules.engine import Engine
 from seqjudge.trace import PlainTrace, Trace
 
@@ -134,12 +133,8 @@ class Checker:
                 [r["rule_id"] for r in rules if r["outcome"] == "deferred"] if self._may_defer else [],
                 trace_id,
             )
-            coverage = totals.coverage
-            if coverage is not None:
-                # Once every rule was exercised (after a few traces, usually) no report adds one.
-                done = len(coverage.exercised) >= len(coverage.rule_ids)
-                names = trace.names if isinstance(trace, PlainTrace) else called(trace)
-                coverage.add(trace_id, () if done else exercised_ids(rules), names)
+            if totals.coverage is not None:
+                totals.coverage.add_trace(trace, rules, trace_id)
         return Checked(self.render(trace, data, origin), data["verdict"])
 
     def counting(self, totals: Totals | None) -> Checker:

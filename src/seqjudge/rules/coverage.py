@@ -34,9 +34,9 @@ EXERCISED = frozenset({"passed", "failed", "deferred"})
 
 
 def called(trace: Trace | PlainTrace) -> list[str]:
-    """The distinct tool names a trace calls."""
-    names = trace.names if isinstance(trace, PlainTrace) else [c.tool_name for c in trace.calls]
-    return list(set(names))
+    """The tool names a trace calls, one per call (``Coverage.add`` keeps their set): a plain trace's own
+    column, not a copy."""
+    return trace.names if isinstance(trace, PlainTrace) else [c.tool_name for c in trace.calls]
 
 
 def exercised_ids(rules: Iterable[dict[str, Any]]) -> list[str]:
@@ -75,9 +75,14 @@ class Coverage:
             strict=strict,
         )
 
-    def add_trace(self, trace: Trace | PlainTrace, rules: Iterable[dict[str, Any]]) -> None:
-        """One checked trace and its report's rule entries (``Engine.check_data``'s ``rules``)."""
-        self.add(trace.trace_id, exercised_ids(rules), called(trace))
+    def add_trace(
+        self, trace: Trace | PlainTrace, rules: Iterable[dict[str, Any]], trace_id: Any = None
+    ) -> None:
+        """One checked trace and its report's rule entries (``Engine.check_data``'s ``rules``); ``trace_id``:
+        the name to list it by, if not the trace's own id."""
+        # Once every rule was exercised (after a few traces, usually) no report adds one: no scan.
+        exercised = exercised_ids(rules) if len(self.exercised) < len(self.rule_ids) else ()
+        self.add(trace.trace_id if trace_id is None else trace_id, exercised, called(trace))
 
     def add(self, trace_id: Any, exercised: Iterable[str], tools: Iterable[str]) -> None:
         """One checked trace: the ids of its exercised rules and the names of the tools it called."""
