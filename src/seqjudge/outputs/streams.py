@@ -31,11 +31,11 @@ def open_output(output: Path | None) -> Iterator[IO[str]]:
         yield handle
 
 
-def byte_writer(out: IO[str]) -> Callable[[bytes], object]:
+def byte_writer(out: IO[str]) -> Callable[[bytes | memoryview], object]:
     """Write UTF-8 bytes to a text stream: straight to its byte buffer when it has one (after flushing the
     text already written), else decoded (a stream without a buffer, such as a test's StringIO)."""
     buffer = getattr(out, "buffer", None)
     if buffer is None:
-        return lambda data: out.write(data.decode("utf-8"))
+        return lambda data: out.write(str(data, "utf-8"))
     out.flush()
     return buffer.write  # type: ignore[no-any-return]
