@@ -209,3 +209,17 @@ def test_a_chunk_cut_before_a_repeated_id_keeps_the_output_of_the_traces_before_
     assert bytes(joined.first(0).joined) == b""
     each = Checks(["fail", "pass"], [b"a\n", b"b\n"], b"", b"")
     assert each.first(1).parts == [b"a\n"]
+
+
+def test_bytes_to_a_text_stream_without_a_buffer_may_end_inside_a_character() -> None:
+    """A writer may hand its bytes over in any blocks (a joined chunk, a file copied 1 MB at a time)."""
+    import io
+
+    from seqjudge.outputs.streams import byte_writer
+
+    out = io.StringIO()
+    write = byte_writer(out)
+    data = "naïve ✓\n".encode()
+    for cut in [data[:3], memoryview(data)[3:9], data[9:]]:  # inside "ï", then inside "✓"
+        write(cut)
+    assert out.getvalue() == "naïve ✓\n"

@@ -3,17 +3,22 @@
 The loader still reads the file, picks its format and checks trace ids for duplicates in this process; for
 a native JSONL file it hands the records to ``LinePool`` (an ``Options.native_lines`` hook), which reads
 ahead: a file of at most ``INLINE`` records is checked here, without starting a worker; a larger one is sent
-in chunks to worker processes from its first record, and their results come back in input order. Behaviour is
-the single-process path's by construction:
+in chunks to worker processes from its first record, and their results come back in input order. Past the
+records read ahead, the file is read in blocks of whole lines (``files.Reader.blocks``) that go to a worker
+unsplit: this process does nothing a line. Behaviour is the single-process path's by construction:
 
 - each record is read by ``native.parse`` and checked by ``Checker`` in either process, the same code;
 - a worker that meets any error in a record stops its chunk there and says where; this process then reads
   that record itself, so the error (message, exit code, traceback for a bug) is raised here exactly as
   without workers, after the results before it and none after it;
-- duplicate trace ids are caught by the loader, across chunks and files alike;
+- duplicate trace ids are caught by the loader, across chunks and files alike: a chunk comes back as one
+  ``Batch`` of its ids and lines, checked at once (one by one when an id repeats, for the same message);
 - the run's totals (and coverage) are counted where a trace is checked: a worker counts its chunk in a
-  ``Totals.fresh`` copy that comes back with the chunk's rendered parts and is merged here in input order, so
-  this process handles a few builtins a trace (its id, verdict and bytes), not its report.
+  ``Totals.fresh`` copy that comes back with the chunk's rendered parts and is merged here in input order;
+- for a writer that only writes each trace's part (``CheckOutput.joins``: jsonl, json, text) a worker joins
+  its chunk's parts (those ``--failures-only`` keeps) into its slot of a ring of memory shared with this
+  process, which writes them with one call; other writers get each part. So this process handles a few
+  builtins a trace (its id, line and verdict), not its report nor its bytes.
 
 Workers are forked (cheap, and they inherit the compiled rules); where fork is not the platform's way (or
 there is one core) everything runs here. The objects alive at the fork are frozen out of the garbage

@@ -197,8 +197,8 @@ class Reader:
 
 
 def _newlines(block: bytes) -> int:
-    """``block.count(b"\\n")``, in a tenth of its time on lines of a few hundred bytes and more: ``find``
-    skips to each one with memchr, ``count`` steps through every byte."""
+    """``block.count(b"\\n")``, in a quarter of its time on lines of 1.6 KB (a tenth of its instructions):
+    ``find`` skips to each newline with memchr, ``count`` steps through every byte."""
     count = 0
     at = block.find(b"\n")
     while at >= 0:
