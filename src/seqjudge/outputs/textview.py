@@ -335,27 +335,57 @@ def violation_text(
 ) -> str:
     """The actionable FAIL block of violation ``v`` (a report's violation as data), ``rule`` its rule's
     result (type and group), from the report data as the engine gives it."""
-    head = palette.fail if v["severity"] == "critical" else palette.warn
-    group = rule.get("group") if rule else None
-    call = v["offending_call_index"]
-    suggestion = v.get("suggestion")
     calls = trace if isinstance(trace, Calls) else Calls(trace)
-    window = calls.windows.get((call, palette.mark))  # the call list of this offending call, once a trace
-    if window is None:
-        marked = () if call is None else (call,)
-        window = calls.windows[call, palette.mark] = "\n".join(_window(calls, marked, INDENT, palette))
+    suggestion = v.get("suggestion")
+    key = (
+        v["rule_id"],
+        rule.get("group") if rule else None,
+        rule["type"] if rule else "?",
+        v["violation_type"],
+        v["expected_order"],
+    )
+    part = _RULE_PARTS.get(key)
+    if part is None:
+        part = rule_part(*key)
     return (
-        f"{head}: {terminal(str(trace_id))} · {v['rule_id']}"
-        f"{f' [{terminal(str(group))}]' if group else ''}\n\n"
-        f"   Rule: {rule['type'] if rule else '?'} ({v['violation_type']})\n"
-        f"   Expected: {v['expected_order']}\n"
-        f"   Actual: {v['actual_order']}\n\n"
-        f"   Trace:\n{window}\n\n"
-        f"   Why: {v['explanation']}{f'{_SUGGESTION}{suggestion}' if suggestion else ''}"
+        f"{palette.fail if v['severity'] == 'critical' else palette.warn}: {terminal(str(trace_id))} · "
+        f"{part}{v['actual_order']}{TRACE_HEAD}{window_text(calls, v['offending_call_index'], palette)}"
+        f"{WHY}{v['explanation']}{f'{SUGGESTION}{suggestion}' if suggestion else ''}"
     )
 
 
-_SUGGESTION = "\n   Suggestion: "
+# What a violation's block says after its trace id and actual order, in ``violation_text``'s order.
+TRACE_HEAD = "\n\n   Trace:\n"
+WHY = "\n\n   Why: "
+SUGGESTION = "\n   Suggestion: "
+
+
+def rule_part(rule_id: str, group: str | None, kind: str, violation: str, expected: str) -> str:
+    """What a violation's block says between its trace id and its actual order: all of it the rule's and
+    the kind of violation's, so the same few again and again (kept in ``_RULE_PARTS``)."""
+    made = (
+        f"{rule_id}{f' [{terminal(str(group))}]' if group else ''}\n\n"
+        f"   Rule: {kind} ({violation})\n"
+        f"   Expected: {expected}\n"
+        "   Actual: "
+    )
+    if len(_RULE_PARTS) >= 4096:
+        _RULE_PARTS.clear()
+    _RULE_PARTS[rule_id, group, kind, violation, expected] = made
+    return made
+
+
+# ``rule_part`` by its arguments. Bounded: cleared when full.
+_RULE_PARTS: dict[tuple[str, str | None, str, str, str], str] = {}
+
+
+def window_text(calls: Calls, call: int | None, palette: Palette = PLAIN) -> str:
+    """The call list of a violation whose offending call is ``call`` (None: no call), made once a trace."""
+    window = calls.windows.get((call, palette.mark))
+    if window is None:
+        marked = () if call is None else (call,)
+        window = calls.windows[call, palette.mark] = "\n".join(_window(calls, marked, INDENT, palette))
+    return window
 
 
 def violation_block(trace: Trace | PlainTrace | Calls, report: Report, v: Violation) -> str:
