@@ -39,12 +39,11 @@ from seqjudge.outputs.ci_outputs import (
 from seqjudge.outputs.streams import BUFFER
 from seqjudge.outputs.textview import (
     PLAIN,
-    SUGGESTION,
-    TRACE_HEAD,
-    WHY,
     Calls,
     Totals,
-    rule_part,
+    ViolationKey,
+    violation_key,
+    violation_parts,
     window_text,
 )
 from seqjudge.report import Report
@@ -133,7 +132,7 @@ class JunitOutput(CheckOutput):
                 if calls is None:
                     calls = Calls(trace)  # each call's text made once for all the trace's blocks
                 rules = {r["rule_id"]: r for r in decided}
-                body = _text(_blocks(calls, trace_id, data["violations"], rules, case.blocks))
+                body = _blocks(calls, trace_id, data["violations"], rules, case.blocks)
             if case.state == "failure":
                 parts += (_OPEN, case.child, b">" + body + b"</failure>" if body else b" />", _CLOSE)
             elif case.state == "skipped":
@@ -210,14 +209,15 @@ def _blocks(
     rules: dict[str, dict[str, Any]],
     ids: list[str],
 ) -> bytes:
-    """``ci_outputs.failed_blocks`` of the rules ``ids`` for a result with no judge, from the report data, in
-    UTF-8 and not yet escaped for XML (``_text``): a rule's violations (``violation_text``'s blocks), or the
-    rule's own block when it failed without one (a judge rule's violations are the judge's: none here).
+    """``ci_outputs.failed_blocks`` of the rules ``ids`` for a result with no judge, from the report data, as
+    an element's text in UTF-8 (``_xml``): a rule's violations (``violation_text``'s blocks), or the rule's
+    own block when it failed without one (a judge rule's violations are the judge's: none here).
 
-    A violation's block is put together from UTF-8 pieces: what depends only on the rule and the kind of
-    violation is encoded once a run (``_RULE_PARTS``), each offending call's window once a trace, and the
-    engine's per-trace texts, ASCII as a rule, cost a copy each. Built as text, the block's few non-ASCII
-    characters (the marks, the middle dot) would make every piece a wide string and the whole re-encoded."""
+    A violation's block is put together from escaped UTF-8 pieces: the trace id's, made once a trace, each
+    offending call's window, once a trace, and the rest, the rule's and the engine's words, which the same
+    rules say again and again over a run: made once (``_VIOLATIONS``). The windows are call lines that
+    ``terminal`` has shown printable: of what ``xml_text`` replaces they hold nothing, only markup to
+    escape."""
     located: dict[str, list[dict[str, Any]]] = {}
     for v in violations:
         found = located.get(v["rule_id"])
@@ -225,9 +225,10 @@ def _blocks(
             located[v["rule_id"]] = [v]
         else:
             found.append(v)
-    tid = f"{terminal(str(trace_id))} · ".encode()
+    tid = _markup(f"{terminal(str(trace_id))} · ".encode())
     windows: dict[int | None, bytes] = {}
     parts: list[bytes] = []
+    known = _VIOLATIONS
     for rule_id in ids:
         rule = rules[rule_id]
         kind = rule["type"]
@@ -236,52 +237,39 @@ def _blocks(
             call = v["offending_call_index"]
             window = windows.get(call)
             if window is None:
-                window = windows[call] = window_text(calls, call).encode()
-            key = (v["rule_id"], rule.get("group"), kind, v["violation_type"], v["expected_order"])
-            head = _RULE_PARTS.get(key)
-            if head is None:
-                head = _rule_part(key)
-            suggestion = v.get("suggestion")
-            parts += (
-                _FAIL if v["severity"] == "critical" else _WARN,
-                tid,
-                head,
-                v["actual_order"].encode(),
-                _TRACE,
-                window,
-                _WHY,
-                v["explanation"].encode(),
-            )
-            if suggestion:
-                parts += (_SUGGESTION, suggestion.encode())
-            parts.append(_BETWEEN)
+                window = windows[call] = _markup(window_text(calls, call).encode())
+            key = violation_key(v, rule)
+            pieces = known.get(key)
+            if pieces is None:
+                pieces = _violation_pieces(key)
+            before, after = pieces
+            parts += (_FAIL if v["severity"] == "critical" else _WARN, tid, before, window, after, _BETWEEN)
         if not shown and rule["outcome"] == "failed":
             why = rule.get("explanation", "")
             block = unlocated_block(calls, trace_id, rule_id, kind, rule.get("call_indices", []), why)
-            parts += (block.encode(), _BETWEEN)
+            parts += (_xml(block), _BETWEEN)
     if parts:
         parts.pop()  # the last block's separator
     return b"".join(parts)
 
 
+_BETWEEN = b"\n\n"
 _FAIL = f"{PLAIN.fail}: ".encode()
 _WARN = f"{PLAIN.warn}: ".encode()
-_TRACE = TRACE_HEAD.encode()
-_WHY = WHY.encode()
-_SUGGESTION = SUGGESTION.encode()
-_BETWEEN = b"\n\n"
 
 
-def _rule_part(key: tuple[str, str | None, str, str, str]) -> bytes:
-    """``textview.rule_part`` in UTF-8, kept in ``_RULE_PARTS``."""
-    if len(_RULE_PARTS) >= 4096:
-        _RULE_PARTS.clear()
-    made = _RULE_PARTS[key] = rule_part(*key).encode()
+def _violation_pieces(key: ViolationKey) -> tuple[bytes, bytes]:
+    """``textview.violation_parts`` as escaped UTF-8, kept in ``_VIOLATIONS``."""
+    parts = violation_parts(key)
+    made = (_xml(parts[0]), _xml(parts[1]))
+    if len(_VIOLATIONS) >= 8192:
+        _VIOLATIONS.clear()
+    _VIOLATIONS[key] = made
     return made
 
 
-# ``_rule_part`` by its key: the same few again and again. Bounded: cleared when full.
-_RULE_PARTS: dict[tuple[str, str | None, str, str, str], bytes] = {}
+# ``_violation_pieces`` by key (``textview.violation_key``). Bounded: cleared when full.
+_VIOLATIONS: dict[ViolationKey, tuple[bytes, bytes]] = {}
 
 
 # The bytes of the characters ``xml_text`` replaces: C0 controls but tab, line feed and carriage return, and
@@ -298,12 +286,18 @@ _ATTR_ESCAPES: tuple[tuple[str, str], ...] = (("&", "&amp;"), ("<", "&lt;"), (">
 _ATTR_ESCAPES += (("\r", "&#13;"), ("\n", "&#10;"), ("\t", "&#09;"))
 
 
-def _text(out: bytes) -> bytes:
-    """UTF-8 text as ElementTree writes it as an element's text (after ``xml_text``). The FAIL blocks are
-    kilobytes: what XML cannot hold is looked for and markup escaped in the bytes, several times faster
-    than the pattern and replacements over the text (UTF-8 holds no ASCII byte inside a character)."""
+def _xml(text: str) -> bytes:
+    """``text`` as ElementTree writes it as an element's text (after ``xml_text``), in UTF-8. What XML
+    cannot hold is looked for and markup escaped in the bytes, several times faster than the pattern and
+    replacements over the text on a kilobyte block (UTF-8 holds no ASCII byte inside a character)."""
+    out = text.encode("utf-8")
     if b"\0" in out.translate(_XML_BAD_TABLE):
-        out = xml_text(out.decode("utf-8")).encode("utf-8")
+        out = xml_text(text).encode("utf-8")
+    return _markup(out)
+
+
+def _markup(out: bytes) -> bytes:
+    """UTF-8 text with its markup escaped as ElementTree escapes an element's text."""
     for char, reference in _TEXT_ESCAPES:
         if char in out:
             out = out.replace(char, reference)
