@@ -240,8 +240,8 @@ def test_junit_file_from_check_parses_and_counts_its_cases(tmp_path: Path) -> No
     assert {c.get("classname") for c in cases} == {xml_text(r["trace_id"]) for r in hostile_records()}
 
 
-# What XML cannot hold (C0 controls, U+FFFE, U+FFFF), the neighbours of U+FFFE in UTF-8 (U+F000 to U+FFFD share
-# its lead byte), markup, and anything else but lone surrogates (no UTF-8 for them).
+# What XML cannot hold (C0 controls, U+FFFE, U+FFFF), the neighbours of U+FFFE in UTF-8 (U+F000 to U+FFFD
+# share its lead byte), markup, and anything else but lone surrogates (no UTF-8 for them).
 XML_TEXT = st.text(
     alphabet=st.one_of(
         st.characters(blacklist_categories=("Cs",)),

@@ -416,7 +416,7 @@ def violation_block(trace: Trace | PlainTrace | Calls, report: Report, v: Violat
 
 def report_text(trace: Trace | PlainTrace, data: Mapping[str, Any], palette: Palette = PLAIN) -> str:
     """A trace's text: the FAIL block of each violation, then its one line (``Engine.check_data``'s data)."""
-    parts = []
+    parts: list[str] = []
     if data["violations"]:
         rules = {r["rule_id"]: r for r in data["rules"]}
         calls = Calls(trace)
