@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import seqjudge.checkpool as checkpool
-from seqjudge.checkpool import Checked
+from seqjudge.checkpool import Checks
 from seqjudge.cli import run
 from seqjudge.errors import InputError, SeqjudgeError
 from seqjudge.ingest import load_traces
@@ -89,10 +89,10 @@ def command(
 
 @pytest.fixture
 def workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Workers on any machine, after 3 records checked inline, 4 records a chunk."""
+    """Workers on any machine, after 3 records checked inline, chunks of about 3 records (of ``good``)."""
     monkeypatch.setattr(checkpool, "worker_count", lambda: 2)
     monkeypatch.setattr(checkpool, "INLINE", 3)
-    monkeypatch.setattr(checkpool, "CHUNK", 4)
+    monkeypatch.setattr(checkpool, "CHUNK", 3 * GOOD_SIZE)
 
 
 def single(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -145,7 +145,7 @@ def test_workers_single_process_and_models_write_the_same_bytes(
     with monkeypatch.context() as m:
         m.setattr(checkpool, "worker_count", lambda: 2)
         m.setattr(checkpool, "INLINE", 2)
-        m.setattr(checkpool, "CHUNK", 3)
+        m.setattr(checkpool, "CHUNK", 200)  # bytes: one to a few records a chunk
         pooled = command(rules_path, traces, "jsonl", capsys, *extra)
     with monkeypatch.context() as m:
         single(m)
@@ -176,6 +176,9 @@ def good(n: int) -> dict[str, Any]:
         {"tool_name": "cancel_order", "arguments": {"order_id": n % 5}, "status": "error" if n % 7 else "ok"},
     ]
     return {"trace_id": f"t{n}", "calls": calls}
+
+
+GOOD_SIZE = len(json.dumps(good(10))) + 1  # bytes of a line of ``good``
 
 
 @pytest.fixture
@@ -219,8 +222,9 @@ def test_bad_input_in_a_worker_chunk_ends_as_without_workers(
 def test_a_malformed_record_deep_in_a_large_file_with_the_real_thresholds(
     tmp_path: Path, rules_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    lines = [json.dumps(good(n)) for n in range(checkpool.INLINE + 40 * checkpool.CHUNK)]
-    at = checkpool.INLINE + 25 * checkpool.CHUNK + 17
+    per_chunk = checkpool.CHUNK // GOOD_SIZE
+    lines = [json.dumps(good(n)) for n in range(checkpool.INLINE + 40 * per_chunk)]
+    at = checkpool.INLINE + 25 * per_chunk + 17
     lines[at] = lines[at][:-9]  # cut off: bad JSON
     traces = tmp_path / "big.jsonl"
     traces.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -263,29 +267,36 @@ def test_valid_input_exit_codes_and_no_worker_left(
     assert multiprocessing.active_children() == []
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "junit"])  # chunks written joined / trace by trace
 def test_ctrl_c_shuts_the_workers_down(
     tmp_path: Path,
     rules_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     workers: None,
+    fmt: str,
 ) -> None:
     traces = write_jsonl(tmp_path / "traces.jsonl", [good(n) for n in range(200)])
-    written = 0
-    line = CheckOutput.line
+    whole = command(rules_path, traces, "jsonl", capsys)[1]
+    taken = 0
+    take_all = CheckOutput.take_all
 
-    def interrupted(self: CheckOutput, checked: Checked) -> None:
+    def interrupted(self: CheckOutput, checks: Checks, failures_only: bool) -> None:
         # Where Ctrl-C lands: this process, writing the workers' results, with more chunks in flight.
-        nonlocal written
-        written += 1
-        if written == 50:
+        nonlocal taken
+        taken += 1
+        if taken == 5:
             raise KeyboardInterrupt
-        line(self, checked)
+        take_all(self, checks, failures_only)
 
-    monkeypatch.setattr(CheckOutput, "line", interrupted)
-    code = run(["check", str(rules_path), str(traces), "--format", "jsonl", "-o", str(tmp_path / "o")])
-    assert code == 130 and written == 50
-    assert (tmp_path / "o").read_bytes().count(b"\n") == 49
+    monkeypatch.setattr(CheckOutput, "take_all", interrupted)
+    out = tmp_path / "o"
+    code = run(["check", str(rules_path), str(traces), "--format", fmt, "-o", str(out)])
+    assert code == 130 and taken == 5
+    if fmt == "jsonl":  # the reports of the first records and of 4 chunks, whole, and none after them
+        written = out.read_bytes()
+        assert written and whole.startswith(written) and written.endswith(b"\n")
+        assert 3 + 4 < written.count(b"\n") < 200
     assert multiprocessing.active_children() == []
 
 
@@ -294,10 +305,11 @@ def test_no_workers_where_they_would_not_be_forked(monkeypatch: pytest.MonkeyPat
     assert checkpool.worker_count() == 0
 
 
-def _dies_on_line_10(lines: list[tuple[int, bytes]]) -> Any:
-    if any(line == 10 for line, _ in lines):
+def _dies_on_line_10(raw: bytes, lines: int | list[int], slot: int) -> Any:
+    held = range(lines + 1, lines + 1 + raw.count(b"\n")) if isinstance(lines, int) else lines
+    if 10 in held:
         os._exit(1)  # a worker killed from outside (the OOM killer, say)
-    return _work(lines)
+    return _work(raw, lines, slot)
 
 
 _work = checkpool._work
@@ -330,7 +342,7 @@ def test_workers_option_sets_the_pool_size(
 
     monkeypatch.setattr(checkpool.LinePool, "__init__", spy)
     monkeypatch.setattr(checkpool, "INLINE", 3)
-    monkeypatch.setattr(checkpool, "CHUNK", 4)
+    monkeypatch.setattr(checkpool, "CHUNK", 3 * GOOD_SIZE)
     traces = write_jsonl(tmp_path / "traces.jsonl", [good(n) for n in range(30)])
     none = command(rules_path, traces, "jsonl", capsys, "--workers", "0")
     two = command(rules_path, traces, "jsonl", capsys, "--workers", "2")
@@ -430,9 +442,9 @@ def test_the_pool_unfreezes_what_it_froze_for_the_workers(
     frozen: list[int] = []
     submit = checkpool.LinePool._submit
 
-    def spy(self: checkpool.LinePool, pool: Any, chunk: Any) -> Any:
+    def spy(self: checkpool.LinePool, pool: Any, chunk: Any, slot: int) -> Any:
         frozen.append(gc.get_freeze_count())
-        return submit(self, pool, chunk)
+        return submit(self, pool, chunk, slot)
 
     monkeypatch.setattr(checkpool.LinePool, "_submit", spy)
     traces = write_jsonl(tmp_path / "traces.jsonl", [good(n) for n in range(30)])

@@ -91,9 +91,9 @@ def check(
 
     Exit 0 when every trace passed, 1 when some trace failed or needs review, 2 on bad input.
     """
-    from seqjudge.checkpool import Checker, LinePool
+    from seqjudge.checkpool import Checker, Checks, LinePool
     from seqjudge.ingest import IngestStats, load_checkable
-    from seqjudge.ingest.base import Done
+    from seqjudge.ingest.base import Batch, Done
     from seqjudge.ingest.stats import report as report_ingest
     from seqjudge.inputs import load_suite
     from seqjudge.outputs.coverage import coverage_lines
@@ -147,21 +147,30 @@ def check(
             explain=explain.value,
             totals=totals,
         )
-        pool = LinePool(checker, workers=workers) if "-" not in traces else None
-        stream: Generator[Trace | PlainTrace | Done, None, None]
+        pool = (
+            LinePool(checker, workers=workers, join=shown.joins(), failures_only=failures_only)
+            if "-" not in traces
+            else None
+        )
+        stream: Generator[Trace | PlainTrace | Done | Batch, None, None]
         stream = load_checkable(traces, native_lines=pool, plain=not output_class.models, **options)
         # closing: an error ends the loop early, and a worker pool must shut down then, not at collection.
         with contextlib.closing(stream):
             # The head waits for the first trace: input that is bad from the start writes nothing.
             started = False
             for item in stream:
+                if isinstance(item, Batch):  # a worker's chunk, in a few builtins, not an item a trace
+                    assert isinstance(item.result, Checks)
+                    if not started:
+                        shown.start()
+                        started = True
+                    shown.take_all(item.result, failures_only)
+                    continue
                 checked = item.result if isinstance(item, Done) else checker.checked(item)
                 if not started:
                     shown.start()
                     started = True
-                shown.count(checked)
-                if not (failures_only and checked.verdict == "pass"):
-                    shown.line(checked)
+                shown.take(checked, failures_only)
             if not started:
                 shown.start()
             shown.finish(totals)

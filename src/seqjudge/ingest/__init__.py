@@ -38,7 +38,7 @@ from typing import cast
 
 from seqjudge.errors import InputError
 from seqjudge.ingest import detect, files, native
-from seqjudge.ingest.base import Done, Format, NativeLines, Options, Record, Source
+from seqjudge.ingest.base import Batch, Blocks, Done, Format, NativeLines, Options, Record, Source
 from seqjudge.ingest.files import TRACE_SUFFIXES
 from seqjudge.ingest.stats import IngestStats
 from seqjudge.trace import PlainTrace, Trace
@@ -142,7 +142,7 @@ def load_checkable(
     allow_empty: bool = False,
     stats: IngestStats | None = None,
     plain: bool = True,
-) -> Generator[Trace | PlainTrace | Done, None, None]:
+) -> Generator[Trace | PlainTrace | Done | Batch, None, None]:
     """``load_traces`` for callers that only run the engine: a plain native JSONL record comes as a
     PlainTrace (its columns, without models); everything else, errors included, is exactly as there.
 
@@ -210,7 +210,7 @@ _DUPLICATE_HINT = "Give every trace a distinct trace_id (ids must be unique with
 _DOCUMENT = 1 << 39  # marks a trace's ordinal in a document rather than a line number
 
 
-def _load(inputs: files.Inputs, options: Options) -> Generator[Trace | PlainTrace | Done, None, None]:
+def _load(inputs: files.Inputs, options: Options) -> Generator[Trace | PlainTrace | Done | Batch, None, None]:
     # The duplicate-id index is the only thing kept per trace: id -> where it was, packed in one int (file
     # number, then line or ordinal), so memory grows by about a hundred bytes a trace, not by the records.
     seen: dict[str, int] = {}
@@ -218,29 +218,45 @@ def _load(inputs: files.Inputs, options: Options) -> Generator[Trace | PlainTrac
     sources = inputs.files
     for number, (source, file) in enumerate(sources):
         stats.files += 1
-        tracker = _Tracker(stats)
-        records = tracker.follow(files.records(source, file))
+        tracker = _Tracker(stats, files.records(source, file))
+        records = tracker.follow()
         first = next(records, None)
         if first is None:
             if options.verbose:
                 print(f"seqjudge: {source.name}: empty, no traces", file=sys.stderr)
             continue
         skipped = stats.skipped.copy()
-        fmt, traces = _parse(first, records, source, options)
+        fmt, traces = _parse(first, records, source, options, tracker.blocks)
         base = number << 40
-        made = 0
-        for count, trace in enumerate(traces, start=1):
+        made = count = 0
+        for trace in traces:
+            if isinstance(trace, Batch):
+                # A hook's run of records: their ids checked at once when none repeats (the usual case),
+                # else one by one below, for the message and line of the first that does.
+                fresh = dict(zip(trace.trace_ids, map(base.__add__, trace.lines), strict=True))
+                if len(fresh) == len(trace.trace_ids) and seen.keys().isdisjoint(fresh):
+                    seen.update(fresh)
+                    count += len(fresh)
+                    made = count
+                    stats.traces += len(fresh)
+                    stats.uncounted += len(fresh)
+                    yield trace
+                    continue
+                for at, (trace_id, at_line) in enumerate(zip(trace.trace_ids, trace.lines, strict=True)):
+                    if trace_id in seen:
+                        if at:  # the results before it are written, as one by one
+                            stats.traces += at
+                            stats.uncounted += at
+                            yield Batch(trace.trace_ids[:at], trace.lines[:at], trace.result.first(at))
+                        raise _duplicate(seen, sources, trace_id, source, at_line, count + at + 1, fmt)
+                    seen[trace_id] = base + at_line
+                raise AssertionError("a batch's repeated trace id was not found one by one")
+            count += 1
             trace_id = trace.trace_id if isinstance(trace.trace_id, str) else str(trace.trace_id)
             # A hook reads ahead of what it yields: its items carry their own line.
             line = trace.line if isinstance(trace, Done) else tracker.line
             if trace_id in seen:
-                earlier = _place(sources, seen[trace_id])
-                raise InputError(
-                    f"duplicate trace id {trace_id!r}: it was already used at {earlier}",
-                    source=source.name,
-                    where=_where(line, count),
-                    hint=getattr(fmt, "DUPLICATE_HINT", _DUPLICATE_HINT),
-                )
+                raise _duplicate(seen, sources, trace_id, source, line, count, fmt)
             seen[trace_id] = base + (line if line is not None else _DOCUMENT + count)
             made = count
             stats.traces += 1
@@ -265,6 +281,24 @@ def _load(inputs: files.Inputs, options: Options) -> Generator[Trace | PlainTrac
         )
 
 
+def _duplicate(
+    seen: dict[str, int],
+    sources: list[tuple[Source, Path | None]],
+    trace_id: str,
+    source: Source,
+    line: int | None,
+    count: int,
+    fmt: Format,
+) -> InputError:
+    """The error for ``trace_id``, seen before, repeated by the ``count``-th trace of ``source``."""
+    return InputError(
+        f"duplicate trace id {trace_id!r}: it was already used at {_place(sources, seen[trace_id])}",
+        source=source.name,
+        where=_where(line, count),
+        hint=getattr(fmt, "DUPLICATE_HINT", _DUPLICATE_HINT),
+    )
+
+
 def _where(line: int | None, count: int) -> str:
     """The line that completed a trace (JSONL), else its ordinal in the document."""
     return f"line {line}" if line is not None else f"trace #{count}"
@@ -277,13 +311,13 @@ def _place(sources: list[tuple[Source, Path | None]], packed: int) -> str:
 
 
 def _parse(
-    first: Record, rest: Iterator[Record], source: Source, options: Options
-) -> tuple[Format, Iterable[Trace | PlainTrace | Done]]:
+    first: Record, rest: Iterator[Record], source: Source, options: Options, blocks: Blocks
+) -> tuple[Format, Iterable[Trace | PlainTrace | Done | Batch]]:
     """Choose the format (forced, or from the records) and start parsing with it."""
 
-    def parse(fmt: Format, records: Iterator[Record]) -> Iterable[Trace | PlainTrace | Done]:
+    def parse(fmt: Format, records: Iterator[Record]) -> Iterable[Trace | PlainTrace | Done | Batch]:
         if fmt is native and first.line is not None and options.native_lines is not None:
-            return options.native_lines(records, source, options)
+            return options.native_lines(records, source, options, blocks)
         return fmt.parse(records, source, options)
 
     if first.line is None:
@@ -313,14 +347,23 @@ def _parse(
 class _Tracker:
     """Remember the line an importer read last, to say where a (duplicate) trace came from; count records."""
 
-    def __init__(self, stats: IngestStats) -> None:
+    def __init__(self, stats: IngestStats, reader: files.Reader) -> None:
         self.line: int | None = None
         self.count = 0
         self.stats = stats
+        self.reader = reader
 
-    def follow(self, records: Iterator[Record]) -> Iterator[Record]:
-        for record in records:
+    def follow(self) -> Iterator[Record]:
+        for record in self.reader:
             self.line = record.line
             self.count += 1
             self.stats.records += 1
             yield record
+
+    def blocks(self, taken: int, size: int) -> Iterator[tuple[int, bytes]] | None:
+        """The file's lines after the records read so far, in blocks (``files.Reader.blocks``), for a hook
+        that has taken ``taken`` records: only when that is every record read (detection holds none back).
+        The records in them are the hook's to count (``stats.records``): the lines are not split here."""
+        if taken != self.count or self.line is None:
+            return None
+        return self.reader.blocks(self.line, size)

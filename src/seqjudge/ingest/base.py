@@ -43,8 +43,8 @@ class Options:
     verbose: bool = False
     # Yield seqjudge.trace.PlainTrace for plain native JSONL records (for callers that only run the engine).
     plain: bool = False
-    # Reads a native JSONL file's records in place of native.parse, yielding Done items in record order
-    # (`seqjudge check`'s worker pool); None: native.parse.
+    # Reads a native JSONL file's records in place of native.parse, yielding Done and Batch items in record
+    # order (`seqjudge check`'s worker pool); None: native.parse.
     native_lines: NativeLines | None = None
     # A trace with no call whose source holds tool activity is an error unless this is set (--allow-empty).
     allow_empty: bool = False
@@ -69,7 +69,34 @@ class Done:
     result: Any
 
 
-NativeLines = Callable[[Iterator["Record"], "Source", Options], Iterator[Done]]
+@dataclass(slots=True)
+class Batch:
+    """Consecutive JSONL records already turned into their caller's result, as one item (an
+    ``Options.native_lines`` hook's: it costs the loader a few builtins a trace, not an item each).
+
+    The loader checks each of ``trace_ids`` for duplicates at its line (``lines``) as it does a ``Done``'s,
+    and counts them as traces; ``result`` is the caller's, for all of them."""
+
+    trace_ids: list[str]
+    lines: list[int]
+    result: Results
+
+
+class Results(Protocol):
+    """A ``Batch``'s result, whatever its caller makes of it."""
+
+    def first(self, count: int) -> Results:
+        """The result of the first ``count`` records alone (the loader yields them before the error of a
+        trace id that repeats among the rest)."""
+        ...
+
+
+# The rest of a JSONL file as blocks of whole lines, each with the number of the line before it, once a hook
+# has taken the given number of records from its record iterator; None where the file cannot be read so from
+# there (records still held back, or a stream not read line by line). The second argument is a block's size.
+Blocks = Callable[[int, int], "Iterator[tuple[int, bytes]] | None"]
+
+NativeLines = Callable[[Iterator["Record"], "Source", Options, Blocks], Iterator["Done | Batch"]]
 
 
 @dataclass(slots=True)

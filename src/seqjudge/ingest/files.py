@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -149,18 +149,83 @@ class _TextAsBytes:
         pass
 
 
-def records(source: Source, file: Path | None) -> Iterator[Record]:
-    stream = _open(source, file)
-    try:
-        yield from _split(stream, source, force_jsonl=file is not None and file.suffix == ".jsonl")
-    except OSError as exc:
-        raise InputError(f"reading failed ({exc})", source=source.name) from None
-    finally:
-        if file is not None:
-            stream.close()
+class Reader:
+    """A trace file's records, read when iterated (once). A JSONL file is read a line at a time; once its
+    first two records are handed out, the lines after the record handed out last may be read in blocks of
+    whole lines instead (``blocks``), for a caller that passes them on unsplit (``check``'s workers)."""
+
+    def __init__(self, source: Source, file: Path | None) -> None:
+        self.source = source
+        self.file = file
+        self._stream: IO[bytes] | None = None
+        self._lines = False  # the stream stands just after the last record handed out
+
+    def __iter__(self) -> Iterator[Record]:
+        stream = self._stream = _open(self.source, self.file)
+        file = self.file
+        try:
+            yield from _split(
+                stream, self.source, force_jsonl=file is not None and file.suffix == ".jsonl", reader=self
+            )
+        except OSError as exc:
+            raise _unreadable(self.source, exc) from None
+        finally:
+            self._lines = False
+            if file is not None:
+                stream.close()
+
+    def blocks(self, after: int, size: int) -> Iterator[tuple[int, bytes]] | None:
+        """The lines after line ``after`` (the last record handed out) in blocks of about ``size`` bytes, each
+        ending at the end of a line, with the number of the line before it; None when the stream is not
+        read line by line (a document, or only the first record handed out)."""
+        if not self._lines or self._stream is None or self.file is None:
+            return None
+        return self._blocks(self._stream, after, size)
+
+    def _blocks(self, stream: IO[bytes], line: int, size: int) -> Iterator[tuple[int, bytes]]:
+        try:
+            while True:
+                block = stream.read(size)
+                if not block:
+                    return
+                if block[-1] != 10:  # b"\n": the line it ends in, whole
+                    block += stream.readline()
+                yield line, block
+                line += _newlines(block)
+        except OSError as exc:
+            raise _unreadable(self.source, exc) from None
 
 
-def _split(stream: IO[bytes], source: Source, *, force_jsonl: bool) -> Iterator[Record]:
+def _newlines(block: bytes) -> int:
+    """``block.count(b"\\n")``, in a quarter of its time on lines of 1.6 KB (a tenth of its instructions):
+    ``find`` skips to each newline with memchr, ``count`` steps through every byte."""
+    count = 0
+    at = block.find(b"\n")
+    while at >= 0:
+        count += 1
+        at = block.find(b"\n", at + 1)
+    return count
+
+
+def records(source: Source, file: Path | None) -> Reader:
+    return Reader(source, file)
+
+
+def _unreadable(source: Source, exc: OSError) -> InputError:
+    return InputError(f"reading failed ({exc})", source=source.name)
+
+
+def following(source: Source, lines: Iterable[bytes], line: int) -> Iterator[Record]:
+    """The records of JSONL ``lines`` that come after line ``line``: one a line that is not blank."""
+    for raw in lines:
+        line += 1
+        if not raw.isspace():  # no copy of the line, unlike strip(); iteration yields no empty line
+            yield Record(source, line, raw)
+
+
+def _split(
+    stream: IO[bytes], source: Source, *, force_jsonl: bool, reader: Reader | None = None
+) -> Iterator[Record]:
     """JSONL (one record a line) or one whole document, decided by the first non-blank line."""
     lines = iter(stream)
     head: list[bytes] = []
@@ -204,11 +269,10 @@ def _split(stream: IO[bytes], source: Source, *, force_jsonl: bool) -> Iterator[
     yield record
     if second is None:
         return
+    if reader is not None:
+        reader._lines = True  # from here on, the stream stands after each record handed out
     yield Record(source, lineno, second)
-    for raw in lines:
-        lineno += 1
-        if not raw.isspace():  # no copy of the line, unlike strip(); iteration yields no empty line
-            yield Record(source, lineno, raw)
+    yield from following(source, lines, lineno)
 
 
 def document_records(record: Record) -> list[Record]:

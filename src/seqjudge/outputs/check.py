@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from pydantic_core import to_json
 
-from seqjudge.checkpool import Checked, Origin
+from seqjudge.checkpool import Checked, Checks, Origin
 from seqjudge.outputs.coverage import coverage_lines
 from seqjudge.outputs.streams import byte_writer
 from seqjudge.outputs.textview import PLAIN, Palette, Totals, report_text
@@ -72,8 +72,35 @@ class CheckOutput:
 
     def line(self, checked: Checked) -> None:
         """Write one trace's rendered part, in input order."""
-        if checked.line:
-            self._write(checked.line)
+        self.write(checked.line)
+
+    def write(self, parts: bytes | memoryview) -> None:
+        """Write one or several traces' parts (joined, in input order) as they are."""
+        if parts:
+            self._write(parts)
+
+    def joins(self) -> bool:
+        """Whether a worker may join its chunk's parts for this writer, to be written by one ``write``: its
+        ``count`` does nothing and its ``line`` writes the part (it may say how, in ``write``). A writer
+        that looks at each trace is handed them one by one."""
+        cls = type(self)
+        return cls.count is CheckOutput.count and cls.line is CheckOutput.line
+
+    def take(self, checked: Checked, failures_only: bool) -> None:
+        """One trace's result, in input order: counted, and written unless it passed under
+        ``--failures-only``."""
+        self.count(checked)
+        if not (failures_only and checked.verdict == "pass"):
+            self.line(checked)
+
+    def take_all(self, checks: Checks, failures_only: bool) -> None:
+        """A worker chunk's results, in input order: the parts it joined (those ``--failures-only`` keeps)
+        written by one ``line`` call, or each trace's taken."""
+        if checks.parts is None:
+            self.write(checks.joined)
+            return
+        for part, verdict in zip(checks.parts, checks.verdicts, strict=True):
+            self.take(Checked(part, verdict), failures_only)
 
     def finish(self, totals: Totals) -> None:
         """Called once after the last trace."""
@@ -135,17 +162,19 @@ class JsonOutput(CheckOutput):
     (known only at the end) after them. The same document as one ``json.dump`` of both would be."""
 
     def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
-        return to_json(data)  # what report_line writes, without its newline
+        # What report_line writes, without its newline, after the separator from the report before it (the
+        # first report goes without its comma): parts so made join into the document as they are.
+        return b",\n    " + to_json(data)
 
     def start(self) -> None:
         super().start()
         self._write(b'{\n  "reports": [')
         self._first = True
 
-    def line(self, checked: Checked) -> None:
-        self._write(b"\n    " if self._first else b",\n    ")
-        self._write(checked.line)
-        self._first = False
+    def write(self, parts: bytes | memoryview) -> None:
+        if parts:
+            self._write(parts[1:] if self._first else parts)
+            self._first = False
 
     def finish(self, totals: Totals) -> None:
         summary = json.dumps(totals.as_dict(), ensure_ascii=False, indent=2).replace("\n", "\n  ")

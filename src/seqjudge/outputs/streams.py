@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
@@ -31,11 +32,13 @@ def open_output(output: Path | None) -> Iterator[IO[str]]:
         yield handle
 
 
-def byte_writer(out: IO[str]) -> Callable[[bytes], object]:
+def byte_writer(out: IO[str]) -> Callable[[bytes | memoryview], object]:
     """Write UTF-8 bytes to a text stream: straight to its byte buffer when it has one (after flushing the
-    text already written), else decoded (a stream without a buffer, such as a test's StringIO)."""
+    text already written), else decoded (a stream without a buffer, such as a test's StringIO) by an
+    incremental decoder, since a write may end inside a character (a writer copying a file in blocks)."""
     buffer = getattr(out, "buffer", None)
     if buffer is None:
-        return lambda data: out.write(data.decode("utf-8"))
+        decode = codecs.getincrementaldecoder("utf-8")().decode
+        return lambda data: out.write(decode(data))
     out.flush()
     return buffer.write  # type: ignore[no-any-return]
