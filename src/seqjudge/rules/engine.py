@@ -64,6 +64,8 @@ class _Compiled:
         "walks_group",
         "same_key",
         "sels",
+        "critical",
+        "every_attempt",
     )
 
     def __init__(
@@ -106,6 +108,10 @@ class _Compiled:
         self.walks_group: bool = bool(same) and rule.walks_group()
         self.same_key: tuple[str, ...] = tuple(same or ())
         self.sels: tuple[Selector, ...] = tuple(dict.fromkeys(operands))  # each operand once
+        self.critical: bool = self.severity == "critical"
+        # Whether a failed call that raised a violation is said to count ("every attempt counts"): not when
+        # an operand picks calls by `status:`, which already says what counts.
+        self.every_attempt: bool = not any(s.by_status for s in operands)
 
     def entry(
         self,
@@ -256,32 +262,55 @@ class Engine:
                 hits = cycle_hits.get(comp.rule_id)
                 if hits:
                     flaws = [*flaws, *(_cycle_flaw(text) for text in hits)]
-            if not flaws and finding.outcome == "passed":
-                passed += 1
-                results.append(
-                    comp.entry("passed", finding.explanation, finding.call_indices, finding.details)
-                    if explain_all
-                    else comp.lean.copy()  # all a lean report says of a pass (evaluate.BARE_PASS's case)
-                )
-                continue  # no flaws: a rule with any failed
-            outcome = "failed" if flaws else finding.outcome
-            explanation = finding.explanation
-            if flaws and finding.outcome != "failed":
-                explanation = flaws[-1].explanation
-            results.append(comp.entry(outcome, explanation, finding.call_indices, finding.details))
-            counts[outcome] += 1
-            if outcome == "failed":
-                failed += 1
-                if comp.severity == "critical":
-                    critical_failed = True
+            outcome = finding.outcome
+            if not flaws:
+                if outcome == "passed":
+                    passed += 1
+                    results.append(
+                        comp.entry("passed", finding.explanation, finding.call_indices, finding.details)
+                        if explain_all
+                        else comp.lean.copy()  # all a lean report says of a pass (evaluate.BARE_PASS's case)
+                    )
+                    continue
+                if outcome != "failed":
+                    # The entry inline, as ``_Compiled.entry`` writes it (a call per rule and trace costs).
+                    results.append(
+                        {
+                            "rule_id": comp.rule_id,
+                            "type": comp.type,
+                            "severity": comp.severity,
+                            "outcome": outcome,
+                            "call_indices": finding.call_indices or [],
+                            "explanation": finding.explanation,
+                            "group": comp.group,
+                            "details": finding.details,
+                        }
+                    )
+                    counts[outcome] += 1
+                    continue
+                explanation = finding.explanation
+            else:  # a rule with any flaw failed
+                explanation = finding.explanation if outcome == "failed" else flaws[-1].explanation
+            results.append(
+                {
+                    "rule_id": comp.rule_id,
+                    "type": comp.type,
+                    "severity": comp.severity,
+                    "outcome": "failed",
+                    "call_indices": finding.call_indices or [],
+                    "explanation": explanation,
+                    "group": comp.group,
+                    "details": finding.details,
+                }
+            )
+            failed += 1
+            if comp.critical:
+                critical_failed = True
+                if flaws:
+                    critical = True
             for f in flaws:
                 at = f.offending
-                if (
-                    at is not None
-                    and f.type in _ATTEMPT_COUNTS
-                    and not ok[at]
-                    and not any(s.by_status for s in comp.operands)  # `status:` already said what counts
-                ):
+                if at is not None and not ok[at] and f.type in _ATTEMPT_COUNTS and comp.every_attempt:
                     f.explanation += f" Call {at + 1} failed, but for this rule every attempt counts."
                 violations.append(
                     {
@@ -296,8 +325,6 @@ class Engine:
                         "suggestion": f.suggestion,
                     }
                 )
-                if comp.severity == "critical":
-                    critical = True
                 if f.missing:
                     req, dep, dep_at, impact = f.missing
                     missing.append(
@@ -308,6 +335,7 @@ class Engine:
                             "impact": impact,
                         }
                     )
+        counts["failed"] = failed
         checked = passed + failed
         value = 0.0 if critical_failed else (passed / checked if checked else 1.0)
         counts["passed"] = passed
