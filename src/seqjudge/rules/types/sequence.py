@@ -169,24 +169,26 @@ def _sequence_break(
 ) -> Finding:
     awaited = sels[r].text
     got = _at(v, i)
-    if done and v.index.steps[i] == v.index.steps[done[-1]] and v.index.matching(sels[r], i):
+    steps = v.index.steps
+    if done and steps[i] == steps[done[-1]] and v.index.matching(sels[r], i):
         why = f"{got} ran in the same step as {_at(v, done[-1])}, so it does not follow it"
     elif strict:
         why = f"{got} came while {awaited} was awaited next"
     else:
         why = f"{got} was called before {awaited} succeeded"
+    why += "."
     return Finding(
         "failed",
-        why + ".",
+        why,
         [*done, i],
         [
             Flaw(
                 "out_of_order",
                 i,
                 expected,
-                f"{' -> '.join(_at(v, d) for d in done) or 'nothing'}, then {got}",
-                why + ".",
-                f"Call {sels[r].tools} (successfully) before {_at(v, i)}"
+                f"{' -> '.join([_at(v, d) for d in done]) or 'nothing'}, then {got}",
+                why,
+                f"Call {sels[r].tools} (successfully) before {got}"
                 + (", with nothing in between." if strict else "."),
             )
         ],
@@ -218,18 +220,19 @@ def _sequence_end(v: View, sels: list[Selector], r: int, done: list[int], expect
             ],
         )
     last = done[-1]
+    at_last = _at(v, last)
     return Finding(
         "failed",
-        f"The sequence stopped after {_at(v, last)}; {awaited} never followed.",
+        f"The sequence stopped after {at_last}; {awaited} never followed.",
         done,
         [
             Flaw(
                 "incomplete_sequence",
                 last,
                 expected,
-                " -> ".join(_at(v, d) for d in done) + f", then no successful {awaited}",
-                f"The sequence started but was not completed: {awaited} never followed {_at(v, last)}.",
-                f"Complete the sequence: call {sels[r].tools} after {_at(v, last)}.",
+                " -> ".join([_at(v, d) for d in done]) + f", then no successful {awaited}",
+                f"The sequence started but was not completed: {awaited} never followed {at_last}.",
+                f"Complete the sequence: call {sels[r].tools} after {at_last}.",
             )
         ],
     )
