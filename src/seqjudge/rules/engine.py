@@ -66,6 +66,8 @@ class _Compiled:
         "sels",
         "critical",
         "every_attempt",
+        "cap",
+        "awaits",
     )
 
     def __init__(
@@ -108,6 +110,11 @@ class _Compiled:
         self.walks_group: bool = bool(same) and rule.walks_group()
         self.same_key: tuple[str, ...] = tuple(same or ())
         self.sels: tuple[Selector, ...] = tuple(dict.fromkeys(operands))  # each operand once
+        # Two `same:` rules a lean report can often settle from the whole trace, without grouping (see
+        # ``Engine._evaluate_same``): a `max_calls` rule's limit, and the `then` of a `before` rule (which
+        # its compile selects second, after `first`).
+        self.cap: int | None = rule.max if same and self.type == "max_calls" else None
+        self.awaits: Selector | None = operands[1] if same and self.type == "before" else None
         self.critical: bool = self.severity == "critical"
         # Whether a failed call that raised a violation is said to count ("every attempt counts"): not when
         # an operand picks calls by `status:`, which already says what counts.
@@ -368,6 +375,13 @@ class Engine:
             grouping = groupings[comp.same_key] = Grouping(index, comp.same_key)
         untouched = comp.untouched
         if not explain and not comp.walks_group and untouched.outcome != "failed":
+            # A group's calls are some of the trace's: no group holds more calls than the whole trace, so
+            # within the limit there every group passes; and no group has a `then` call the trace lacks, so
+            # without one every group is not exercised (as `_same_lean` would find, group by group).
+            if comp.cap is not None and len(index.positions(comp.sels[0])[0]) <= comp.cap:
+                return ev.BARE_PASS
+            if comp.awaits is not None and not index.positions(comp.awaits)[0]:
+                return comp.no_value if grouping.any() else comp.no_group
             return _same_lean(comp, grouping, untouched)
         # Each group to evaluate, with one of its calls (which names its values in messages).
         groups: dict[Any, int] = {}
