@@ -124,7 +124,12 @@ def sequence(
             if r == k:
                 break
             i = walk[pos]
-            if sels[r].hit(tools[i], ok[i], args[i]):
+            # Members named by tool alone: a name lookup, not a call to the selector.
+            if (
+                tools[i] in sels[r].names
+                if members_by_name is not None
+                else sels[r].hit(tools[i], ok[i], args[i])
+            ):
                 if not ok[i]:
                     continue  # a failed attempt of the awaited tool waits for its retry
                 if steps[i] > steps[done[-1]]:
@@ -158,7 +163,7 @@ def sequence(
                 r += 1
                 continue
             return _sequence_break(v, sels, r, i, done, expected, strict=False)
-        if any(m < r for m in ms):
+        if ms and ms[0] < r:  # (ms ascends)
             continue  # a repeat of a step already reached
         return _sequence_break(v, sels, r, i, done, expected, strict=False)
     return _sequence_end(v, sels, r, done, expected)
