@@ -370,16 +370,17 @@ class Engine:
         arguments, shared by every rule with those arguments (kept here, not in the index, which a grouping
         refers to: a cycle would leave each trace's index to the garbage collector)."""
         assert comp.same is not None and comp.evaluate is not None and comp.untouched is not None
+        untouched = comp.untouched
+        lean = not explain and not comp.walks_group and untouched.outcome != "failed"
+        # A group's calls are some of the trace's: no group holds more calls than the whole trace, so within
+        # the limit there every group passes; and no group has a `then` call the trace lacks, so without one
+        # every group is not exercised (as `_same_lean` would find, group by group).
+        if lean and comp.cap is not None and len(index.positions(comp.sels[0])[0]) <= comp.cap:
+            return ev.BARE_PASS
         grouping = groupings.get(comp.same_key)
         if grouping is None:
             grouping = groupings[comp.same_key] = Grouping(index, comp.same_key)
-        untouched = comp.untouched
-        if not explain and not comp.walks_group and untouched.outcome != "failed":
-            # A group's calls are some of the trace's: no group holds more calls than the whole trace, so
-            # within the limit there every group passes; and no group has a `then` call the trace lacks, so
-            # without one every group is not exercised (as `_same_lean` would find, group by group).
-            if comp.cap is not None and len(index.positions(comp.sels[0])[0]) <= comp.cap:
-                return ev.BARE_PASS
+        if lean:
             if comp.awaits is not None and not index.positions(comp.awaits)[0]:
                 return comp.no_value if grouping.any() else comp.no_group
             return _same_lean(comp, grouping, untouched)
