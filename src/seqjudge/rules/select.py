@@ -93,10 +93,9 @@ class Selector:
         """``matches`` on a call's parts, as the trace index holds them."""
         if name in self.names:
             return True
-        for c in self.conditions:  # a loop, not any() of a generator: no generator a call
-            if c.hit(name, ok, args):
-                return True
-        return False
+        if not self.conditions:  # (most operands): no generator a call
+            return False
+        return any(c.hit(name, ok, args) for c in self.conditions)
 
 
 def expand_name(name: str, aliases: dict[str, list[str]]) -> list[str]:

@@ -57,7 +57,7 @@ def blocklist(rule: BlocklistRule, v: View) -> Finding:
             hits.sort()
     else:
         names = index.names
-        hits = [i for i in v.members if pattern in names[i]]
+        hits = [i for i in v.every_position() if pattern in names[i]]
     if not hits:
         if not v.explain:
             return BARE_PASS
