@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from seqjudge.checkpool import Checker
 from seqjudge.cli import run
 from seqjudge.ingest import load_traces
 from seqjudge.ingest.plain import plain_trace
-from seqjudge.outputs.check_ci import JunitOutput, check_result
+from seqjudge.outputs.check_ci import JunitOutput, _xml, check_result
 from seqjudge.outputs.ci_outputs import run_cases, xml_text
 from seqjudge.outputs.textview import (
     INDENT,
@@ -238,3 +238,27 @@ def test_junit_file_from_check_parses_and_counts_its_cases(tmp_path: Path) -> No
     assert int(root.get("skipped", "")) == sum(1 for c in cases if c.find("skipped") is not None) > 0
     # Each trace id reads back as it was, but for what XML cannot hold (ESC, U+FFFE) replaced.
     assert {c.get("classname") for c in cases} == {xml_text(r["trace_id"]) for r in hostile_records()}
+
+
+# What XML cannot hold (C0 controls, U+FFFE, U+FFFF), the neighbours of U+FFFE in UTF-8 (U+F000 to U+FFFD
+# share its lead byte), markup, and anything else but lone surrogates (no UTF-8 for them).
+XML_TEXT = st.text(
+    alphabet=st.one_of(
+        st.characters(blacklist_categories=("Cs",)),
+        st.sampled_from("\ufffe\uffff\ufffd\uf000\uefff&<>\"'\x00\x1b\x0b\t\r\n·❌"),
+    )
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(XML_TEXT)
+@example("a\ufffe b")
+@example("\uffff<&>")
+@example("\uf000\ufffd")
+@example("tab\tcr\rnl\n")
+def test_a_block_is_escaped_as_elementtree_escapes_it(text: str) -> None:
+    element = ET.Element("failure")
+    element.text = xml_text(text)
+    written = ET.tostring(element, encoding="unicode").encode("utf-8")
+    expected = written[len(b"<failure>") : -len(b"</failure>")] if text else b""
+    assert _xml(text) == expected

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import tempfile
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from operator import itemgetter
 from typing import IO, Any
 from xml.sax.saxutils import quoteattr
 
@@ -35,8 +37,17 @@ from seqjudge.outputs.ci_outputs import (
     xml_text,
 )
 from seqjudge.outputs.streams import BUFFER
-from seqjudge.outputs.textview import Calls, Totals, violation_text
+from seqjudge.outputs.textview import (
+    PLAIN,
+    Calls,
+    Totals,
+    ViolationKey,
+    violation_key,
+    violation_parts,
+    window_text,
+)
 from seqjudge.report import Report
+from seqjudge.safetext import terminal
 from seqjudge.trace import PlainTrace, Trace
 
 NO_JUDGE = "seqjudge check runs no judge"
@@ -68,57 +79,94 @@ def failed_and_reasons(
     return failed, list(reasons)
 
 
+@dataclass(frozen=True, slots=True)
+class _Case:
+    """A test case as ``JunitOutput.render`` writes it, but for the trace id and the FAIL blocks."""
+
+    name: bytes  # what follows the class name in the opening tag: the group's name and the time
+    state: str | None  # case_plans's
+    child: bytes  # the failure element's opening tag, without its end; the whole skipped element
+    blocks: list[str]  # the rules whose FAIL blocks the case shows
+
+
+# The outcomes a case plan reads (``case_plans``; with no judge no rule's decision disagrees): every other
+# rule passes its case.
+_DECIDES = frozenset(("failed", "deferred"))
+_GROUP = itemgetter("group")
+_DECIDED = itemgetter("rule_id", "outcome", "severity", "group")
+_CASE_START = b'    <testcase classname="'
+_OPEN = b">\n      "
+_CLOSE = b"\n    </testcase>\n"
+_EMPTY = b" />\n"
+
+
 class JunitOutput(CheckOutput):
+    def __init__(self, out: IO[str], **settings: Any) -> None:
+        super().__init__(out, **settings)
+        # A trace's test cases and their counts, by what decides them (``render``): the same few sets of
+        # failed rules again and again. Bounded: cleared when full. Forked workers inherit what is here.
+        self._plans: dict[tuple[Any, ...], tuple[bytes, list[_Case]]] = {}
+
     def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
         """The trace's test cases: ``ci_outputs.run_cases`` of ``check_result``, each indented at level 2 and
         serialised as ElementTree does, made from the report data (no models: they cost more than checking
         the trace)."""
-        # Every group has a case, in the order the rules name them; only its rules not passed can fail,
-        # skip or fill it (with no judge, no rule's decision disagrees), so the passed ones are left out.
         results = data["rules"]
-        grouped: dict[str, list[Decided]] = {
-            group or DEFAULT_GROUP: [] for group in dict.fromkeys([r.get("group") for r in results])
-        }
-        rules = {r["rule_id"]: r for r in results if r["outcome"] != "passed"}  # their results, by id
-        if len(grouped) == 1:  # a rule file without groups: one case for them all
-            for decided in grouped.values():
-                decided += [(rule_id, r["outcome"], r["severity"], None) for rule_id, r in rules.items()]
-        else:
-            for rule_id, r in rules.items():
-                grouped[r.get("group") or DEFAULT_GROUP].append((rule_id, r["outcome"], r["severity"], None))
-        verdict = data["verdict"]
-        # With no judge a result's review reasons are its score's (``check_result``).
+        # What decides the cases (``case_plans``): every rule's group, in order (each group has a case), the
+        # rules failed or deferred, the verdict and, with no judge, the score's review reasons.
+        decided = [r for r in results if r["outcome"] in _DECIDES]
         reasons = score_reasons(data["sequence_correctness_score"], self.threshold, self.risk_level)
+        key = (tuple(map(_GROUP, results)), tuple(map(_DECIDED, decided)), data["verdict"], tuple(reasons))
+        planned = self._plans.get(key)
+        if planned is None:
+            planned = self._planned(key)
+        counts, cases = planned
         trace_id = data["trace_id"]
-        classname = _attr(trace_id)
+        parts = [counts]  # ahead of the cases, for ``line`` (it would otherwise search the cases' tags)
+        classname = _attr(trace_id).encode()
         calls: Calls | None = None
-        parts: list[bytes] = []
-        plans = case_plans(grouped, verdict, reasons)
-        failures = skipped = 0
-        for plan in plans:
+        for case in cases:
+            parts += (_CASE_START, classname, case.name)
             body = b""
-            if plan.blocks:
+            if case.blocks:
                 if calls is None:
                     calls = Calls(trace)  # each call's text made once for all the trace's blocks
-                body = _text(_blocks(calls, trace_id, data["violations"], rules, plan.blocks))
-            if plan.state == "failure":
-                failures += 1
-                children = [_element("failure", plan.message, body, "critical")]
-            else:
-                skipped += plan.state == "skipped"
-                children = [_element("skipped", plan.message)] if plan.state == "skipped" else []
+                rules = {r["rule_id"]: r for r in decided}
+                body = _blocks(calls, trace_id, data["violations"], rules, case.blocks)
+            if case.state == "failure":
+                parts += (_OPEN, case.child, b">" + body + b"</failure>" if body else b" />", _CLOSE)
+            elif case.state == "skipped":
+                parts += (_OPEN, case.child)
                 if body:
-                    children.append(b"<system-out>" + body + b"</system-out>")
-            parts.append(
-                f'    <testcase classname="{classname}" name="{_attr(plan.group)}" time="0"'.encode()
-            )
-            if children:
-                parts += [b">\n      ", b"\n      ".join(children), b"\n    </testcase>\n"]
+                    parts += (b"\n      <system-out>", body, b"</system-out>")
+                parts.append(_CLOSE)
+            elif body:
+                parts += (_OPEN, b"<system-out>", body, b"</system-out>", _CLOSE)
             else:
-                parts.append(b" />\n")
-        # The counts ahead of the cases, for ``line`` (it would otherwise search kilobytes for the tags).
-        counts = f"{len(plans)} {failures} {skipped}\n".encode()
-        return counts + b"".join(parts)
+                parts.append(_EMPTY)
+        return b"".join(parts)
+
+    def _planned(self, key: tuple[Any, ...]) -> tuple[bytes, list[_Case]]:
+        """``render``'s cases for its ``key``, made with ``case_plans`` and kept."""
+        groups, decided, verdict, reasons = key
+        grouped: dict[str, list[Decided]] = {group or DEFAULT_GROUP: [] for group in dict.fromkeys(groups)}
+        for rule_id, outcome, severity, group in decided:
+            grouped[group or DEFAULT_GROUP].append((rule_id, outcome, severity, None))
+        cases = []
+        for plan in case_plans(grouped, verdict, reasons):
+            child = b""
+            if plan.state == "failure":
+                child = _element("failure", plan.message, kind="critical")[: -len(b" />")]
+            elif plan.state == "skipped":
+                child = _element("skipped", plan.message)
+            name = f'" name="{_attr(plan.group)}" time="0"'.encode()
+            cases.append(_Case(name, plan.state, child, plan.blocks))
+        failures = sum(case.state == "failure" for case in cases)
+        skipped = sum(case.state == "skipped" for case in cases)
+        if len(self._plans) >= 4096:
+            self._plans.clear()
+        planned = self._plans[key] = (f"{len(cases)} {failures} {skipped}\n".encode(), cases)
+        return planned
 
     def start(self) -> None:
         super().start()
@@ -160,34 +208,76 @@ def _blocks(
     violations: list[dict[str, Any]],
     rules: dict[str, dict[str, Any]],
     ids: list[str],
-) -> str:
-    """``ci_outputs.failed_blocks`` of the rules ``ids`` for a result with no judge, from the report data: a
-    rule's violations, or the rule's own block when it failed without one (a judge rule's violations are
-    the judge's: none here)."""
+) -> bytes:
+    """``ci_outputs.failed_blocks`` of the rules ``ids`` for a result with no judge, from the report data, as
+    an element's text in UTF-8 (``_xml``): a rule's violations (``violation_text``'s blocks), or the rule's
+    own block when it failed without one (a judge rule's violations are the judge's: none here).
+
+    A violation's block is put together from escaped UTF-8 pieces: the trace id's, made once a trace, each
+    offending call's window, once a trace, and the rest, the rule's and the engine's words, which the same
+    rules say again and again over a run: made once (``_VIOLATIONS``). The windows are call lines that
+    ``terminal`` has shown printable: of what ``xml_text`` replaces they hold nothing, only markup to
+    escape."""
     located: dict[str, list[dict[str, Any]]] = {}
     for v in violations:
-        located.setdefault(v["rule_id"], []).append(v)
-    blocks = []
+        found = located.get(v["rule_id"])
+        if found is None:
+            located[v["rule_id"]] = [v]
+        else:
+            found.append(v)
+    tid = _markup(f"{terminal(str(trace_id))} · ".encode())
+    windows: dict[int | None, bytes] = {}
+    parts: list[bytes] = []
+    known = _VIOLATIONS
     for rule_id in ids:
         rule = rules[rule_id]
-        found = (
-            [violation_text(calls, trace_id, v, rule) for v in located.get(rule_id, ())]
-            if rule["type"] != "judge"
-            else []
-        )
-        if not found and rule["outcome"] == "failed":
+        kind = rule["type"]
+        shown = located.get(rule_id, ()) if kind != "judge" else ()
+        for v in shown:
+            call = v["offending_call_index"]
+            window = windows.get(call)
+            if window is None:
+                window = windows[call] = _markup(window_text(calls, call).encode())
+            key = violation_key(v, rule)
+            pieces = known.get(key)
+            if pieces is None:
+                pieces = _violation_pieces(key)
+            before, after = pieces
+            parts += (_FAIL if v["severity"] == "critical" else _WARN, tid, before, window, after, _BETWEEN)
+        if not shown and rule["outcome"] == "failed":
             why = rule.get("explanation", "")
-            found.append(
-                unlocated_block(calls, trace_id, rule_id, rule["type"], rule.get("call_indices", []), why)
-            )
-        blocks += found
-    return "\n\n".join(blocks)
+            block = unlocated_block(calls, trace_id, rule_id, kind, rule.get("call_indices", []), why)
+            parts += (_xml(block), _BETWEEN)
+    if parts:
+        parts.pop()  # the last block's separator
+    return b"".join(parts)
 
 
-# The characters ``xml_text`` replaces that UTF-8 writes as one byte: C0 controls but tab, line feed and
-# carriage return (U+FFFE and U+FFFF are looked for in the text). ``_XML_BAD_TABLE`` maps each of them to 0
-# and every other byte to 1: a translated text holds a 0 byte exactly when it held one of them.
-_XML_BAD_BYTES = bytes(b for b in range(0x20) if b not in (0x09, 0x0A, 0x0D))
+_BETWEEN = b"\n\n"
+_FAIL = f"{PLAIN.fail}: ".encode()
+_WARN = f"{PLAIN.warn}: ".encode()
+
+
+def _violation_pieces(key: ViolationKey) -> tuple[bytes, bytes]:
+    """``textview.violation_parts`` as escaped UTF-8, kept in ``_VIOLATIONS``."""
+    parts = violation_parts(key)
+    made = (_xml(parts[0]), _xml(parts[1]))
+    if len(_VIOLATIONS) >= 8192:
+        _VIOLATIONS.clear()
+    _VIOLATIONS[key] = made
+    return made
+
+
+# ``_violation_pieces`` by key (``textview.violation_key``). Bounded: cleared when full.
+_VIOLATIONS: dict[ViolationKey, tuple[bytes, bytes]] = {}
+
+
+# The bytes of the characters ``xml_text`` replaces: C0 controls but tab, line feed and carriage return, and
+# the lead byte 0xEF of U+FFFE and U+FFFF (EF BF BE, EF BF BF; the lead of U+F000 to U+FFFF alike, which a
+# block seldom holds: they take the exact way). ``_XML_BAD_TABLE`` maps each of them to 0 and every other
+# byte to 1: a translated text holds a 0 byte when it may hold one of the characters, and surely not
+# otherwise (a search for the three-byte sequences costs twice the translation).
+_XML_BAD_BYTES = bytes(b for b in range(0x20) if b not in (0x09, 0x0A, 0x0D)) + b"\xef"
 _XML_BAD_TABLE = bytes(0 if b in _XML_BAD_BYTES else 1 for b in range(256))
 # ElementTree's escapes, "&" first: of text, and of attribute values, where a line break or tab is a
 # character reference so that it survives parsing.
@@ -196,13 +286,18 @@ _ATTR_ESCAPES: tuple[tuple[str, str], ...] = (("&", "&amp;"), ("<", "&lt;"), (">
 _ATTR_ESCAPES += (("\r", "&#13;"), ("\n", "&#10;"), ("\t", "&#09;"))
 
 
-def _text(text: str) -> bytes:
-    """``text`` as ElementTree writes an element's text (after ``xml_text``), in UTF-8. The FAIL blocks are
-    kilobytes: what XML cannot hold is looked for and markup escaped in the bytes, several times faster
-    than the pattern and replacements over the text (UTF-8 holds no ASCII byte inside a character)."""
+def _xml(text: str) -> bytes:
+    """``text`` as ElementTree writes it as an element's text (after ``xml_text``), in UTF-8. What XML
+    cannot hold is looked for and markup escaped in the bytes, several times faster than the pattern and
+    replacements over the text on a kilobyte block (UTF-8 holds no ASCII byte inside a character)."""
     out = text.encode("utf-8")
-    if b"\0" in out.translate(_XML_BAD_TABLE) or "\ufffe" in text or "\uffff" in text:
+    if b"\0" in out.translate(_XML_BAD_TABLE):
         out = xml_text(text).encode("utf-8")
+    return _markup(out)
+
+
+def _markup(out: bytes) -> bytes:
+    """UTF-8 text with its markup escaped as ElementTree escapes an element's text."""
     for char, reference in _TEXT_ESCAPES:
         if char in out:
             out = out.replace(char, reference)
