@@ -212,6 +212,14 @@ def test_plain_trace_takes_only_what_the_model_takes_unchanged(record: dict[str,
         {"calls": [{"tool_name": ""}]},
         {"calls": [{"tool_name": "a", "id": 3}]},
         {"calls": [{"tool_name": "a", "other": 3}]},
+        # The common shape (tool_name, arguments, status) is read inline; a wrong value in it still goes.
+        {"calls": [{"tool_name": 3, "arguments": {}, "status": "ok"}]},
+        {"calls": [{"tool_name": "", "arguments": {}, "status": "ok"}]},
+        {"calls": [{"tool_name": "a", "arguments": [], "status": "ok"}]},
+        {"calls": [{"tool_name": "a", "arguments": None, "status": "ok"}]},
+        {"calls": [{"tool_name": "a", "arguments": {}, "status": "failed"}]},
+        {"calls": [{"tool_name": "a", "arguments": {}, "status": None}]},
+        {"calls": [{"tool_name": "a", "arguments": {}, "status": "ok"}, ["a"]]},
         {"calls": ["a"]},
         {"calls": [], "messages": []},
         {"calls": [], "trace_id": 3},
@@ -225,6 +233,27 @@ def test_plain_trace_takes_only_what_the_model_takes_unchanged(record: dict[str,
 )
 def test_anything_but_the_plain_shape_goes_to_the_model(record: Any) -> None:
     assert plain_trace(record, None) is None
+
+
+def test_the_common_call_shape_and_the_others_read_alike() -> None:
+    calls = [
+        {"tool_name": "a", "arguments": {"k": 1}, "status": "ok"},
+        {"status": "error", "tool_name": "b", "arguments": {}},
+        {"tool_name": "c"},
+        {"tool_name": "d", "arguments": {}, "status": "ok", "output": "Error: x", "id": "7"},
+    ]
+    plain = plain_trace({"calls": calls}, re.compile("^Error"))
+    assert plain is not None
+    assert (plain.names, plain.ok, plain.args) == (
+        ["a", "b", "c", "d"],
+        [True, False, True, False],
+        [
+            {"k": 1},
+            {},
+            {},
+            {},
+        ],
+    )
 
 
 def test_a_plain_record_without_an_id_gets_the_default_id() -> None:

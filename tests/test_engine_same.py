@@ -165,3 +165,38 @@ def test_a_checked_trace_leaves_no_cycle_for_the_garbage_collector() -> None:
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_a_lean_report_settles_a_max_calls_within_its_limit_and_a_before_without_then_from_the_whole_trace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No group holds more calls than the trace, nor a `then` call the trace lacks: a lean report needs no
+    group for those (the full report still counts the values), and says what the groups would have said."""
+    grouped: list[str] = []
+    original = index_module.Grouping.shares
+
+    def shares(self: Any, sels: Any) -> Any:
+        grouped.append("shares")
+        return original(self, sels)
+
+    monkeypatch.setattr(index_module.Grouping, "shares", shares)
+    rules = engine(
+        {"type": "max_calls", "tool": "x", "max": 2, "same": ["key"]},
+        {"type": "before", "first": "x", "then": "y", "same": ["key"]},
+        {"type": "before", "first": "x", "then": "y", "same": ["other"]},
+    )
+    calls = trace(("x", {"key": 1}), ("x", {"key": 2}), ("z", {}))
+    lean = rules.check_data(calls, explain="not-passed")
+    assert [(r["outcome"], r.get("explanation")) for r in lean["rules"]] == [
+        ("passed", None),
+        ("not_exercised", "Not exercised for any value of key."),
+        ("not_exercised", "No call carries other."),
+    ]
+    assert grouped == []
+    full = rules.check_data(calls, explain="all")
+    assert [r["outcome"] for r in full["rules"]] == ["passed", "not_exercised", "not_exercised"]
+    assert [r["explanation"] for r in full["rules"][1:]] == [r["explanation"] for r in lean["rules"][1:]]
+    # Past the limit the groups decide: each holds two calls of x, within it.
+    lean = rules.check_data(trace(*[("x", {"key": k % 2}) for k in range(4)]), explain="not-passed")
+    assert lean["rules"][0]["outcome"] == "passed"
+    assert grouped == ["shares"]

@@ -173,7 +173,9 @@ class Checker:
             clean = self._clean
             fresh: list[str] = []
             for item in items:
-                text = item.get("explanation")
+                if "explanation" not in item:
+                    continue  # a lean report's passed entry: its rule's identity and outcome alone
+                text = item["explanation"]
                 if text and text not in clean:
                     fresh.append(text)
                 text = item.get("actual_order")

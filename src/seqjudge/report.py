@@ -163,9 +163,10 @@ def _finite(data: dict[str, Any]) -> bool:
     if type(score) is float and not math.isfinite(score):
         return False
     for rule in data.get("rules", ()):
-        details = rule.get("details")
-        if details and not _details_finite(details):
-            return False
+        if "details" in rule:  # (a lean report's passed entries have no key at all)
+            details = rule["details"]
+            if details and not _details_finite(details):
+                return False
     return True
 
 

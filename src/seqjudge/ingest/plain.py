@@ -49,41 +49,70 @@ def plain_trace(value: Any, error_pattern: re.Pattern[str] | None) -> PlainTrace
     ok: list[bool] = []
     args: list[dict[str, Any]] = []
     for call in calls:
-        if type(call) is not dict:
-            return None
-        name = call.get("tool_name")
-        if type(name) is not str or not name:
-            return None
-        arguments = call.get("arguments", _ABSENT)
-        if type(arguments) is not dict:
-            if arguments is not _ABSENT:
-                return None  # null is not an object, nor is anything else
-            arguments = {}
-            known = 1
-        else:
-            known = 2
-        status = call.get("status", _ABSENT)
-        if status == "ok" or status is _ABSENT:
-            good = True
-        elif status == "error":
-            good = False
-        else:
-            return None
-        if status is not _ABSENT:
-            known += 1
-        # Every key but these is read only by the model: a call with more keys than were found above must
-        # hold only the other keys the model takes (id, output, error) to stay plain.
-        if len(call) != known:
-            if not call.keys() <= _CALL_KEYS:
+        # Most calls hold exactly tool_name, arguments and status: read by subscript (no method call) and
+        # checked inline. Anything else (a key absent, another key, a value of another type, not an object)
+        # is read by `_call`, the general rule.
+        try:
+            name = call["tool_name"]
+            arguments = call["arguments"]
+            status = call["status"]
+        except (KeyError, TypeError):
+            got = _call(call, error_pattern) if type(call) is dict else None
+            if got is None:
                 return None
-            call_id = call.get("id")
-            if call_id is not None and type(call_id) is not str:
-                return None
-        if good and error_pattern is not None:
-            output = call.get("output")
-            if output is not None and error_pattern.search(text_of(output)):
+            name, good, arguments = got
+        else:
+            if type(name) is not str or not name or type(arguments) is not dict or len(call) != 3:
+                got = _call(call, error_pattern)
+                if got is None:
+                    return None
+                name, good, arguments = got
+            elif status == "ok":
+                good = True  # no output to match the error pattern against
+            elif status == "error":
                 good = False
+            else:
+                return None
         names.append(name)
         ok.append(good)
         args.append(arguments)
     return PlainTrace(trace_id, context, names, ok, args, metadata)
+
+
+def _call(
+    call: dict[str, Any], error_pattern: re.Pattern[str] | None
+) -> tuple[str, bool, dict[str, Any]] | None:
+    """A call's (name, success, arguments) as ``Trace`` reads them, or None when it is not plainly valid."""
+    name = call.get("tool_name")
+    if type(name) is not str or not name:
+        return None
+    arguments = call.get("arguments", _ABSENT)
+    if type(arguments) is not dict:
+        if arguments is not _ABSENT:
+            return None  # null is not an object, nor is anything else
+        arguments = {}
+        known = 1
+    else:
+        known = 2
+    status = call.get("status", _ABSENT)
+    if status == "ok" or status is _ABSENT:
+        good = True
+    elif status == "error":
+        good = False
+    else:
+        return None
+    if status is not _ABSENT:
+        known += 1
+    # Every key but these is read only by the model: a call with more keys than were found above must
+    # hold only the other keys the model takes (id, output, error) to stay plain.
+    if len(call) != known:
+        if not call.keys() <= _CALL_KEYS:
+            return None
+        call_id = call.get("id")
+        if call_id is not None and type(call_id) is not str:
+            return None
+    if good and error_pattern is not None:
+        output = call.get("output")
+        if output is not None and error_pattern.search(text_of(output)):
+            good = False
+    return name, good, arguments

@@ -64,6 +64,10 @@ class _Compiled:
         "walks_group",
         "same_key",
         "sels",
+        "critical",
+        "every_attempt",
+        "cap",
+        "awaits",
     )
 
     def __init__(
@@ -106,6 +110,15 @@ class _Compiled:
         self.walks_group: bool = bool(same) and rule.walks_group()
         self.same_key: tuple[str, ...] = tuple(same or ())
         self.sels: tuple[Selector, ...] = tuple(dict.fromkeys(operands))  # each operand once
+        # Two `same:` rules a lean report can often settle from the whole trace, without grouping (see
+        # ``Engine._evaluate_same``): a `max_calls` rule's limit, and the `then` of a `before` rule (which
+        # its compile selects second, after `first`).
+        self.cap: int | None = rule.max if same and self.type == "max_calls" else None
+        self.awaits: Selector | None = operands[1] if same and self.type == "before" else None
+        self.critical: bool = self.severity == "critical"
+        # Whether a failed call that raised a violation is said to count ("every attempt counts"): not when
+        # an operand picks calls by `status:`, which already says what counts.
+        self.every_attempt: bool = not any(s.by_status for s in operands)
 
     def entry(
         self,
@@ -256,32 +269,55 @@ class Engine:
                 hits = cycle_hits.get(comp.rule_id)
                 if hits:
                     flaws = [*flaws, *(_cycle_flaw(text) for text in hits)]
-            if not flaws and finding.outcome == "passed":
-                passed += 1
-                results.append(
-                    comp.entry("passed", finding.explanation, finding.call_indices, finding.details)
-                    if explain_all
-                    else comp.lean.copy()  # all a lean report says of a pass (evaluate.BARE_PASS's case)
-                )
-                continue  # no flaws: a rule with any failed
-            outcome = "failed" if flaws else finding.outcome
-            explanation = finding.explanation
-            if flaws and finding.outcome != "failed":
-                explanation = flaws[-1].explanation
-            results.append(comp.entry(outcome, explanation, finding.call_indices, finding.details))
-            counts[outcome] += 1
-            if outcome == "failed":
-                failed += 1
-                if comp.severity == "critical":
-                    critical_failed = True
+            outcome = finding.outcome
+            if not flaws:
+                if outcome == "passed":
+                    passed += 1
+                    results.append(
+                        comp.entry("passed", finding.explanation, finding.call_indices, finding.details)
+                        if explain_all
+                        else comp.lean.copy()  # all a lean report says of a pass (evaluate.BARE_PASS's case)
+                    )
+                    continue
+                if outcome != "failed":
+                    # The entry inline, as ``_Compiled.entry`` writes it (a call per rule and trace costs).
+                    results.append(
+                        {
+                            "rule_id": comp.rule_id,
+                            "type": comp.type,
+                            "severity": comp.severity,
+                            "outcome": outcome,
+                            "call_indices": finding.call_indices or [],
+                            "explanation": finding.explanation,
+                            "group": comp.group,
+                            "details": finding.details,
+                        }
+                    )
+                    counts[outcome] += 1
+                    continue
+                explanation = finding.explanation
+            else:  # a rule with any flaw failed
+                explanation = finding.explanation if outcome == "failed" else flaws[-1].explanation
+            results.append(
+                {
+                    "rule_id": comp.rule_id,
+                    "type": comp.type,
+                    "severity": comp.severity,
+                    "outcome": "failed",
+                    "call_indices": finding.call_indices or [],
+                    "explanation": explanation,
+                    "group": comp.group,
+                    "details": finding.details,
+                }
+            )
+            failed += 1
+            if comp.critical:
+                critical_failed = True
+                if flaws:
+                    critical = True
             for f in flaws:
                 at = f.offending
-                if (
-                    at is not None
-                    and f.type in _ATTEMPT_COUNTS
-                    and not ok[at]
-                    and not any(s.by_status for s in comp.operands)  # `status:` already said what counts
-                ):
+                if at is not None and not ok[at] and f.type in _ATTEMPT_COUNTS and comp.every_attempt:
                     f.explanation += f" Call {at + 1} failed, but for this rule every attempt counts."
                 violations.append(
                     {
@@ -296,8 +332,6 @@ class Engine:
                         "suggestion": f.suggestion,
                     }
                 )
-                if comp.severity == "critical":
-                    critical = True
                 if f.missing:
                     req, dep, dep_at, impact = f.missing
                     missing.append(
@@ -308,6 +342,7 @@ class Engine:
                             "impact": impact,
                         }
                     )
+        counts["failed"] = failed
         checked = passed + failed
         value = 0.0 if critical_failed else (passed / checked if checked else 1.0)
         counts["passed"] = passed
@@ -335,11 +370,19 @@ class Engine:
         arguments, shared by every rule with those arguments (kept here, not in the index, which a grouping
         refers to: a cycle would leave each trace's index to the garbage collector)."""
         assert comp.same is not None and comp.evaluate is not None and comp.untouched is not None
+        untouched = comp.untouched
+        lean = not explain and not comp.walks_group and untouched.outcome != "failed"
+        # A group's calls are some of the trace's: no group holds more calls than the whole trace, so within
+        # the limit there every group passes; and no group has a `then` call the trace lacks, so without one
+        # every group is not exercised (as `_same_lean` would find, group by group).
+        if lean and comp.cap is not None and len(index.positions(comp.sels[0])[0]) <= comp.cap:
+            return ev.BARE_PASS
         grouping = groupings.get(comp.same_key)
         if grouping is None:
             grouping = groupings[comp.same_key] = Grouping(index, comp.same_key)
-        untouched = comp.untouched
-        if not explain and not comp.walks_group and untouched.outcome != "failed":
+        if lean:
+            if comp.awaits is not None and not index.positions(comp.awaits)[0]:
+                return comp.no_value if grouping.any() else comp.no_group
             return _same_lean(comp, grouping, untouched)
         # Each group to evaluate, with one of its calls (which names its values in messages).
         groups: dict[Any, int] = {}

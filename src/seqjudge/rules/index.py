@@ -54,7 +54,7 @@ class _Positions(dict[Selector, Pair]):
         by_name: dict[str, list[int]],
         ok_by_name: dict[str, list[int]],
     ) -> None:
-        super().__init__()
+        # (dict's own __init__ is not called: with no arguments it adds nothing to the empty dict)
         self.names, self.ok, self.args = names, ok, args
         self.by_name, self.ok_by_name = by_name, ok_by_name
 

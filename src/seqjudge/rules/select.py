@@ -91,7 +91,11 @@ class Selector:
 
     def hit(self, name: str, ok: bool, args: dict[str, Any]) -> bool:
         """``matches`` on a call's parts, as the trace index holds them."""
-        return name in self.names or any(c.hit(name, ok, args) for c in self.conditions)
+        if name in self.names:
+            return True
+        if not self.conditions:  # (most operands): no generator a call
+            return False
+        return any(c.hit(name, ok, args) for c in self.conditions)
 
 
 def expand_name(name: str, aliases: dict[str, list[str]]) -> list[str]:

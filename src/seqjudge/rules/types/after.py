@@ -111,19 +111,20 @@ def after(rule: AfterRule, trigger: Selector, then: Selector, v: View) -> Findin
             list(dict.fromkeys(sorted(trig_all + met))),
         )
     t = missed[0]
+    at_t = _at(v, t)  # named in four texts: formatted once
     more = f" ({len(missed)} of {len(trig_all)} triggers missed)" if len(missed) > 1 else ""
     return Finding(
         "failed",
-        f"{_at(v, t)} was not followed by a successful {then.text} within {within} step(s){more}.",
+        f"{at_t} was not followed by a successful {then.text} within {within} step(s){more}.",
         missed,
         [
             Flaw(
                 "deadline_missed",
                 t,
                 f"{then.text} within {within} step(s) after {trigger.text}",
-                f"{_at(v, t)}, no successful {then.text} by step {steps[t] + within + 1}",
-                f"{_at(v, t)} opened a deadline of {within} step(s) for {then.text} that passed{more}.",
-                f"Call {then.tools} within {within} step(s) after {_at(v, t)}.",
+                f"{at_t}, no successful {then.text} by step {steps[t] + within + 1}",
+                f"{at_t} opened a deadline of {within} step(s) for {then.text} that passed{more}.",
+                f"Call {then.tools} within {within} step(s) after {at_t}.",
             )
         ],
     )

@@ -100,29 +100,31 @@ def before(rule: BeforeRule, first: Selector, then: Selector, v: View) -> Findin
             return BARE_PASS
         return Finding("passed", f"{_at(v, p)} precedes {_at(v, t)}.", [p, t])
     expected = f"{first.text} before {then.text}"
+    at_t = _at(v, t)  # named in most texts below: formatted once
     if first_ok:
         q = first_ok[0]
+        at_q = _at(v, q)
         how = "in the same step as" if steps[q] == steps[t] else "only after"
         return Finding(
             "failed",
-            f"{first.text} succeeded {how} {_at(v, t)}.",
+            f"{first.text} succeeded {how} {at_t}.",
             [t, q],
             [
                 Flaw(
                     "out_of_order",
                     t,
                     expected,
-                    f"{_at(v, t)}; {_at(v, q)} came {how} it",
-                    f"{_at(v, t)} ran before any successful {first.text}; {_at(v, q)} came {how} it.",
-                    f"Move the {first.tools} call before {_at(v, t)}.",
+                    f"{at_t}; {at_q} came {how} it",
+                    f"{at_t} ran before any successful {first.text}; {at_q} came {how} it.",
+                    f"Move the {first.tools} call before {at_t}.",
                 )
             ],
         )
     note = _failed_note(v, first_all, t)
-    actual = f"{_at(v, t)}, but {first.text} " + ("only failed before it" if note else "never called")
+    actual = f"{at_t}, but {first.text} " + ("only failed before it" if note else "never called")
     return Finding(
         "failed",
-        f"{_at(v, t)} has no successful {first.text} before it.{note}",
+        f"{at_t} has no successful {first.text} before it.{note}",
         [t, *first_all],
         [
             Flaw(
@@ -130,8 +132,8 @@ def before(rule: BeforeRule, first: Selector, then: Selector, v: View) -> Findin
                 t,
                 expected,
                 actual,
-                f"{_at(v, t)} ran without a successful {first.text} before it.{note}",
-                f"Add a successful call to {first.tools} before {_at(v, t)}.",
+                f"{at_t} ran without a successful {first.text} before it.{note}",
+                f"Add a successful call to {first.tools} before {at_t}.",
                 (first.text, then.text, t, f"{then.text} ran on an unmet prerequisite"),
             )
         ],

@@ -45,15 +45,19 @@ class BlocklistRule(RuleBase):
 def blocklist(rule: BlocklistRule, v: View) -> Finding:
     pattern = rule.pattern
     index = v.index
-    if v.members is None:
+    if v.grouping is None:  # the whole trace
         hits: list[int] = []
-        for name, positions in index.by_name.items():
-            if pattern in name:
-                hits.extend(positions)
-        hits.sort()
+        by_name = index.by_name
+        # One find in the names joined (most traces call no forbidden tool): a pattern without NUL cannot
+        # match across the NUL between two names, so it is in the joined text only if it is in some name.
+        if "\x00" in pattern or pattern in "\x00".join(by_name):
+            for name, positions in by_name.items():
+                if pattern in name:
+                    hits.extend(positions)
+            hits.sort()
     else:
         names = index.names
-        hits = [i for i in v.members if pattern in names[i]]
+        hits = [i for i in v.every_position() if pattern in names[i]]
     if not hits:
         if not v.explain:
             return BARE_PASS

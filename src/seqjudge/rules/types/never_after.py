@@ -75,17 +75,18 @@ def never_after(rule: NeverAfterRule, trigger: Selector, forbidden: Selector, v:
             return BARE_PASS
         return Finding("passed", f"Nothing forbidden follows {_at(v, a)}.", [a])
     f = forb_all[k]
+    at_a, at_f = _at(v, a), _at(v, f)  # each named in three texts: formatted once
     return Finding(
         "failed",
-        f"{_at(v, f)} came after {_at(v, a)}.",
+        f"{at_f} came after {at_a}.",
         [a, f],
         [
             Flaw(
                 "forbidden_call",
                 f,
                 f"no {forbidden.text} after {trigger.text}",
-                f"{_at(v, a)}, then {_at(v, f)}",
-                f"{_at(v, f)} is forbidden once {trigger.text} has been called ({_at(v, a)}).",
+                f"{at_a}, then {at_f}",
+                f"{at_f} is forbidden once {trigger.text} has been called ({at_a}).",
                 f"Do not call {_name(v, f)} after {_name(v, a)}; move it before call {a + 1} or drop it.",
             )
         ],

@@ -124,7 +124,12 @@ def sequence(
             if r == k:
                 break
             i = walk[pos]
-            if sels[r].hit(tools[i], ok[i], args[i]):
+            # Members named by tool alone: a name lookup, not a call to the selector.
+            if (
+                tools[i] in sels[r].names
+                if members_by_name is not None
+                else sels[r].hit(tools[i], ok[i], args[i])
+            ):
                 if not ok[i]:
                     continue  # a failed attempt of the awaited tool waits for its retry
                 if steps[i] > steps[done[-1]]:
@@ -158,7 +163,7 @@ def sequence(
                 r += 1
                 continue
             return _sequence_break(v, sels, r, i, done, expected, strict=False)
-        if any(m < r for m in ms):
+        if ms and ms[0] < r:  # (ms ascends)
             continue  # a repeat of a step already reached
         return _sequence_break(v, sels, r, i, done, expected, strict=False)
     return _sequence_end(v, sels, r, done, expected)
@@ -169,24 +174,26 @@ def _sequence_break(
 ) -> Finding:
     awaited = sels[r].text
     got = _at(v, i)
-    if done and v.index.steps[i] == v.index.steps[done[-1]] and v.index.matching(sels[r], i):
+    steps = v.index.steps
+    if done and steps[i] == steps[done[-1]] and v.index.matching(sels[r], i):
         why = f"{got} ran in the same step as {_at(v, done[-1])}, so it does not follow it"
     elif strict:
         why = f"{got} came while {awaited} was awaited next"
     else:
         why = f"{got} was called before {awaited} succeeded"
+    why += "."
     return Finding(
         "failed",
-        why + ".",
+        why,
         [*done, i],
         [
             Flaw(
                 "out_of_order",
                 i,
                 expected,
-                f"{' -> '.join(_at(v, d) for d in done) or 'nothing'}, then {got}",
-                why + ".",
-                f"Call {sels[r].tools} (successfully) before {_at(v, i)}"
+                f"{' -> '.join([_at(v, d) for d in done]) or 'nothing'}, then {got}",
+                why,
+                f"Call {sels[r].tools} (successfully) before {got}"
                 + (", with nothing in between." if strict else "."),
             )
         ],
@@ -218,18 +225,19 @@ def _sequence_end(v: View, sels: list[Selector], r: int, done: list[int], expect
             ],
         )
     last = done[-1]
+    at_last = _at(v, last)
     return Finding(
         "failed",
-        f"The sequence stopped after {_at(v, last)}; {awaited} never followed.",
+        f"The sequence stopped after {at_last}; {awaited} never followed.",
         done,
         [
             Flaw(
                 "incomplete_sequence",
                 last,
                 expected,
-                " -> ".join(_at(v, d) for d in done) + f", then no successful {awaited}",
-                f"The sequence started but was not completed: {awaited} never followed {_at(v, last)}.",
-                f"Complete the sequence: call {sels[r].tools} after {_at(v, last)}.",
+                " -> ".join([_at(v, d) for d in done]) + f", then no successful {awaited}",
+                f"The sequence started but was not completed: {awaited} never followed {at_last}.",
+                f"Complete the sequence: call {sels[r].tools} after {at_last}.",
             )
         ],
     )

@@ -60,27 +60,27 @@ class TrajectoryRule(RuleBase):
         want: dict[str, int] = {}  # each expected tool, and how often it is expected
         for name in self.expected:
             want[name] = want.get(name, 0) + 1
-        return partial(trajectory, self, want)
+        return partial(trajectory, self, want, " -> ".join(self.expected))
 
 
-def trajectory(rule: TrajectoryRule, want: dict[str, int], v: View) -> Finding:
+def trajectory(rule: TrajectoryRule, want: dict[str, int], exp_text: str, v: View) -> Finding:
     index = v.index
     steps = index.steps
     expected = rule.expected
+    by_name, ok_by_name = index.by_name, index.ok_by_name
     # Everything below reads the per-name position lists; only `exact` may need the whole ok-call list.
-    have = {n: len(index.ok_by_name.get(n, ())) for n in want}
+    have = {n: len(ok_by_name.get(n, ())) for n in want}
     if rule.mode == "precedence":
         # Precedence asks for each tool once; a repeat in `expected` adds no requirement.
-        missing = sorted(n for n in want if not have[n])
+        missing = sorted([n for n in want if not have[n]])
     else:
         # Each tool as many times as `expected` asks for it more often than it succeeded.
-        missing = sorted(n for n, k in want.items() for _ in range(k - have[n]))
-    extra = sorted(index.by_name.keys() - want.keys())
-    first_any = {n: index.by_name[n][0] for n in want if n in index.by_name}
-    first_ok = {n: index.ok_by_name[n][0] for n in want if index.ok_by_name.get(n)}
-    distinct = list(want)
-    pairs = _inverted_pairs(distinct, first_any, first_ok, steps)
-    n_ok = sum(map(len, index.ok_by_name.values()))
+        missing = sorted([n for n, k in want.items() for _ in range(k - have[n])])
+    extra = sorted(by_name.keys() - want.keys())
+    first_any = {n: by_name[n][0] for n in want if n in by_name}
+    first_ok = {n: ok_by_name[n][0] for n in want if ok_by_name.get(n)}
+    pairs = _inverted_pairs(list(want), first_any, first_ok, steps)
+    n_ok = sum(map(len, ok_by_name.values()))
     same_order = n_ok == len(expected) and _ok_names(index) == expected
     details: dict[str, Any] = {
         "mode": rule.mode,
@@ -91,16 +91,16 @@ def trajectory(rule: TrajectoryRule, want: dict[str, int], v: View) -> Finding:
         "same_order": same_order,
     }
     flaws: list[Flaw] = []
-    exp_text = " -> ".join(expected)
     if missing:
+        named = ", ".join(missing)
         flaws.append(
             Flaw(
                 "missing_call",
                 None,
                 exp_text,
-                "missing: " + ", ".join(missing),
-                f"Expected tool(s) never succeeded: {', '.join(missing)}.",
-                f"Add successful call(s) to {', '.join(missing)}.",
+                "missing: " + named,
+                f"Expected tool(s) never succeeded: {named}.",
+                f"Add successful call(s) to {named}.",
             )
         )
     mode = rule.mode
@@ -160,7 +160,7 @@ def trajectory(rule: TrajectoryRule, want: dict[str, int], v: View) -> Finding:
             return BARE_PASS
         return Finding("passed", f"Trajectory matches ({mode}).", sorted(first_ok.values()), details=details)
     involved = set(first_any.values()) | {f.offending for f in flaws if f.offending is not None}
-    return Finding("failed", " ".join(f.explanation for f in flaws), sorted(involved), flaws, details)
+    return Finding("failed", " ".join([f.explanation for f in flaws]), sorted(involved), flaws, details)
 
 
 def _ok_names(index: Any) -> list[str]:
