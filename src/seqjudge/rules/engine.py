@@ -270,46 +270,35 @@ class Engine:
                 if hits:
                     flaws = [*flaws, *(_cycle_flaw(text) for text in hits)]
             outcome = finding.outcome
-            if not flaws:
-                if outcome == "passed":
-                    passed += 1
-                    results.append(
-                        comp.entry("passed", finding.explanation, finding.call_indices, finding.details)
-                        if explain_all
-                        else comp.lean.copy()  # all a lean report says of a pass (evaluate.BARE_PASS's case)
-                    )
-                    continue
+            if not flaws and outcome == "passed":
+                passed += 1
+                results.append(
+                    comp.entry("passed", finding.explanation, finding.call_indices, finding.details)
+                    if explain_all
+                    else comp.lean.copy()  # all a lean report says of a pass (evaluate.BARE_PASS's case)
+                )
+                continue
+            explanation = finding.explanation
+            if flaws:  # a rule with any flaw failed, and says so
                 if outcome != "failed":
-                    # The entry inline, as ``_Compiled.entry`` writes it (a call per rule and trace costs).
-                    results.append(
-                        {
-                            "rule_id": comp.rule_id,
-                            "type": comp.type,
-                            "severity": comp.severity,
-                            "outcome": outcome,
-                            "call_indices": finding.call_indices or [],
-                            "explanation": finding.explanation,
-                            "group": comp.group,
-                            "details": finding.details,
-                        }
-                    )
-                    counts[outcome] += 1
-                    continue
-                explanation = finding.explanation
-            else:  # a rule with any flaw failed
-                explanation = finding.explanation if outcome == "failed" else flaws[-1].explanation
+                    explanation = flaws[-1].explanation
+                outcome = "failed"
+            # The entry inline, as ``_Compiled.entry`` writes it: a call per rule and trace costs.
             results.append(
                 {
                     "rule_id": comp.rule_id,
                     "type": comp.type,
                     "severity": comp.severity,
-                    "outcome": "failed",
+                    "outcome": outcome,
                     "call_indices": finding.call_indices or [],
                     "explanation": explanation,
                     "group": comp.group,
                     "details": finding.details,
                 }
             )
+            if outcome != "failed":
+                counts[outcome] += 1
+                continue
             failed += 1
             if comp.critical:
                 critical_failed = True
