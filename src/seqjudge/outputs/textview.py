@@ -7,8 +7,9 @@ import operator
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Any, AnyStr
 
 from seqjudge.redact import may_need_redaction, redact_value
 from seqjudge.report import Report, Violation
@@ -119,7 +120,8 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]]) -> list[str]
         texts.append(f"{name}({text})" if len(text) <= limit else f"{name}({text[: limit - 1]}…)")
     if fresh:
         joined = " ".join(fresh)  # a space: the encoder does not escape it, and no screened word holds one
-        if _JSON_ESCAPED.search(joined) or may_need_redaction(joined):
+        # Printable too: then a call's text is printable when its name is (``Calls``).
+        if _JSON_ESCAPED.search(joined) or not joined.isprintable() or may_need_redaction(joined):
             return None
         if len(known) > _KNOWN_MAX:
             known.clear()
@@ -127,20 +129,22 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]]) -> list[str]
     return texts
 
 
-# Argument keys and string values found to need neither redaction nor a JSON escape: the same keys, ids and
-# words recur from call to call and trace to trace, and a set lookup is far cheaper than screening them
-# again. Only short ones, and a bounded number (cleared when full): memory does not grow with the traces.
+# Argument keys and string values found printable and to need neither redaction nor a JSON escape: the
+# same keys, ids and words recur from call to call and trace to trace, and a set lookup is far cheaper than
+# screening them again. Only short ones, and a bounded number (cleared when full): memory does not grow with
+# the traces.
 _KNOWN: set[str] = set()
 _KNOWN_MAX = 1 << 16
 _KNOWN_LENGTH = 64
 
 
 def _numbers(n: int) -> list[str]:
-    """The start of each line of an ``n``-call list: ``INDENT`` and the call's number, right-aligned."""
+    """The start of each line of an ``n``-call list: a newline, ``INDENT`` and the call's number,
+    right-aligned."""
     made = _NUMBERS.get(n)
     if made is None:
         width = len(str(n))
-        made = _NUMBERS[n] = [f"{INDENT}{i:>{width}}. " for i in range(1, n + 1)]
+        made = _NUMBERS[n] = [f"\n{INDENT}{i:>{width}}. " for i in range(1, n + 1)]
     return made
 
 
@@ -158,6 +162,16 @@ class Palette:
     passed: str = "PASS  "
     review: str = "REVIEW"
     mark: str = MARK
+    # The words as the text output writes them, in UTF-8: a block's head before its trace id, the mark
+    # after a call's line.
+    fail_head: bytes = field(init=False, repr=False, compare=False)
+    warn_head: bytes = field(init=False, repr=False, compare=False)
+    mark_after: bytes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fail_head", f"{self.fail}: ".encode())
+        object.__setattr__(self, "warn_head", f"{self.warn}: ".encode())
+        object.__setattr__(self, "mark_after", f"  {self.mark}".encode())
 
 
 PLAIN = Palette()
@@ -167,7 +181,20 @@ class Calls:
     """A trace's calls as the text views show them, each call's text made once (a trace with several
     violations lists the same calls in each block)."""
 
-    __slots__ = ("names", "args", "steps", "width", "notes", "_texts", "_lines", "_clean", "windows")
+    __slots__ = (
+        "names",
+        "args",
+        "steps",
+        "width",
+        "notes",
+        "_texts",
+        "_lines",
+        "_clean",
+        "windows",
+        "_body",
+        "_pieces",
+        "_encoded",
+    )
 
     def __init__(self, trace: Trace | PlainTrace) -> None:
         if isinstance(trace, PlainTrace):
@@ -192,19 +219,26 @@ class Calls:
         # violations of several rules often point at the same call.
         self.windows: dict[tuple[Any, ...], str] = {}
         self._clean: list[str] | None = None
+        # The block indent's whole call list as one text, each line after a newline, and where each line's
+        # newline is (the last: the text's length), when made at once: a one-mark window is then two
+        # slices of it around the mark, not a join of lines.
+        self._body: tuple[str, list[int]] | None = None
+        self._pieces: list[str] = []  # the body's lines, each after its newline
+        self._encoded: tuple[bytes, list[int]] | None = None  # the body in UTF-8 and its lines' ends there
         if n <= SCREEN_WHOLE:
             # One redaction screen over every call's arguments: most traces need no walk at all.
             texts = _plain_calls(self.names, self.args)
             if texts is not None:
-                # No escape codes: ``terminal`` per call, unless every character of them all is printable.
-                if not "".join(texts).isprintable():
+                # No escape codes: ``terminal`` per call, unless every name is printable (the arguments are:
+                # ``_plain_calls``).
+                if not "".join(self.names).isprintable():
                     texts = [terminal(t) for t in texts]
                 self._texts = texts
-                # Every line of a block's call list at once: most of them are shown.
-                made: list[str | None] = list(map(operator.add, _numbers(n), texts))
+                pieces = list(map(operator.add, _numbers(n), texts))
                 for i, note in self.notes.items():
-                    made[i] += note  # type: ignore[operator]
-                self._lines[INDENT] = made
+                    pieces[i] += note
+                self._body = ("".join(pieces), list(accumulate(map(len, pieces), initial=0)))
+                self._pieces = pieces
                 return
             dumps = [_dump(a) for a in self.args]
             if not may_need_redaction("\n".join(dumps)):
@@ -218,7 +252,11 @@ class Calls:
         """Calls ``start`` to ``end - 1`` as ``line`` shows them, each line made when first asked for."""
         made = self._lines.get(indent)
         if made is None:
-            made = self._lines[indent] = [None] * len(self.steps)
+            if indent == INDENT and self._body is not None:
+                # No line holds a newline (``terminal``): the body's lines are the calls'.
+                made = self._lines[indent] = list(self._body[0][1:].split("\n"))
+            else:
+                made = self._lines[indent] = [None] * len(self.steps)
         run = made[start:end]
         if None in run:
             for i in range(start, end):
@@ -226,6 +264,32 @@ class Calls:
                     made[i] = f"{indent}{i + 1:>{self.width}}. {self._text(i)}{self.notes.get(i, '')}"
             run = made[start:end]
         return run  # type: ignore[return-value]
+
+    def window(self, call: int | None, mark: str) -> str:
+        """The call list of a violation whose offending call is ``call`` (None: no call), in the block indent,
+        ``mark`` after the call: ``_window``'s lines for the one mark, as one text."""
+        body = self._body
+        n = len(self.steps)
+        if body is None or call is None or not 0 <= call < n:
+            return "\n".join(_window(self, () if call is None else (call,), INDENT, mark))
+        text, ends = body
+        return _cut(text, ends, call, n, "  " + mark, _gap(INDENT, self.width), _tail(n))
+
+    def window_bytes(self, call: int | None, palette: Palette) -> bytes:
+        """``window`` in UTF-8: cut from the call list encoded once, not a text encoded per window."""
+        n = len(self.steps)
+        if self._body is None or call is None or not 0 <= call < n:
+            return self.window(call, palette.mark).encode()
+        encoded = self._encoded
+        if encoded is None:
+            text, ends = self._body
+            if text.isascii():  # a byte a character: the same ends
+                encoded = self._encoded = (text.encode(), ends)
+            else:
+                lines = [piece.encode() for piece in self._pieces]
+                encoded = self._encoded = (b"".join(lines), list(accumulate(map(len, lines), initial=0)))
+        gap = _utf8(_gap(INDENT, self.width))
+        return _cut(encoded[0], encoded[1], call, n, palette.mark_after, gap, _utf8(_tail(n)))
 
     def _text(self, i: int) -> str:
         if self._texts is not None:
@@ -259,12 +323,12 @@ def _trace_text(
     key = (marked, indent, palette.mark)
     known = calls.windows.get(key)
     if known is None:
-        known = calls.windows[key] = "\n".join(_window(calls, marked, indent, palette))
+        known = calls.windows[key] = "\n".join(_window(calls, marked, indent, palette.mark))
     return known
 
 
-def _window(calls: Calls, marked: tuple[int, ...], indent: str, palette: Palette) -> list[str]:
-    """The lines of ``trace_lines``; ``marked``: the marks, sorted, each once."""
+def _window(calls: Calls, marked: tuple[int, ...], indent: str, mark: str) -> list[str]:
+    """The lines of ``trace_lines``; ``marked``: the marks, sorted, each once; ``mark``: the palette's."""
     n = len(calls.steps)
     if n == 0:
         return [indent + "(no calls)"]
@@ -274,7 +338,7 @@ def _window(calls: Calls, marked: tuple[int, ...], indent: str, palette: Palette
         start = m - WINDOW if m > WINDOW else 0
         end = m + WINDOW + 1
         run = calls.lines(start, end if end < n else n, indent)
-        run[m - start] += "  " + palette.mark
+        run[m - start] += "  " + mark
         if start:
             run.insert(0, _gap(indent, calls.width))
         if end < n:
@@ -298,7 +362,7 @@ def _window(calls: Calls, marked: tuple[int, ...], indent: str, palette: Palette
             else:
                 runs.append((start, end))
     gap = _gap(indent, calls.width)
-    mark = "  " + palette.mark
+    mark = "  " + mark
     lines: list[str] = []
     shown_to = 0
     for start, end in runs:
@@ -315,6 +379,23 @@ def _window(calls: Calls, marked: tuple[int, ...], indent: str, palette: Palette
     return lines
 
 
+def _cut(text: AnyStr, ends: list[int], call: int, n: int, mark: AnyStr, gap: AnyStr, tail: AnyStr) -> AnyStr:
+    """``_window``'s lines for the one mark ``call`` (``0 <= call < n``) as one text, cut from ``text``, the
+    whole list with each line after a newline (``ends``: where each line's newline is, then the end), text
+    or UTF-8: the calls shown, ``mark`` after the marked one, the ``gap`` and ``tail`` lines for the calls
+    left out before and after them."""
+    cut = ends[call + 1]
+    if n <= SHORT_TRACE:
+        return text[1:cut] + mark + text[cut:]
+    # WINDOW calls either side of the mark.
+    start = call - WINDOW if call > WINDOW else 0
+    end = call + WINDOW + 1
+    shown = text[ends[start] + 1 : cut] + mark
+    newline = text[:1]  # what each line follows, as a text or in UTF-8
+    shown += text[cut:] if end >= n else text[cut : ends[end]] + newline + tail
+    return gap + newline + shown if start else shown
+
+
 def _gap(indent: str, width: int) -> str:
     """The line that stands for calls left out of a list whose numbers are ``width`` wide."""
     gap = _GAPS.get((indent, width))
@@ -324,6 +405,28 @@ def _gap(indent: str, width: int) -> str:
 
 
 _GAPS: dict[tuple[str, int], str] = {}
+
+
+def _tail(n: int) -> str:
+    """The gap line that ends a window of the block indent's ``n``-call list short of its last call."""
+    tail = _TAILS.get(n)
+    if tail is None:
+        tail = _TAILS[n] = f"{_gap(INDENT, len(str(n)))}  ({n} calls in all)"
+    return tail
+
+
+_TAILS: dict[int, str] = {}  # per number of calls
+
+
+def _utf8(text: str) -> bytes:
+    """A gap or tail line (``_gap``, ``_tail``) in UTF-8, encoded once."""
+    made = _UTF8.get(text)
+    if made is None:
+        made = _UTF8[text] = text.encode()
+    return made
+
+
+_UTF8: dict[str, bytes] = {}  # a few lines per number of calls, up to SCREEN_WHOLE
 
 
 def violation_text(
@@ -336,20 +439,54 @@ def violation_text(
     """The actionable FAIL block of violation ``v`` (a report's violation as data), ``rule`` its rule's
     result (type and group), from the report data as the engine gives it."""
     calls = trace if isinstance(trace, Calls) else Calls(trace)
-    return _violation_text(calls, terminal(str(trace_id)), v, rule, palette)
+    rules = {v["rule_id"]: rule} if rule is not None else {}
+    parts: list[bytes] = []
+    _blocks(parts, calls, _id_head(trace_id), [v], rules, palette)
+    return b"".join(parts[:-1]).decode()  # without the separator after the block
 
 
-def _violation_text(
-    calls: Calls, shown_id: str, v: Mapping[str, Any], rule: Mapping[str, Any] | None, palette: Palette
-) -> str:
-    """``violation_text``; ``shown_id``: the trace id as shown (``terminal``)."""
-    key = violation_key(v, rule)
-    parts = _VIOLATION_PARTS.get(key)
-    if parts is None:
-        parts = violation_parts(key)
-    before, after = parts
-    head = palette.fail if v["severity"] == "critical" else palette.warn
-    return f"{head}: {shown_id} · {before}{window_text(calls, v['offending_call_index'], palette)}{after}"
+# A violation's block: its head (severity's word, trace id: ``Palette.fail_head``), the rule's and the
+# engine's words before the window and after it, with the suggestion when there is one.
+_BEFORE = "%s%s\n\n   Rule: %s (%s)\n   Expected: %s\n   Actual: %s\n\n   Trace:\n"
+_AFTER = "\n\n   Why: %s%s"
+_SUGGESTION = "\n   Suggestion: "
+_BETWEEN = b"\n\n"  # after each block
+
+
+def _blocks(
+    parts: list[bytes],
+    calls: Calls,
+    id_head: bytes,
+    violations: Iterable[Mapping[str, Any]],
+    rules: Mapping[str, Mapping[str, Any]],
+    palette: Palette,
+) -> None:
+    """``violation_text``'s block of each of ``violations`` (``rules``: their rules' results by id), each
+    followed by a blank line, added to ``parts`` in UTF-8; ``id_head``: what follows the severity's word
+    (``_id_head``).
+
+    Made in UTF-8: the words are mostly ASCII, which encodes by a copy, while a text holding the marks and
+    the window's gap (not Latin-1) would be encoded character by character. The words around the window
+    are made once per key (``_WORDS``): 11k instructions a trace fewer than formatting them each time."""
+    windows: dict[int | None, bytes] = {}  # by offending call: several rules' violations often share one
+    fail, warn = palette.fail_head, palette.warn_head
+    for v in violations:
+        call = v["offending_call_index"]
+        window = windows.get(call)
+        if window is None:
+            window = windows[call] = calls.window_bytes(call, palette)
+        key = violation_key(v, rules.get(v["rule_id"]))
+        words = _WORDS.get(key)
+        if words is None:
+            words = _words(key)
+        parts += (
+            fail if v["severity"] == "critical" else warn,
+            id_head,
+            words[0],
+            window,
+            words[1],
+            _BETWEEN,
+        )
 
 
 ViolationKey = tuple[str, str | None, str, str, str, str, str, str | None]
@@ -371,36 +508,36 @@ def violation_key(v: Mapping[str, Any], rule: Mapping[str, Any] | None) -> Viola
 
 
 def violation_parts(key: ViolationKey) -> tuple[str, str]:
-    """A violation's block (``violation_text``) between the trace id and the window, and after the window;
-    kept in ``_VIOLATION_PARTS``."""
+    """A violation's block (``violation_text``) between the trace id and the window, and after the window
+    (a writer that keeps them by key puts blocks together from them)."""
     rule_id, group, kind, violation, expected, actual, explanation, suggestion = key
-    made = (
-        f"{rule_id}{f' [{terminal(str(group))}]' if group else ''}\n\n"
-        f"   Rule: {kind} ({violation})\n"
-        f"   Expected: {expected}\n"
-        f"   Actual: {actual}\n\n"
-        "   Trace:\n",
-        f"\n\n   Why: {explanation}{f'{_SUGGESTION}{suggestion}' if suggestion else ''}",
+    return (
+        _BEFORE % (rule_id, f" [{terminal(str(group))}]" if group else "", kind, violation, expected, actual),
+        _AFTER % (explanation, f"{_SUGGESTION}{suggestion}" if suggestion else ""),
     )
-    if len(_VIOLATION_PARTS) >= _VIOLATION_PARTS_MAX:
-        _VIOLATION_PARTS.clear()
-    _VIOLATION_PARTS[key] = made
+
+
+def _words(key: ViolationKey) -> tuple[bytes, bytes]:
+    """``violation_parts`` in UTF-8, kept in ``_WORDS``."""
+    before, after = violation_parts(key)
+    made = (before.encode(), after.encode())
+    if len(_WORDS) >= _WORDS_MAX:
+        _WORDS.clear()
+    _WORDS[key] = made
     return made
 
 
-_SUGGESTION = "\n   Suggestion: "
-# ``violation_parts`` by key: on (b)'s workload 5,000 different ones over 124,000 violations (20,000 traces).
+# ``_words`` by key: on (b)'s workload 5,000 different ones over 124,000 violations (20,000 traces).
 # Bounded (a few MB at most): cleared when full.
-_VIOLATION_PARTS: dict[ViolationKey, tuple[str, str]] = {}
-_VIOLATION_PARTS_MAX = 8192
+_WORDS: dict[ViolationKey, tuple[bytes, bytes]] = {}
+_WORDS_MAX = 8192
 
 
 def window_text(calls: Calls, call: int | None, palette: Palette = PLAIN) -> str:
     """The call list of a violation whose offending call is ``call`` (None: no call), made once a trace."""
     window = calls.windows.get((call, palette.mark))
     if window is None:
-        marked = () if call is None else (call,)
-        window = calls.windows[call, palette.mark] = "\n".join(_window(calls, marked, INDENT, palette))
+        window = calls.windows[call, palette.mark] = calls.window(call, palette.mark)
     return window
 
 
@@ -414,28 +551,31 @@ def violation_block(trace: Trace | PlainTrace | Calls, report: Report, v: Violat
     )
 
 
-def report_text(trace: Trace | PlainTrace, data: Mapping[str, Any], palette: Palette = PLAIN) -> str:
-    """A trace's text: the FAIL block of each violation, then its one line (``Engine.check_data``'s data)."""
-    parts: list[str] = []
-    if data["violations"]:
-        rules = {r["rule_id"]: r for r in data["rules"]}
-        calls = Calls(trace)
-        shown_id = terminal(str(data["trace_id"]))
-        for v in data["violations"]:
-            parts += (_violation_text(calls, shown_id, v, rules.get(v["rule_id"]), palette), "\n\n")
-    parts.append(
-        verdict_line(
-            data["verdict"],
-            data["trace_id"],
-            data["sequence_correctness_score"],
-            data["rules_passed"],
-            data["total_rules_checked"],
-            len(data["violations"]),
-            palette,
-        )
-        + "\n"
+def _id_head(trace_id: Any) -> bytes:
+    """The trace id as a block's head shows it (``terminal``), and the dot after it, in UTF-8."""
+    return f"{terminal(str(trace_id))} · ".encode()
+
+
+def report_bytes(trace: Trace | PlainTrace, data: Mapping[str, Any], palette: Palette = PLAIN) -> bytes:
+    """A trace's text in UTF-8: the FAIL block of each violation, then its one line (``Engine.check_data``'s
+    data)."""
+    violations = data["violations"]
+    line = verdict_line(
+        data["verdict"],
+        data["trace_id"],
+        data["sequence_correctness_score"],
+        data["rules_passed"],
+        data["total_rules_checked"],
+        len(violations),
+        palette,
     )
-    return "".join(parts)
+    if not violations:
+        return (line + "\n").encode()
+    rules = {r["rule_id"]: r for r in data["rules"]}
+    parts: list[bytes] = []
+    _blocks(parts, Calls(trace), _id_head(data["trace_id"]), violations, rules, palette)
+    parts.append((line + "\n").encode())
+    return b"".join(parts)
 
 
 def verdict_line(
