@@ -224,7 +224,8 @@ class Calls:
         # slices of it around the mark, not a join of lines.
         self._body: tuple[str, list[int]] | None = None
         self._pieces: list[str] = []  # the body's lines, each after its newline
-        self._encoded: tuple[bytes, list[int]] | None = None  # the body in UTF-8 and its lines' ends there
+        # The body in UTF-8, its lines' ends there, the gap and tail lines (``_cut``).
+        self._encoded: tuple[bytes, list[int], bytes, bytes] | None = None
         if n <= SCREEN_WHOLE:
             # One redaction screen over every call's arguments: most traces need no walk at all.
             texts = _plain_calls(self.names, self.args)
@@ -267,10 +268,10 @@ class Calls:
 
     def window(self, call: int | None, mark: str) -> str:
         """The call list of a violation whose offending call is ``call`` (None: no call), in the block indent,
-        ``mark`` after the call: ``_window``'s lines for the one mark, as one text."""
+        ``mark`` after the call: ``_window``'s lines for the one mark (or none), as one text."""
         body = self._body
         n = len(self.steps)
-        if body is None or call is None or not 0 <= call < n:
+        if body is None or not n or (call is not None and not 0 <= call < n):
             return "\n".join(_window(self, () if call is None else (call,), INDENT, mark))
         text, ends = body
         return _cut(text, ends, call, n, "  " + mark, _gap(INDENT, self.width), _tail(n))
@@ -278,18 +279,18 @@ class Calls:
     def window_bytes(self, call: int | None, palette: Palette) -> bytes:
         """``window`` in UTF-8: cut from the call list encoded once, not a text encoded per window."""
         n = len(self.steps)
-        if self._body is None or call is None or not 0 <= call < n:
+        if self._body is None or not n or (call is not None and not 0 <= call < n):
             return self.window(call, palette.mark).encode()
         encoded = self._encoded
         if encoded is None:
             text, ends = self._body
-            if text.isascii():  # a byte a character: the same ends
-                encoded = self._encoded = (text.encode(), ends)
-            else:
+            if not text.isascii():  # else a byte a character: the same ends
                 lines = [piece.encode() for piece in self._pieces]
-                encoded = self._encoded = (b"".join(lines), list(accumulate(map(len, lines), initial=0)))
-        gap = _utf8(_gap(INDENT, self.width))
-        return _cut(encoded[0], encoded[1], call, n, palette.mark_after, gap, _utf8(_tail(n)))
+                ends = list(accumulate(map(len, lines), initial=0))
+            gap, tail = _gap(INDENT, self.width).encode(), _tail(n).encode()
+            encoded = self._encoded = (text.encode(), ends, gap, tail)
+        text_b, ends, gap, tail = encoded
+        return _cut(text_b, ends, call, n, palette.mark_after, gap, tail)
 
     def _text(self, i: int) -> str:
         if self._texts is not None:
@@ -379,11 +380,16 @@ def _window(calls: Calls, marked: tuple[int, ...], indent: str, mark: str) -> li
     return lines
 
 
-def _cut(text: AnyStr, ends: list[int], call: int, n: int, mark: AnyStr, gap: AnyStr, tail: AnyStr) -> AnyStr:
-    """``_window``'s lines for the one mark ``call`` (``0 <= call < n``) as one text, cut from ``text``, the
-    whole list with each line after a newline (``ends``: where each line's newline is, then the end), text
-    or UTF-8: the calls shown, ``mark`` after the marked one, the ``gap`` and ``tail`` lines for the calls
-    left out before and after them."""
+def _cut(
+    text: AnyStr, ends: list[int], call: int | None, n: int, mark: AnyStr, gap: AnyStr, tail: AnyStr
+) -> AnyStr:
+    """``_window``'s lines for the one mark ``call`` (``0 <= call < n``; None: no mark) as one text, cut from
+    ``text``, the whole list with each line after a newline (``ends``: where each line's newline is, then
+    the end), text or UTF-8: the calls shown, ``mark`` after the marked one, the ``gap`` and ``tail`` lines
+    for the calls left out before and after them."""
+    newline = text[:1]  # what each line follows, as a text or in UTF-8
+    if call is None:  # the first calls
+        return text[1:] if n <= SHORT_TRACE else text[1 : ends[SHORT_TRACE]] + newline + tail
     cut = ends[call + 1]
     if n <= SHORT_TRACE:
         return text[1:cut] + mark + text[cut:]
@@ -391,7 +397,6 @@ def _cut(text: AnyStr, ends: list[int], call: int, n: int, mark: AnyStr, gap: An
     start = call - WINDOW if call > WINDOW else 0
     end = call + WINDOW + 1
     shown = text[ends[start] + 1 : cut] + mark
-    newline = text[:1]  # what each line follows, as a text or in UTF-8
     shown += text[cut:] if end >= n else text[cut : ends[end]] + newline + tail
     return gap + newline + shown if start else shown
 
@@ -416,17 +421,6 @@ def _tail(n: int) -> str:
 
 
 _TAILS: dict[int, str] = {}  # per number of calls
-
-
-def _utf8(text: str) -> bytes:
-    """A gap or tail line (``_gap``, ``_tail``) in UTF-8, encoded once."""
-    made = _UTF8.get(text)
-    if made is None:
-        made = _UTF8[text] = text.encode()
-    return made
-
-
-_UTF8: dict[str, bytes] = {}  # a few lines per number of calls, up to SCREEN_WHOLE
 
 
 def violation_text(
