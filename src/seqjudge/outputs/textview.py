@@ -446,10 +446,6 @@ def violation_text(
     return b"".join(parts[:-1]).decode()  # without the separator after the block
 
 
-# A violation's block: its head (severity's word, trace id: ``Palette.fail_head``), the rule's and the
-# engine's words before the window and after it, with the suggestion when there is one.
-_BEFORE = "%s%s\n\n   Rule: %s (%s)\n   Expected: %s\n   Actual: %s\n\n   Trace:\n"
-_AFTER = "\n\n   Why: %s%s"
 _SUGGESTION = "\n   Suggestion: "
 _BETWEEN = b"\n\n"  # after each block
 
@@ -468,7 +464,8 @@ def _blocks(
 
     Made in UTF-8: the words are mostly ASCII, which encodes by a copy, while a text holding the marks and
     the window's gap (not Latin-1) would be encoded character by character. The words around the window
-    are made once per key (``_WORDS``): 11k instructions a trace fewer than formatting them each time."""
+    (``violation_parts``) are made for each violation: keeping them by their key cost more (hashing the
+    engine's new texts) than making them again."""
     windows: dict[int | None, bytes] = {}  # by offending call: several rules' violations often share one
     fail, warn = palette.fail_head, palette.warn_head
     for v in violations:
@@ -476,16 +473,13 @@ def _blocks(
         window = windows.get(call)
         if window is None:
             window = windows[call] = calls.window_bytes(call, palette)
-        key = violation_key(v, rules.get(v["rule_id"]))
-        words = _WORDS.get(key)
-        if words is None:
-            words = _words(key)
+        before, after = violation_parts(violation_key(v, rules.get(v["rule_id"])))
         parts += (
             fail if v["severity"] == "critical" else warn,
             id_head,
-            words[0],
+            before.encode(),
             window,
-            words[1],
+            after.encode(),
             _BETWEEN,
         )
 
@@ -513,25 +507,10 @@ def violation_parts(key: ViolationKey) -> tuple[str, str]:
     (a writer that keeps them by key puts blocks together from them)."""
     rule_id, group, kind, violation, expected, actual, explanation, suggestion = key
     return (
-        _BEFORE % (rule_id, f" [{terminal(str(group))}]" if group else "", kind, violation, expected, actual),
-        _AFTER % (explanation, f"{_SUGGESTION}{suggestion}" if suggestion else ""),
+        f"{rule_id}{f' [{terminal(str(group))}]' if group else ''}\n\n   Rule: {kind} ({violation})\n"
+        f"   Expected: {expected}\n   Actual: {actual}\n\n   Trace:\n",
+        f"\n\n   Why: {explanation}{f'{_SUGGESTION}{suggestion}' if suggestion else ''}",
     )
-
-
-def _words(key: ViolationKey) -> tuple[bytes, bytes]:
-    """``violation_parts`` in UTF-8, kept in ``_WORDS``."""
-    before, after = violation_parts(key)
-    made = (before.encode(), after.encode())
-    if len(_WORDS) >= _WORDS_MAX:
-        _WORDS.clear()
-    _WORDS[key] = made
-    return made
-
-
-# ``_words`` by key: on (b)'s workload 5,000 different ones over 124,000 violations (20,000 traces).
-# Bounded (a few MB at most): cleared when full.
-_WORDS: dict[ViolationKey, tuple[bytes, bytes]] = {}
-_WORDS_MAX = 8192
 
 
 def window_text(calls: Calls, call: int | None, palette: Palette = PLAIN) -> str:
