@@ -174,11 +174,13 @@ class Palette:
     fail_head: bytes = field(init=False, repr=False, compare=False)
     warn_head: bytes = field(init=False, repr=False, compare=False)
     mark_after: bytes = field(init=False, repr=False, compare=False)
+    labels: dict[str, str] = field(init=False, repr=False, compare=False)  # by verdict
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fail_head", f"{self.fail}: ".encode())
         object.__setattr__(self, "warn_head", f"{self.warn}: ".encode())
         object.__setattr__(self, "mark_after", f"  {self.mark}".encode())
+        object.__setattr__(self, "labels", {"pass": self.passed, "fail": self.failed, "review": self.review})
 
 
 PLAIN = Palette()
@@ -191,7 +193,7 @@ class Calls:
     __slots__ = (
         "names",
         "args",
-        "steps",
+        "n",
         "width",
         "notes",
         "_texts",
@@ -211,12 +213,12 @@ class Calls:
             self.names = [c.tool_name for c in trace.calls]
             self.args = [c.arguments for c in trace.calls]
             failed = [i for i, c in enumerate(trace.calls) if c.status == "error"]
-        self.steps = steps = trace.steps
-        n = len(steps)
+        self.n = n = len(self.names)
         self.width = len(str(n))  # of the call numbers
         # What follows a call's text: failed, ran in parallel (a step shared with a neighbour).
         self.notes = dict.fromkeys(failed, " [failed]")
         if isinstance(trace, Trace):  # a PlainTrace's calls are each their own step
+            steps = trace.steps
             for i in range(n):
                 if (i > 0 and steps[i] == steps[i - 1]) or (i + 1 < n and steps[i + 1] == steps[i]):
                     self.notes[i] = self.notes.get(i, "") + f" [step {steps[i] + 1}, parallel]"
@@ -264,7 +266,7 @@ class Calls:
                 # No line holds a newline (``terminal``): the body's lines are the calls'.
                 made = self._lines[indent] = list(self._body[0][1:].split("\n"))
             else:
-                made = self._lines[indent] = [None] * len(self.steps)
+                made = self._lines[indent] = [None] * self.n
         run = made[start:end]
         if None in run:
             for i in range(start, end):
@@ -277,7 +279,7 @@ class Calls:
         """The call list of a violation whose offending call is ``call`` (None: no call), in the block indent,
         ``mark`` after the call: ``_window``'s lines for the one mark (or none), as one text."""
         body = self._body
-        n = len(self.steps)
+        n = self.n
         if body is None or not n or (call is not None and not 0 <= call < n):
             return "\n".join(_window(self, () if call is None else (call,), INDENT, mark))
         text, ends = body
@@ -285,7 +287,7 @@ class Calls:
 
     def window_bytes(self, call: int | None, palette: Palette) -> bytes:
         """``window`` in UTF-8: cut from the call list encoded once, not a text encoded per window."""
-        n = len(self.steps)
+        n = self.n
         if self._body is None or not n or (call is not None and not 0 <= call < n):
             return self.window(call, palette.mark).encode()
         encoded = self._encoded
@@ -337,7 +339,7 @@ def _trace_text(
 
 def _window(calls: Calls, marked: tuple[int, ...], indent: str, mark: str) -> list[str]:
     """The lines of ``trace_lines``; ``marked``: the marks, sorted, each once; ``mark``: the palette's."""
-    n = len(calls.steps)
+    n = calls.n
     if n == 0:
         return [indent + "(no calls)"]
     if len(marked) == 1 and n > SHORT_TRACE and 0 <= marked[0] < n:
@@ -442,7 +444,7 @@ def violation_text(
     calls = trace if isinstance(trace, Calls) else Calls(trace)
     rules = {v["rule_id"]: rule} if rule is not None else {}
     parts: list[bytes] = []
-    _blocks(parts, calls, _id_head(trace_id), [v], rules, palette)
+    _blocks(parts, calls, f"{terminal(str(trace_id))} · ".encode(), [v], rules, palette)
     return b"".join(parts[:-1]).decode()  # without the separator after the block
 
 
@@ -459,8 +461,8 @@ def _blocks(
     palette: Palette,
 ) -> None:
     """``violation_text``'s block of each of ``violations`` (``rules``: their rules' results by id), each
-    followed by a blank line, added to ``parts`` in UTF-8; ``id_head``: what follows the severity's word
-    (``_id_head``).
+    followed by a blank line, added to ``parts`` in UTF-8; ``id_head``: what follows the severity's word,
+    the trace id as shown (``terminal``) and a dot, in UTF-8.
 
     Made in UTF-8: the words are mostly ASCII, which encodes by a copy, while a text holding the marks and
     the window's gap (not Latin-1) would be encoded character by character. The words around the window
@@ -531,30 +533,26 @@ def violation_block(trace: Trace | PlainTrace | Calls, report: Report, v: Violat
     )
 
 
-def _id_head(trace_id: Any) -> bytes:
-    """The trace id as a block's head shows it (``terminal``), and the dot after it, in UTF-8."""
-    return f"{terminal(str(trace_id))} · ".encode()
-
-
 def report_bytes(trace: Trace | PlainTrace, data: Mapping[str, Any], palette: Palette = PLAIN) -> bytes:
     """A trace's text in UTF-8: the FAIL block of each violation, then its one line (``Engine.check_data``'s
     data)."""
     violations = data["violations"]
-    line = verdict_line(
-        data["verdict"],
-        data["trace_id"],
+    shown_id = terminal(str(data["trace_id"]))
+    line = _verdict_text(
+        palette.labels[data["verdict"]],
+        shown_id,
         data["sequence_correctness_score"],
         data["rules_passed"],
         data["total_rules_checked"],
         len(violations),
-        palette,
     )
     if not violations:
-        return (line + "\n").encode()
-    rules = {r["rule_id"]: r for r in data["rules"]}
+        return line.encode()
+    rules = data["rules"]
+    by_id = {r["rule_id"]: r for r in rules}
     parts: list[bytes] = []
-    _blocks(parts, Calls(trace), _id_head(data["trace_id"]), violations, rules, palette)
-    parts.append((line + "\n").encode())
+    _blocks(parts, Calls(trace), f"{shown_id} · ".encode(), violations, by_id, palette)
+    parts.append(line.encode())
     return b"".join(parts)
 
 
@@ -567,10 +565,16 @@ def verdict_line(
     violations: int,
     palette: Palette = PLAIN,
 ) -> str:
-    label = {"pass": palette.passed, "fail": palette.failed, "review": palette.review}[verdict]
+    return _verdict_text(
+        palette.labels[verdict], terminal(str(trace_id)), score, passed, checked, violations
+    )[:-1]
+
+
+def _verdict_text(label: str, shown_id: str, score: float, passed: int, checked: int, violations: int) -> str:
+    """``verdict_line`` and its newline; ``shown_id``: the trace id as shown (``terminal``)."""
     return (
-        f"{label} {terminal(str(trace_id))}  score {score:.2f}  "
-        f"({passed}/{checked} rules passed, {violations} violation(s))"
+        f"{label} {shown_id}  score {score:.2f}  "
+        f"({passed}/{checked} rules passed, {violations} violation(s))\n"
     )
 
 
