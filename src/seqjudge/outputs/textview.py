@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import operator
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -53,8 +52,9 @@ def _shortened(text: str, limit: int = ARGS_LIMIT) -> str:
 _JSON_ESCAPED = re.compile('[\x00-\x1f"\\\\]')
 
 
-def _plain_calls(names: list[str], arguments: list[dict[str, Any]]) -> list[str] | None:
-    """Each call's ``name(key=value, ...)`` as ``Calls`` shows it (``_args_text``), made directly when every
+def _plain_calls(names: list[str], arguments: list[dict[str, Any]], numbers: list[str]) -> list[str] | None:
+    """Each call's ``name(key=value, ...)`` as ``Calls`` shows it (``_args_text``), after its number
+    (``numbers``, ``_numbers``: the start of its line in the block's list), made directly when every
     call's arguments are the usual ones - plain strings and integers under string keys - and no key or
     value needs redaction or a JSON escape (the encoder costs several microseconds a call, and every shown
     call is written). None otherwise: the encoder's way then.
@@ -70,7 +70,7 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]]) -> list[str]
     # The keys of the last two-argument call, as they came (already screened), and sorted: the same key
     # objects come call after call (the JSON reader keeps one of each short string).
     came, came_other, key, other = _NO_KEY, _NO_KEY, "", ""
-    for name, args in zip(names, arguments, strict=True):
+    for number, name, args in zip(numbers, names, arguments, strict=True):
         # Two arguments, the usual size: the loop below unrolled, without sorted() or a parts list, and its
         # keys screened only when they are not the last call's.
         if len(args) == 2:
@@ -100,9 +100,9 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]]) -> list[str]
                     fresh.append(second)
             elif kind is not int:
                 return None
-            append(f"{name}({key}={value}, {other}={second})")
+            append(f"{number}{name}({key}={value}, {other}={second})")
         elif not args:
-            append(name)
+            append(f"{number}{name}")
         else:
             parts = []
             for each in sorted(args) if len(args) > 1 else args:
@@ -118,12 +118,13 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]]) -> list[str]
                 elif kind is not int:
                     return None
                 parts.append(f"{each}={value}")
-            append(f"{name}({', '.join(parts)})")
+            append(f"{number}{name}({', '.join(parts)})")
     limit = ARGS_LIMIT
-    if texts and max(map(len, texts)) > limit + 2:  # some call's arguments may be too long to show whole
-        for i, (name, text) in enumerate(zip(names, texts, strict=True)):
-            if arguments[i] and len(text) - len(name) - 2 > limit:
-                texts[i] = f"{name}({text[len(name) + 1 : len(name) + limit]}…)"  # ``_shortened``
+    if texts and max(map(len, texts)) > len(numbers[0]) + limit + 2:  # some may be too long to show whole
+        for i, (number, name, text) in enumerate(zip(numbers, names, texts, strict=True)):
+            start = len(number) + len(name) + 1  # of the arguments
+            if arguments[i] and len(text) - start - 1 > limit:
+                texts[i] = f"{text[:start]}{text[start : start + limit - 1]}…)"  # ``_shortened``
     if fresh:
         joined = " ".join(fresh)  # a space: the encoder does not escape it, and no screened word holds one
         # Printable too: then a call's text is printable when its name is (``Calls``).
@@ -222,7 +223,8 @@ class Calls:
             for i in range(n):
                 if (i > 0 and steps[i] == steps[i - 1]) or (i + 1 < n and steps[i + 1] == steps[i]):
                     self.notes[i] = self.notes.get(i, "") + f" [step {steps[i] + 1}, parallel]"
-        self._texts: list[str] | None = None  # each call's name and arguments as shown, when made at once
+        # Each call's number, name and arguments as the block's list shows them, when made at once.
+        self._texts: list[str] | None = None
         self._lines: dict[str, list[str | None]] = {}  # indent -> each call's line, made when first shown
         # trace_lines per (marks, indent, mark), as text, and a violation's per (offending call, mark):
         # violations of several rules often point at the same call.
@@ -237,16 +239,20 @@ class Calls:
         self._encoded: tuple[bytes, list[int], bytes, bytes] | None = None
         if n <= SCREEN_WHOLE:
             # One redaction screen over every call's arguments: most traces need no walk at all.
-            texts = _plain_calls(self.names, self.args)
+            numbers = _numbers(n)
+            texts = _plain_calls(self.names, self.args, numbers)
             if texts is not None:
                 # No escape codes: ``terminal`` per call, unless every name is printable (the arguments are:
                 # ``_plain_calls``).
                 if not "".join(self.names).isprintable():
-                    texts = [terminal(t) for t in texts]
-                self._texts = texts
-                pieces = list(map(operator.add, _numbers(n), texts))
-                for i, note in self.notes.items():
-                    pieces[i] += note
+                    cut = len(numbers[0])
+                    texts = [text[:cut] + terminal(text[cut:]) for text in texts]
+                self._texts = texts  # without the notes (``_text``)
+                pieces = texts
+                if self.notes:
+                    pieces = texts.copy()
+                    for i, note in self.notes.items():
+                        pieces[i] += note
                 self._body = ("".join(pieces), list(accumulate(map(len, pieces), initial=0)))
                 self._pieces = pieces
                 return
@@ -303,7 +309,7 @@ class Calls:
 
     def _text(self, i: int) -> str:
         if self._texts is not None:
-            return self._texts[i]
+            return self._texts[i][len(INDENT) + self.width + 3 :]  # after the newline and number
         args = _args_text(self.args[i], dumped=self._clean[i] if self._clean is not None else None)
         return terminal(f"{self.names[i]}{args}")  # no escape codes
 
