@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, AnyStr
@@ -448,13 +448,12 @@ def violation_text(
     """The actionable FAIL block of violation ``v`` (a report's violation as data), ``rule`` its rule's
     result (type and group), from the report data as the engine gives it."""
     calls = trace if isinstance(trace, Calls) else Calls(trace)
-    rules = {v["rule_id"]: rule} if rule is not None else {}
+    rules = [rule] if rule is not None else []
     parts: list[bytes] = []
     _blocks(parts, calls, f"{terminal(str(trace_id))} · ".encode(), [v], rules, palette)
     return b"".join(parts[:-1]).decode()  # without the separator after the block
 
 
-_SUGGESTION = "\n   Suggestion: "
 _BETWEEN = b"\n\n"  # after each block
 
 
@@ -463,10 +462,10 @@ def _blocks(
     calls: Calls,
     id_head: bytes,
     violations: Iterable[Mapping[str, Any]],
-    rules: Mapping[str, Mapping[str, Any]],
+    rules: Sequence[Mapping[str, Any]],
     palette: Palette,
 ) -> None:
-    """``violation_text``'s block of each of ``violations`` (``rules``: their rules' results by id), each
+    """``violation_text``'s block of each of ``violations`` (``rules``: the rules' results, a report's), each
     followed by a blank line, added to ``parts`` in UTF-8; ``id_head``: what follows the severity's word,
     the trace id as shown (``terminal``) and a dot, in UTF-8.
 
@@ -481,7 +480,12 @@ def _blocks(
         window = windows.get(call)
         if window is None:
             window = windows[call] = calls.window_bytes(call, palette)
-        before, after = violation_parts(violation_key(v, rules.get(v["rule_id"])))
+        rule_id = v["rule_id"]
+        at = _RULE_AT.get(rule_id, -1)
+        rule = (
+            rules[at] if 0 <= at < len(rules) and rules[at]["rule_id"] == rule_id else _rule(rules, rule_id)
+        )
+        before, after = violation_parts(violation_key(v, rule))
         parts += (
             fail if v["severity"] == "critical" else warn,
             id_head,
@@ -490,6 +494,23 @@ def _blocks(
             after.encode(),
             _BETWEEN,
         )
+
+
+def _rule(rules: Sequence[Mapping[str, Any]], rule_id: str) -> Mapping[str, Any] | None:
+    """The result of rule ``rule_id`` among ``rules`` (the last, should there be two), its place kept in
+    ``_RULE_AT``: the engine lists the rules in the rule set's order, so a rule's result is found where it
+    was in the trace before, checked by its id, and no per-trace table of the results is made."""
+    for at in range(len(rules) - 1, -1, -1):
+        if rules[at]["rule_id"] == rule_id:
+            if len(_RULE_AT) >= _RULE_AT_MAX:
+                _RULE_AT.clear()
+            _RULE_AT[rule_id] = at
+            return rules[at]
+    return None
+
+
+_RULE_AT: dict[str, int] = {}  # rule id -> where its result was last found in a report's rules
+_RULE_AT_MAX = 4096
 
 
 ViolationKey = tuple[str, str | None, str, str, str, str, str, str | None]
@@ -517,7 +538,9 @@ def violation_parts(key: ViolationKey) -> tuple[str, str]:
     return (
         f"{rule_id}{f' [{terminal(str(group))}]' if group else ''}\n\n   Rule: {kind} ({violation})\n"
         f"   Expected: {expected}\n   Actual: {actual}\n\n   Trace:\n",
-        f"\n\n   Why: {explanation}{f'{_SUGGESTION}{suggestion}' if suggestion else ''}",
+        f"\n\n   Why: {explanation}\n   Suggestion: {suggestion}"
+        if suggestion
+        else f"\n\n   Why: {explanation}",
     )
 
 
@@ -554,10 +577,8 @@ def report_bytes(trace: Trace | PlainTrace, data: Mapping[str, Any], palette: Pa
     )
     if not violations:
         return line.encode()
-    rules = data["rules"]
-    by_id = {r["rule_id"]: r for r in rules}
     parts: list[bytes] = []
-    _blocks(parts, Calls(trace), f"{shown_id} · ".encode(), violations, by_id, palette)
+    _blocks(parts, Calls(trace), f"{shown_id} · ".encode(), violations, data["rules"], palette)
     parts.append(line.encode())
     return b"".join(parts)
 
