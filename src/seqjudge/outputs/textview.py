@@ -485,7 +485,7 @@ def _blocks(
         rule = (
             rules[at] if 0 <= at < len(rules) and rules[at]["rule_id"] == rule_id else _rule(rules, rule_id)
         )
-        before, after = violation_parts(violation_key(v, rule))
+        before, after = _words(v, rule)
         parts += (
             fail if v["severity"] == "critical" else warn,
             id_head,
@@ -535,12 +535,29 @@ def violation_parts(key: ViolationKey) -> tuple[str, str]:
     """A violation's block (``violation_text``) between the trace id and the window, and after the window
     (a writer that keeps them by key puts blocks together from them)."""
     rule_id, group, kind, violation, expected, actual, explanation, suggestion = key
+    v = {
+        "rule_id": rule_id,
+        "violation_type": violation,
+        "expected_order": expected,
+        "actual_order": actual,
+        "explanation": explanation,
+        "suggestion": suggestion,
+    }
+    return _words(v, {"type": kind, "group": group})
+
+
+def _words(v: Mapping[str, Any], rule: Mapping[str, Any] | None) -> tuple[str, str]:
+    """``violation_parts`` of violation ``v``, ``rule`` its rule's result: what ``violation_key`` keeps of
+    them, read here without making the key (``_blocks`` makes the parts for each violation)."""
+    group = rule.get("group") if rule else None
+    suggestion = v.get("suggestion")
     return (
-        f"{rule_id}{f' [{terminal(str(group))}]' if group else ''}\n\n   Rule: {kind} ({violation})\n"
-        f"   Expected: {expected}\n   Actual: {actual}\n\n   Trace:\n",
-        f"\n\n   Why: {explanation}\n   Suggestion: {suggestion}"
+        f"{v['rule_id']}{f' [{terminal(str(group))}]' if group else ''}\n\n"
+        f"   Rule: {rule['type'] if rule else '?'} ({v['violation_type']})\n"
+        f"   Expected: {v['expected_order']}\n   Actual: {v['actual_order']}\n\n   Trace:\n",
+        f"\n\n   Why: {v['explanation']}\n   Suggestion: {suggestion}"
         if suggestion
-        else f"\n\n   Why: {explanation}",
+        else f"\n\n   Why: {v['explanation']}",
     )
 
 
