@@ -69,7 +69,7 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]], numbers: lis
     append = texts.append
     # The keys of the last two-argument call, as they came (already screened), and sorted: the same key
     # objects come call after call (the JSON reader keeps one of each short string).
-    came, came_other, key, other = _NO_KEY, _NO_KEY, "", ""
+    came, came_other, key, other, opening, middle = _NO_KEY, _NO_KEY, "", "", "", ""
     for number, name, args in zip(numbers, names, arguments, strict=True):
         # Two arguments, the usual size: the loop below unrolled, without sorted() or a parts list, and its
         # keys screened only when they are not the last call's.
@@ -86,6 +86,7 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]], numbers: lis
                     if type(other) is not str:
                         return None
                     fresh.append(other)
+                opening, middle = f"({key}=", f", {other}="  # what the call's text holds around its values
             value, second = args[key], args[other]
             # Exactly str and int: a bool is an int that JSON writes as true, a subclass may print otherwise.
             kind = type(value)
@@ -100,7 +101,7 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]], numbers: lis
                     fresh.append(second)
             elif kind is not int:
                 return None
-            append(f"{number}{name}({key}={value}, {other}={second})")
+            append(f"{number}{name}{opening}{value}{middle}{second})")
         elif not args:
             append(f"{number}{name}")
         else:
