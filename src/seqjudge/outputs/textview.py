@@ -238,7 +238,7 @@ class Calls:
         self._pieces: list[str] = []  # the body's lines, each after its newline
         # The body in UTF-8, its lines' ends there, the gap and tail lines (``_cut``).
         self._encoded: tuple[bytes, list[int], bytes, bytes] | None = None
-        if n <= SCREEN_WHOLE:
+        if 0 < n <= SCREEN_WHOLE:  # (no calls: ``_window`` says so)
             # One redaction screen over every call's arguments: most traces need no walk at all.
             numbers = _numbers(n)
             texts = _plain_calls(self.names, self.args, numbers)
@@ -287,26 +287,27 @@ class Calls:
         ``mark`` after the call: ``_window``'s lines for the one mark (or none), as one text."""
         body = self._body
         n = self.n
-        if body is None or not n or (call is not None and not 0 <= call < n):
+        if body is None or (call is not None and not 0 <= call < n):
             return "\n".join(_window(self, () if call is None else (call,), INDENT, mark))
         text, ends = body
-        return _cut(text, ends, call, n, "  " + mark, _gap(INDENT, self.width), _tail(n))
+        return _cut(text, ends, call, n, "  " + mark, _gap(INDENT, self.width) + "\n", "\n" + _tail(n))
 
     def window_bytes(self, call: int | None, palette: Palette) -> bytes:
         """``window`` in UTF-8: cut from the call list encoded once, not a text encoded per window."""
-        n = self.n
-        if self._body is None or not n or (call is not None and not 0 <= call < n):
-            return self.window(call, palette.mark).encode()
         encoded = self._encoded
         if encoded is None:
+            if self._body is None:
+                return self.window(call, palette.mark).encode()
             text, ends = self._body
             if not text.isascii():  # else a byte a character: the same ends
                 lines = [piece.encode() for piece in self._pieces]
                 ends = list(accumulate(map(len, lines), initial=0))
-            gap, tail = _gap(INDENT, self.width).encode(), _tail(n).encode()
+            gap, tail = f"{_gap(INDENT, self.width)}\n".encode(), f"\n{_tail(self.n)}".encode()
             encoded = self._encoded = (text.encode(), ends, gap, tail)
-        text_b, ends, gap, tail = encoded
-        return _cut(text_b, ends, call, n, palette.mark_after, gap, tail)
+        if call is None or 0 <= call < self.n:
+            text_b, ends, gap, tail = encoded
+            return _cut(text_b, ends, call, self.n, palette.mark_after, gap, tail)
+        return self.window(call, palette.mark).encode()
 
     def _text(self, i: int) -> str:
         if self._texts is not None:
@@ -400,12 +401,12 @@ def _cut(
     text: AnyStr, ends: list[int], call: int | None, n: int, mark: AnyStr, gap: AnyStr, tail: AnyStr
 ) -> AnyStr:
     """``_window``'s lines for the one mark ``call`` (``0 <= call < n``; None: no mark) as one text, cut from
-    ``text``, the whole list with each line after a newline (``ends``: where each line's newline is, then
-    the end), text or UTF-8: the calls shown, ``mark`` after the marked one, the ``gap`` and ``tail`` lines
-    for the calls left out before and after them."""
-    newline = text[:1]  # what each line follows, as a text or in UTF-8
+    ``text``, the whole list of ``n > 0`` calls with each line after a newline (``ends``: where each line's
+    newline is, then the end), text or UTF-8: the calls shown, ``mark`` after the marked one, the ``gap``
+    line and a newline before them when calls before them are left out, a newline and the ``tail`` line
+    when calls after them are."""
     if call is None:  # the first calls
-        return text[1:] if n <= SHORT_TRACE else text[1 : ends[SHORT_TRACE]] + newline + tail
+        return text[1:] if n <= SHORT_TRACE else text[1 : ends[SHORT_TRACE]] + tail
     cut = ends[call + 1]
     if n <= SHORT_TRACE:
         return text[1:cut] + mark + text[cut:]
@@ -413,8 +414,8 @@ def _cut(
     start = call - WINDOW if call > WINDOW else 0
     end = call + WINDOW + 1
     shown = text[ends[start] + 1 : cut] + mark
-    shown += text[cut:] if end >= n else text[cut : ends[end]] + newline + tail
-    return gap + newline + shown if start else shown
+    shown += text[cut:] if end >= n else text[cut : ends[end]] + tail
+    return gap + shown if start else shown
 
 
 def _gap(indent: str, width: int) -> str:
@@ -449,7 +450,7 @@ def violation_text(
     """The actionable FAIL block of violation ``v`` (a report's violation as data), ``rule`` its rule's
     result (type and group), from the report data as the engine gives it."""
     calls = trace if isinstance(trace, Calls) else Calls(trace)
-    rules = [rule] if rule is not None else []
+    rules = [{**rule, "rule_id": v["rule_id"]}] if rule is not None else []  # ``rule`` is the violation's
     parts: list[bytes] = []
     _blocks(parts, calls, f"{terminal(str(trace_id))} · ".encode(), [v], rules, palette)
     return b"".join(parts[:-1]).decode()  # without the separator after the block
