@@ -499,9 +499,10 @@ def _blocks(
 
 
 def _rule(rules: Sequence[Mapping[str, Any]], rule_id: str) -> Mapping[str, Any] | None:
-    """The result of rule ``rule_id`` among ``rules`` (the last, should there be two), its place kept in
-    ``_RULE_AT``: the engine lists the rules in the rule set's order, so a rule's result is found where it
-    was in the trace before, checked by its id, and no per-trace table of the results is made."""
+    """The result of rule ``rule_id`` among ``rules`` (a report lists each rule once; the last, should one
+    come twice), its place kept in ``_RULE_AT``: the engine lists the rules in the rule set's order, so a
+    rule's result is found where it was in the trace before, checked by its id, and no per-trace table of
+    the results is made."""
     for at in range(len(rules) - 1, -1, -1):
         if rules[at]["rule_id"] == rule_id:
             if len(_RULE_AT) >= _RULE_AT_MAX:
