@@ -184,9 +184,15 @@ def hostile_records(n: int = 90) -> list[dict[str, Any]]:
     return records
 
 
-def hostile_suite(tmp_path: Path) -> tuple[Path, Path]:
+# The same rules in one group: each trace is one test case, its blocks the report's violations in order.
+ONE_GROUP = "rules:\n" + "\n".join(
+    line[4:] for line in HOSTILE_RULES.splitlines() if line.startswith("      - ")
+)
+
+
+def hostile_suite(tmp_path: Path, text: str = HOSTILE_RULES) -> tuple[Path, Path]:
     rules = tmp_path / "rules.yaml"
-    rules.write_text(HOSTILE_RULES, encoding="utf-8")
+    rules.write_text(text, encoding="utf-8")
     traces = tmp_path / "traces.jsonl"
     traces.write_text("".join(json.dumps(r) + "\n" for r in hostile_records()), encoding="utf-8")
     return rules, traces
@@ -201,16 +207,23 @@ def elementtree_cases(trace: Any, data: dict[str, Any], threshold: float, risk_l
     return "".join(parts).encode("utf-8")
 
 
+@pytest.mark.parametrize("suite", [HOSTILE_RULES, ONE_GROUP], ids=["groups", "one-group"])
 @pytest.mark.parametrize(("threshold", "risk_level"), [(0.85, "medium"), (0.99, "medium"), (0.85, "high")])
 def test_junit_cases_are_elementtrees_of_the_reconciled_result(
-    tmp_path: Path, threshold: float, risk_level: str
+    tmp_path: Path, threshold: float, risk_level: str, suite: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rules, traces = hostile_suite(tmp_path)
+    rules, traces = hostile_suite(tmp_path, suite)
     ruleset = load_rules(rules)
     checker = Checker(Engine(ruleset), threshold, risk_level)  # type: ignore[arg-type]
     shown = JunitOutput(
         io.StringIO(), source="x", ruleset=ruleset, threshold=threshold, risk_level=risk_level
     )
+    # Blocks go the general way (rule by rule) or, for one case whose rules' violations come in the
+    # blocks' order, straight from the violations: both are checked here.
+    general = []
+    blocks = JunitOutput._blocks
+    monkeypatch.setattr(JunitOutput, "_blocks", lambda *a: general.append(a) or blocks(*a))
+    with_blocks = 0
     states = set()
     for record, trace in zip(hostile_records(), load_traces(str(traces)), strict=True):
         data = checker.data(trace)
@@ -222,8 +235,14 @@ def test_junit_cases_are_elementtrees_of_the_reconciled_result(
         plain = plain_trace(record, None)  # how `check` reads the record
         assert plain is not None and shown.render(plain, checker.data(plain), None) == head + expected
         states.update(tag for tag in (b"<failure ", b"<skipped ", b"<system-out>", b" />") if tag in expected)
+        with_blocks += "FAIL: ".encode() in expected or "WARN: ".encode() in expected
     # The suite reaches every kind of case: failed, in review, passed with warnings, passed clean.
     assert states == {b"<failure ", b"<skipped ", b"<system-out>", b" />"}
+    # Rendered twice a trace: with several cases every case with blocks goes the general way.
+    if suite == ONE_GROUP:
+        assert 0 < len(general) < 2 * with_blocks
+    else:
+        assert len(general) >= 2 * with_blocks
 
 
 def test_junit_file_from_check_parses_and_counts_its_cases(tmp_path: Path) -> None:
