@@ -9,7 +9,10 @@ data, not through those models and ElementTree (which cost twice the check of a 
 ``ci_outputs.case_plans`` decides each case, and the bytes are ElementTree's (tests/test_check_render.py).
 
 JUnit's counts sit in the opening tags, before the test cases, so the cases go to a temporary file as they
-come and are copied after the head in ``finish``: memory stays flat, the disk holds the cases once.
+come and are copied after the head in ``finish``: memory stays flat, the disk holds the cases once. Each
+trace's part carries its counts ahead of its cases, between NUL bytes (no output holds one: ``xml_text``
+replaces it, ``terminal`` escapes it), so a worker may join its chunk's parts (``CheckOutput.joins``) and
+``write`` takes the counts out of the joined bytes at once: no call per trace in this process.
 """
 
 from __future__ import annotations
@@ -98,7 +101,7 @@ class _Case:
 class _Plan:
     """A trace's test cases, kept by what decides them (``JunitOutput.render``)."""
 
-    counts: bytes  # the cases, failures and skipped cases, for ``line``
+    counts: bytes  # the cases, failures and skipped cases, between NULs, for ``write``
     cases: list[_Case]
     # The rules of the only case's blocks when they are the report's violations in order: each rule's
     # violations together (the engine lists them by rule), none a judge's. None: more cases, or none.
@@ -156,7 +159,7 @@ class JunitOutput(CheckOutput):
         else:
             classname = _attr(trace_id).encode()
             tid = _markup(f"{terminal(str(trace_id))} · ".encode())
-        parts = [plan.counts]  # ahead of the cases, for ``line`` (it would otherwise search the cases' tags)
+        parts = [plan.counts]  # ahead of the cases, for ``write`` (it would otherwise search the cases' tags)
         listed: _Listed | None = None
         violations = data["violations"]
         for case in plan.cases:
@@ -210,7 +213,7 @@ class JunitOutput(CheckOutput):
         skipped = sum(case.state == "skipped" for case in cases)
         if len(self._plans) >= 4096:
             self._plans.clear()
-        made = self._plans[key] = _Plan(f"{len(cases)} {failures} {skipped}\n".encode(), cases, order)
+        made = self._plans[key] = _Plan(f"\0{len(cases)} {failures} {skipped}\0".encode(), cases, order)
         return made
 
     def _located(
@@ -293,14 +296,17 @@ class JunitOutput(CheckOutput):
         self._body: IO[bytes] = tempfile.TemporaryFile(buffering=BUFFER)  # noqa: SIM115 - closed in finish
         self._counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
 
-    def line(self, checked: Checked) -> None:
-        part = checked.line
-        end = part.index(b"\n")
-        tests, failures, skipped = part[:end].split()
-        self._counts["tests"] += int(tests)
-        self._counts["failures"] += int(failures)
-        self._counts["skipped"] += int(skipped)
-        self._body.write(memoryview(part)[end + 1 :])
+    def write(self, parts: bytes | memoryview) -> None:
+        """One or several traces' parts, joined: each one's counts, summed, and its cases, kept for
+        ``finish``."""
+        # NUL, counts, NUL, cases, for each part: split, the counts and the cases alternate after a b"".
+        pieces = (parts if isinstance(parts, bytes) else parts.tobytes()).split(b"\0")
+        numbers = b" ".join(pieces[1::2]).split()
+        counts = self._counts
+        counts["tests"] += sum(map(int, numbers[0::3]))
+        counts["failures"] += sum(map(int, numbers[1::3]))
+        counts["skipped"] += sum(map(int, numbers[2::3]))
+        self._body.writelines(pieces[2::2])
 
     def finish(self, totals: Totals) -> None:
         counts = " ".join(f'{k}="{v}"' for k, v in self._counts.items())
