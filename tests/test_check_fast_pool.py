@@ -267,7 +267,7 @@ def test_valid_input_exit_codes_and_no_worker_left(
     assert multiprocessing.active_children() == []
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "junit"])  # chunks written joined / trace by trace
+@pytest.mark.parametrize("fmt", ["jsonl", "markdown"])  # chunks written joined / trace by trace
 def test_ctrl_c_shuts_the_workers_down(
     tmp_path: Path,
     rules_path: Path,

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from seqjudge import checkpool
 from seqjudge.checkpool import Checker
 from seqjudge.cli import run
 from seqjudge.ingest import load_traces
@@ -243,9 +244,15 @@ def hostile_records(n: int = 90) -> list[dict[str, Any]]:
     return records
 
 
-def hostile_suite(tmp_path: Path) -> tuple[Path, Path]:
+# The same rules in one group: each trace is one test case, its blocks the report's violations in order.
+ONE_GROUP = "rules:\n" + "\n".join(
+    line[4:] for line in HOSTILE_RULES.splitlines() if line.startswith("      - ")
+)
+
+
+def hostile_suite(tmp_path: Path, text: str = HOSTILE_RULES) -> tuple[Path, Path]:
     rules = tmp_path / "rules.yaml"
-    rules.write_text(HOSTILE_RULES, encoding="utf-8")
+    rules.write_text(text, encoding="utf-8")
     traces = tmp_path / "traces.jsonl"
     traces.write_text("".join(json.dumps(r) + "\n" for r in hostile_records()), encoding="utf-8")
     return rules, traces
@@ -260,29 +267,42 @@ def elementtree_cases(trace: Any, data: dict[str, Any], threshold: float, risk_l
     return "".join(parts).encode("utf-8")
 
 
+@pytest.mark.parametrize("suite", [HOSTILE_RULES, ONE_GROUP], ids=["groups", "one-group"])
 @pytest.mark.parametrize(("threshold", "risk_level"), [(0.85, "medium"), (0.99, "medium"), (0.85, "high")])
 def test_junit_cases_are_elementtrees_of_the_reconciled_result(
-    tmp_path: Path, threshold: float, risk_level: str
+    tmp_path: Path, threshold: float, risk_level: str, suite: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rules, traces = hostile_suite(tmp_path)
+    rules, traces = hostile_suite(tmp_path, suite)
     ruleset = load_rules(rules)
     checker = Checker(Engine(ruleset), threshold, risk_level)  # type: ignore[arg-type]
     shown = JunitOutput(
         io.StringIO(), source="x", ruleset=ruleset, threshold=threshold, risk_level=risk_level
     )
+    # Blocks go the general way (rule by rule) or, for one case whose rules' violations come in the
+    # blocks' order, straight from the violations: both are checked here.
+    general = []
+    blocks = JunitOutput._blocks
+    monkeypatch.setattr(JunitOutput, "_blocks", lambda *a: general.append(a) or blocks(*a))
+    with_blocks = 0
     states = set()
     for record, trace in zip(hostile_records(), load_traces(str(traces)), strict=True):
         data = checker.data(trace)
         expected = elementtree_cases(trace, data, threshold, risk_level)
-        # The part is the cases after a line of their counts (tests, failures, skipped) for the head.
+        # The part is the cases after their counts (tests, failures, skipped) for the head, between NULs.
         counts = [expected.count(tag) for tag in (b"<testcase ", b"<failure ", b"<skipped ")]
-        head = " ".join(map(str, counts)).encode() + b"\n"
+        head = b"\0" + " ".join(map(str, counts)).encode() + b"\0"
         assert shown.render(trace, data, None) == head + expected
         plain = plain_trace(record, None)  # how `check` reads the record
         assert plain is not None and shown.render(plain, checker.data(plain), None) == head + expected
         states.update(tag for tag in (b"<failure ", b"<skipped ", b"<system-out>", b" />") if tag in expected)
+        with_blocks += b"FAIL: " in expected or b"WARN: " in expected
     # The suite reaches every kind of case: failed, in review, passed with warnings, passed clean.
     assert states == {b"<failure ", b"<skipped ", b"<system-out>", b" />"}
+    # Rendered twice a trace: with several cases every case with blocks goes the general way.
+    if suite == ONE_GROUP:
+        assert 0 < len(general) < 2 * with_blocks
+    else:
+        assert len(general) >= 2 * with_blocks
 
 
 def test_junit_file_from_check_parses_and_counts_its_cases(tmp_path: Path) -> None:
@@ -297,6 +317,30 @@ def test_junit_file_from_check_parses_and_counts_its_cases(tmp_path: Path) -> No
     assert int(root.get("skipped", "")) == sum(1 for c in cases if c.find("skipped") is not None) > 0
     # Each trace id reads back as it was, but for what XML cannot hold (ESC, U+FFFE) replaced.
     assert {c.get("classname") for c in cases} == {xml_text(r["trace_id"]) for r in hostile_records()}
+
+
+@pytest.mark.parametrize("failures_only", [[], ["--failures-only"]])
+@pytest.mark.parametrize("suite", [HOSTILE_RULES, ONE_GROUP], ids=["groups", "one-group"])
+def test_junit_from_joined_worker_chunks_is_the_single_process_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suite: str, failures_only: list[str]
+) -> None:
+    rules, traces = hostile_suite(tmp_path, suite)
+    ruleset = load_rules(rules)
+    assert JunitOutput(io.StringIO(), source="x", ruleset=ruleset).joins()  # workers join their chunks
+    argv = ["check", str(rules), str(traces), "--format", "junit", *failures_only]
+    with monkeypatch.context() as m:
+        m.setattr(checkpool, "INLINE", 2)
+        m.setattr(checkpool, "CHUNK", 2000)  # bytes: a few records a chunk, so many chunks
+        assert run([*argv, "-o", str(tmp_path / "pooled.xml"), "--workers", "2"]) == 1
+    assert run([*argv, "-o", str(tmp_path / "alone.xml"), "--workers", "0"]) == 1
+    pooled = (tmp_path / "pooled.xml").read_bytes()
+    assert pooled == (tmp_path / "alone.xml").read_bytes()
+    root = ET.fromstring(pooled)
+    cases = root.findall("testsuite/testcase")
+    assert int(root.get("tests", "")) == len(cases) > 0
+    assert int(root.get("failures", "")) == sum(c.find("failure") is not None for c in cases) > 0
+    assert int(root.get("skipped", "")) == sum(c.find("skipped") is not None for c in cases)
+    assert b"\0" not in pooled
 
 
 # What XML cannot hold (C0 controls, U+FFFE, U+FFFF), the neighbours of U+FFFE in UTF-8 (U+F000 to U+FFFD

@@ -9,7 +9,10 @@ data, not through those models and ElementTree (which cost twice the check of a 
 ``ci_outputs.case_plans`` decides each case, and the bytes are ElementTree's (tests/test_check_render.py).
 
 JUnit's counts sit in the opening tags, before the test cases, so the cases go to a temporary file as they
-come and are copied after the head in ``finish``: memory stays flat, the disk holds the cases once.
+come and are copied after the head in ``finish``: memory stays flat, the disk holds the cases once. Each
+trace's part carries its counts ahead of its cases, between NUL bytes (no output holds one: ``xml_text``
+replaces it, ``terminal`` escapes it), so a worker may join its chunk's parts (``CheckOutput.joins``) and
+``write`` takes the counts out of the joined bytes at once: no call per trace in this process.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import json
 import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from itertools import groupby
 from operator import itemgetter
 from typing import IO, Any
 from xml.sax.saxutils import quoteattr
@@ -38,10 +42,13 @@ from seqjudge.outputs.ci_outputs import (
 )
 from seqjudge.outputs.streams import BUFFER
 from seqjudge.outputs.textview import (
+    INDENT,
     PLAIN,
+    SCREEN_WHOLE,
+    SHORT_TRACE,
+    WINDOW,
     Calls,
     Totals,
-    ViolationKey,
     violation_key,
     violation_parts,
     window_text,
@@ -87,13 +94,31 @@ class _Case:
     state: str | None  # case_plans's
     child: bytes  # the failure element's opening tag, without its end; the whole skipped element
     blocks: list[str]  # the rules whose FAIL blocks the case shows
+    at: tuple[int, ...]  # where their entries sit in the report's rules
 
 
-# The outcomes a case plan reads (``case_plans``; with no judge no rule's decision disagrees): every other
-# rule passes its case.
-_DECIDES = frozenset(("failed", "deferred"))
-_GROUP = itemgetter("group")
-_DECIDED = itemgetter("rule_id", "outcome", "severity", "group")
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A trace's test cases, kept by what decides them (``JunitOutput.render``)."""
+
+    counts: bytes  # the cases, failures and skipped cases, between NULs, for ``write``
+    cases: list[_Case]
+    # The rules of the only case's blocks when they are the report's violations in order: each rule's
+    # violations together (the engine lists them by rule), none a judge's. None: more cases, or none.
+    order: tuple[str, ...] | None
+
+
+# What decides the cases (``case_plans``), read from each rule's entry: the rules in order (each a rule of
+# the writer's rule set, with its group and severity) and whether each failed, was deferred or neither.
+_RULE_ID = itemgetter("rule_id")
+_OUTCOME = itemgetter("outcome")
+_DECIDING = {"failed": "failed", "deferred": "deferred"}.get
+_FIRST = itemgetter(0)
+# What a violation's block says but for its trace id and window (``textview.violation_key``, with its
+# severity's word): its rule's group and type are the rule set's, the same for every report of a run.
+_VIOLATION = itemgetter(
+    "rule_id", "severity", "violation_type", "expected_order", "actual_order", "explanation", "suggestion"
+)
 _CASE_START = b'    <testcase classname="'
 _OPEN = b">\n      "
 _CLOSE = b"\n    </testcase>\n"
@@ -104,35 +129,49 @@ class JunitOutput(CheckOutput):
     def __init__(self, out: IO[str], **settings: Any) -> None:
         super().__init__(out, **settings)
         # A trace's test cases and their counts, by what decides them (``render``): the same few sets of
-        # failed rules again and again. Bounded: cleared when full. Forked workers inherit what is here.
-        self._plans: dict[tuple[Any, ...], tuple[bytes, list[_Case]]] = {}
+        # failed rules again and again. And a violation's block, escaped, but for its trace id and window
+        # (``_VIOLATION``): the same rules say the same words again and again over a run. Both bounded:
+        # cleared when full. Forked workers inherit what is here.
+        self._plans: dict[tuple[Any, ...], _Plan] = {}
+        self._pieces: dict[tuple[Any, ...], _Pieces] = {}
 
     def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
         """The trace's test cases: ``ci_outputs.run_cases`` of ``check_result``, each indented at level 2 and
         serialised as ElementTree does, made from the report data (no models: they cost more than checking
         the trace)."""
         results = data["rules"]
-        # What decides the cases (``case_plans``): every rule's group, in order (each group has a case), the
-        # rules failed or deferred, the verdict and, with no judge, the score's review reasons.
-        decided = [r for r in results if r["outcome"] in _DECIDES]
-        reasons = score_reasons(data["sequence_correctness_score"], self.threshold, self.risk_level)
-        key = (tuple(map(_GROUP, results)), tuple(map(_DECIDED, decided)), data["verdict"], tuple(reasons))
-        planned = self._plans.get(key)
-        if planned is None:
-            planned = self._planned(key)
-        counts, cases = planned
+        score = data["sequence_correctness_score"]
+        # The review reasons are the score's, with no judge: all ``score_reasons`` reads of it is here.
+        key = (
+            tuple(map(_RULE_ID, results)),
+            tuple(map(_DECIDING, map(_OUTCOME, results))),
+            data["verdict"],
+            score < self.threshold,
+            score < 1.0,
+        )
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._planned(key, results, score)
         trace_id = data["trace_id"]
-        parts = [counts]  # ahead of the cases, for ``line`` (it would otherwise search the cases' tags)
-        classname = _attr(trace_id).encode()
-        calls: Calls | None = None
-        for case in cases:
-            parts += (_CASE_START, classname, case.name)
+        if type(trace_id) is str and trace_id.isprintable() and not _MARKUP.intersection(trace_id):
+            classname = trace_id.encode()  # nothing to escape: ``_attr`` and ``terminal`` leave it
+            tid = classname + _DOT
+        else:
+            classname = _attr(trace_id).encode()
+            tid = _markup(f"{terminal(str(trace_id))} · ".encode())
+        parts = [plan.counts]  # ahead of the cases, for ``write`` (it would otherwise search the cases' tags)
+        listed: _Listed | None = None
+        violations = data["violations"]
+        for case in plan.cases:
             body = b""
             if case.blocks:
-                if calls is None:
-                    calls = Calls(trace)  # each call's text made once for all the trace's blocks
-                rules = {r["rule_id"]: r for r in decided}
-                body = _blocks(calls, trace_id, data["violations"], rules, case.blocks)
+                if listed is None:
+                    listed = _Listed(Calls(trace))  # each call's text made once for all the trace's blocks
+                if plan.order is not None and plan.order == tuple(map(_FIRST, groupby(violations, _RULE_ID))):
+                    body = self._located(listed, tid, violations, results)
+                else:
+                    body = self._blocks(listed, trace_id, tid, violations, results, case)
+            parts += (_CASE_START, classname, case.name)
             if case.state == "failure":
                 parts += (_OPEN, case.child, b">" + body + b"</failure>" if body else b" />", _CLOSE)
             elif case.state == "skipped":
@@ -146,12 +185,17 @@ class JunitOutput(CheckOutput):
                 parts.append(_EMPTY)
         return b"".join(parts)
 
-    def _planned(self, key: tuple[Any, ...]) -> tuple[bytes, list[_Case]]:
+    def _planned(self, key: tuple[Any, ...], results: list[dict[str, Any]], score: float) -> _Plan:
         """``render``'s cases for its ``key``, made with ``case_plans`` and kept."""
-        groups, decided, verdict, reasons = key
-        grouped: dict[str, list[Decided]] = {group or DEFAULT_GROUP: [] for group in dict.fromkeys(groups)}
-        for rule_id, outcome, severity, group in decided:
-            grouped[group or DEFAULT_GROUP].append((rule_id, outcome, severity, None))
+        verdict = key[2]
+        grouped: dict[str, list[Decided]] = {}
+        at: dict[str, int] = {}
+        for i, r in enumerate(results):
+            decisions = grouped.setdefault(r["group"] or DEFAULT_GROUP, [])
+            if r["outcome"] in ("failed", "deferred"):
+                decisions.append((r["rule_id"], r["outcome"], r["severity"], None))
+                at[r["rule_id"]] = i
+        reasons = score_reasons(score, self.threshold, self.risk_level)
         cases = []
         for plan in case_plans(grouped, verdict, reasons):
             child = b""
@@ -160,13 +204,91 @@ class JunitOutput(CheckOutput):
             elif plan.state == "skipped":
                 child = _element("skipped", plan.message)
             name = f'" name="{_attr(plan.group)}" time="0"'.encode()
-            cases.append(_Case(name, plan.state, child, plan.blocks))
+            where = tuple(at[rule_id] for rule_id in plan.blocks)
+            cases.append(_Case(name, plan.state, child, plan.blocks, where))
+        order = None
+        if len(cases) == 1 and all(results[i]["type"] != "judge" for i in cases[0].at):
+            order = tuple(cases[0].blocks)
         failures = sum(case.state == "failure" for case in cases)
         skipped = sum(case.state == "skipped" for case in cases)
         if len(self._plans) >= 4096:
             self._plans.clear()
-        planned = self._plans[key] = (f"{len(cases)} {failures} {skipped}\n".encode(), cases)
-        return planned
+        made = self._plans[key] = _Plan(f"\0{len(cases)} {failures} {skipped}\0".encode(), cases, order)
+        return made
+
+    def _located(
+        self, listed: _Listed, tid: bytes, violations: list[dict[str, Any]], results: list[dict[str, Any]]
+    ) -> bytes:
+        """The FAIL blocks of ``violations``, in order (``violation_text``'s, as an element's text in UTF-8:
+        ``_xml``), each after the one before and a blank line; ``tid``: the trace id's part of a head.
+
+        A block is put together from escaped pieces: the trace id's, made once a trace, the offending call's
+        window, once a trace (``_Listed``), and the rest, the rule's and the engine's words, once a run
+        (``_pieces``)."""
+        fail, warn = _FAIL + tid, _WARN + tid
+        windows: dict[int | None, bytes] = {}
+        known = self._pieces
+        parts: list[bytes] = []
+        pieces = None
+        for v in violations:
+            call = v["offending_call_index"]
+            window = windows.get(call)
+            if window is None:
+                window = windows[call] = listed.window(call)
+            pieces = known.get(_VIOLATION(v))
+            if pieces is None:
+                pieces = self._violation_pieces(v, results)
+            critical, before, after, _ = pieces
+            parts += (fail if critical else warn, before, window, after)
+        if pieces is not None:
+            parts[-1] = pieces[3]  # the last block's, with no blank line after it
+        return b"".join(parts)
+
+    def _blocks(
+        self,
+        listed: _Listed,
+        trace_id: str,
+        tid: bytes,
+        violations: list[dict[str, Any]],
+        results: list[dict[str, Any]],
+        case: _Case,
+    ) -> bytes:
+        """``ci_outputs.failed_blocks`` of ``case``'s rules for a result with no judge, from the report data,
+        as an element's text in UTF-8 (``_xml``): a rule's violations (``_located``'s blocks), or the rule's
+        own block when it failed without one (a judge rule's violations are the judge's: none here)."""
+        located: dict[str, list[dict[str, Any]]] = {}
+        for v in violations:
+            found = located.get(v["rule_id"])
+            if found is None:
+                located[v["rule_id"]] = [v]
+            else:
+                found.append(v)
+        parts: list[bytes] = []
+        for rule_id, i in zip(case.blocks, case.at, strict=True):
+            rule = results[i]
+            kind = rule["type"]
+            shown = located.get(rule_id, ()) if kind != "judge" else ()
+            if shown:
+                parts += (self._located(listed, tid, shown, results), _BETWEEN)  # type: ignore[arg-type]
+            elif rule["outcome"] == "failed":
+                why = rule.get("explanation", "")
+                indices = rule.get("call_indices", [])
+                block = unlocated_block(listed.calls, trace_id, rule_id, kind, indices, why)
+                parts += (_xml(block), _BETWEEN)
+        if parts:
+            parts.pop()  # the last block's separator
+        return b"".join(parts)
+
+    def _violation_pieces(self, v: dict[str, Any], results: list[dict[str, Any]]) -> _Pieces:
+        """``textview.violation_parts`` of ``v`` as escaped UTF-8, kept in ``_pieces``."""
+        rule = next(r for r in results if r["rule_id"] == v["rule_id"])
+        before, after = violation_parts(violation_key(v, rule))
+        tail = _xml(after)
+        made = (v["severity"] == "critical", _xml(before), tail + _BETWEEN, tail)
+        if len(self._pieces) >= 8192:
+            self._pieces.clear()
+        self._pieces[_VIOLATION(v)] = made
+        return made
 
     def start(self) -> None:
         super().start()
@@ -174,14 +296,17 @@ class JunitOutput(CheckOutput):
         self._body: IO[bytes] = tempfile.TemporaryFile(buffering=BUFFER)  # noqa: SIM115 - closed in finish
         self._counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
 
-    def line(self, checked: Checked) -> None:
-        part = checked.line
-        end = part.index(b"\n")
-        tests, failures, skipped = part[:end].split()
-        self._counts["tests"] += int(tests)
-        self._counts["failures"] += int(failures)
-        self._counts["skipped"] += int(skipped)
-        self._body.write(memoryview(part)[end + 1 :])
+    def write(self, parts: bytes | memoryview) -> None:
+        """One or several traces' parts, joined: each one's counts, summed, and its cases, kept for
+        ``finish``."""
+        # NUL, counts, NUL, cases, for each part: split, the counts and the cases alternate after a b"".
+        pieces = (parts if isinstance(parts, bytes) else parts.tobytes()).split(b"\0")
+        numbers = b" ".join(pieces[1::2]).split()
+        counts = self._counts
+        counts["tests"] += sum(map(int, numbers[0::3]))
+        counts["failures"] += sum(map(int, numbers[1::3]))
+        counts["skipped"] += sum(map(int, numbers[2::3]))
+        self._body.writelines(pieces[2::2])
 
     def finish(self, totals: Totals) -> None:
         counts = " ".join(f'{k}="{v}"' for k, v in self._counts.items())
@@ -202,74 +327,69 @@ class JunitOutput(CheckOutput):
         self._write(b"  </testsuite>\n</testsuites>\n")
 
 
-def _blocks(
-    calls: Calls,
-    trace_id: str,
-    violations: list[dict[str, Any]],
-    rules: dict[str, dict[str, Any]],
-    ids: list[str],
-) -> bytes:
-    """``ci_outputs.failed_blocks`` of the rules ``ids`` for a result with no judge, from the report data, as
-    an element's text in UTF-8 (``_xml``): a rule's violations (``violation_text``'s blocks), or the rule's
-    own block when it failed without one (a judge rule's violations are the judge's: none here).
+# A violation's block but for its trace id and window: whether it is critical (its head says FAIL, else
+# WARN), what comes before the window, and after it: with the blank line before the next block, and without.
+_Pieces = tuple[bool, bytes, bytes, bytes]
+_MARKUP = frozenset('&<>"')  # what an attribute value or an element's text escapes, but for line breaks
+_DOT = " · ".encode()
 
-    A violation's block is put together from escaped UTF-8 pieces: the trace id's, made once a trace, each
-    offending call's window, once a trace, and the rest, the rule's and the engine's words, which the same
-    rules say again and again over a run: made once (``_VIOLATIONS``). The windows are call lines that
-    ``terminal`` has shown printable: of what ``xml_text`` replaces they hold nothing, only markup to
-    escape."""
-    located: dict[str, list[dict[str, Any]]] = {}
-    for v in violations:
-        found = located.get(v["rule_id"])
-        if found is None:
-            located[v["rule_id"]] = [v]
+
+class _Listed:
+    """A trace's numbered call list (``Calls.lines``) as escaped UTF-8 lines (``_markup``), made once: a
+    violation's window (``window_text``) is then a run of them and the mark, not lines joined, encoded and
+    escaped again for each window. For traces whose lines ``Calls`` makes at once (up to ``SCREEN_WHOLE``
+    calls; the others take ``window_text``'s way). The lines hold no line break (``terminal`` shows one as
+    ``\\n``), and of what ``xml_text`` replaces nothing: ``terminal`` has shown them printable."""
+
+    __slots__ = ("calls", "n", "lines", "head", "tail")
+
+    def __init__(self, calls: Calls) -> None:
+        self.calls = calls
+        n = self.n = len(calls.steps)
+        self.lines: list[bytes] | None = None
+        if 0 < n <= SCREEN_WHOLE:
+            self.lines = _markup("\n".join(calls.lines(0, n, INDENT)).encode()).split(b"\n")
+            self.head, self.tail = _ends(n, calls.width)
+
+    def window(self, call: int | None) -> bytes:
+        """``window_text`` of ``call``, escaped (``_markup``)."""
+        lines, n = self.lines, self.n
+        if lines is None or not (call is None or 0 <= call < n):
+            return _markup(window_text(self.calls, call).encode())
+        if call is None:  # the first calls, unmarked
+            if n <= SHORT_TRACE:
+                return b"\n".join(lines)
+            return b"\n".join(lines[:SHORT_TRACE]) + self.tail
+        if n <= SHORT_TRACE:  # shown whole
+            start, end = 0, n
         else:
-            found.append(v)
-    tid = _markup(f"{terminal(str(trace_id))} · ".encode())
-    windows: dict[int | None, bytes] = {}
-    parts: list[bytes] = []
-    known = _VIOLATIONS
-    for rule_id in ids:
-        rule = rules[rule_id]
-        kind = rule["type"]
-        shown = located.get(rule_id, ()) if kind != "judge" else ()
-        for v in shown:
-            call = v["offending_call_index"]
-            window = windows.get(call)
-            if window is None:
-                window = windows[call] = _markup(window_text(calls, call).encode())
-            key = violation_key(v, rule)
-            pieces = known.get(key)
-            if pieces is None:
-                pieces = _violation_pieces(key)
-            before, after = pieces
-            parts += (_FAIL if v["severity"] == "critical" else _WARN, tid, before, window, after, _BETWEEN)
-        if not shown and rule["outcome"] == "failed":
-            why = rule.get("explanation", "")
-            block = unlocated_block(calls, trace_id, rule_id, kind, rule.get("call_indices", []), why)
-            parts += (_xml(block), _BETWEEN)
-    if parts:
-        parts.pop()  # the last block's separator
-    return b"".join(parts)
+            start = call - WINDOW if call > WINDOW else 0
+            end = call + WINDOW + 1 if call + WINDOW + 1 < n else n
+        run = lines[start:end]
+        run[call - start] += _MARK
+        window = b"\n".join(run)
+        if start:
+            window = self.head + window
+        if end < n:
+            window += self.tail
+        return window
 
 
-_BETWEEN = b"\n\n"
-_FAIL = f"{PLAIN.fail}: ".encode()
-_WARN = f"{PLAIN.warn}: ".encode()
-
-
-def _violation_pieces(key: ViolationKey) -> tuple[bytes, bytes]:
-    """``textview.violation_parts`` as escaped UTF-8, kept in ``_VIOLATIONS``."""
-    parts = violation_parts(key)
-    made = (_xml(parts[0]), _xml(parts[1]))
-    if len(_VIOLATIONS) >= 8192:
-        _VIOLATIONS.clear()
-    _VIOLATIONS[key] = made
+def _ends(n: int, width: int) -> tuple[bytes, bytes]:
+    """The gap line that opens a window not at the first call, and the lines that close one before the last
+    (as ``textview._window`` writes them), for a list of ``n`` calls; kept."""
+    made = _ENDS.get(n)
+    if made is None:
+        gap = f"{INDENT}{'…':>{width}}"
+        made = _ENDS[n] = (f"{gap}\n".encode(), f"\n{gap}  ({n} calls in all)".encode())
     return made
 
 
-# ``_violation_pieces`` by key (``textview.violation_key``). Bounded: cleared when full.
-_VIOLATIONS: dict[ViolationKey, tuple[bytes, bytes]] = {}
+_ENDS: dict[int, tuple[bytes, bytes]] = {}  # by number of calls, up to SCREEN_WHOLE
+_MARK = f"  {PLAIN.mark}".encode()
+_BETWEEN = b"\n\n"
+_FAIL = f"{PLAIN.fail}: ".encode()
+_WARN = f"{PLAIN.warn}: ".encode()
 
 
 # The bytes of the characters ``xml_text`` replaces: C0 controls but tab, line feed and carriage return, and
