@@ -32,6 +32,9 @@ _OUTCOMES = ("passed", "failed", "not_exercised", "not_applicable", "deferred")
 _NOT_APPLICABLE = "The trace's context does not match the rule's `when`."
 _METADATA = "metadata."
 _DEFERRED = ev.DEFERRED
+# Calls from which a check pauses the garbage collector (trace.gc_paused). A shorter trace's containers,
+# freed as its check ends, rarely reach a young collection's threshold: pausing would cost more than it saves.
+_PAUSE_FROM = 1000
 
 
 def _cycle_flaw(tools_text: str) -> ev.Flaw:
@@ -200,6 +203,8 @@ class Engine:
         self.ruleset = ruleset
         shared: dict[Any, Selector] = {}
         self.compiled = [_compile(r, ruleset.aliases, shared) for r in ruleset.rules]
+        # The selectors of one tool name: the index sets their positions as it is built (see TraceIndex).
+        self.singles = [(sel, sel.single) for sel in shared.values() if sel.single is not None]
         from seqjudge.rules.lint import find_cycles
 
         # Each cycle: the tool names on it and the rules whose edges form it.
@@ -227,13 +232,15 @@ class Engine:
         """The report as plain data: ``Report.model_validate`` of it is ``check``'s report, and its keys are
         in the models' field order, so ``report_line`` of it is byte for byte ``model_dump_json`` of that
         (``exclude_unset=True`` for a lean report, ``explain="not-passed"``)."""
+        if len(trace.names if isinstance(trace, PlainTrace) else trace.calls) < _PAUSE_FROM:
+            return self._check(trace, threshold, risk_level, explain == "all")
         with gc_paused():  # indexing a long trace allocates per-call containers; see trace.gc_paused
             return self._check(trace, threshold, risk_level, explain == "all")
 
     def _check(
         self, trace: Trace | PlainTrace, threshold: float, risk_level: RiskLevel, explain_all: bool
     ) -> dict[str, Any]:
-        index = TraceIndex.of(trace)
+        index = TraceIndex.of(trace, self.singles)
         whole = View(index, explain=explain_all)
         # Plain dicts: a caller that wants models validates the whole report once (one pass through
         # pydantic-core instead of one model construction per rule), and `check` JSONL skips models.
