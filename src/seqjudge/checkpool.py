@@ -49,7 +49,7 @@ from seqjudge.ingest import files, native
 from seqjudge.ingest.base import Batch, Blocks, Done, Options, Record, Source
 from seqjudge.redact import may_need_redaction, redact_text, redact_value
 from seqjudge.report import Explain, RiskLevel, report_line
-from seqjudge.rules.engine import Engine
+from seqjudge.rules.engine import FINITE, Engine
 from seqjudge.trace import PlainTrace, Trace
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ Render = Callable[[Trace | PlainTrace, dict[str, Any], Origin | None], bytes]
 
 
 def jsonl_render(trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
-    return report_line(data)
+    return report_line(data, finite=FINITE)  # the engine's data
 
 
 @dataclass(slots=True)

@@ -32,6 +32,11 @@ _OUTCOMES = ("passed", "failed", "not_exercised", "not_applicable", "deferred")
 _NOT_APPLICABLE = "The trace's context does not match the rule's `when`."
 _METADATA = "metadata."
 _DEFERRED = ev.DEFERRED
+# Every number in ``Engine.check_data``'s report is finite: the score is 0.0, 1.0 or a ratio of counts, and
+# the one rule type whose findings carry details (trajectory) puts only names, lists and flags in them. So
+# `check` writes its lines without screening them for NaN (``report.report_line``'s ``finite``); a rule type
+# whose details held a float would have to screen them here (tests/test_engine_property.py holds to this).
+FINITE = True
 # Calls from which a check pauses the garbage collector (trace.gc_paused). A shorter trace's containers,
 # freed as its check ends, rarely reach a young collection's threshold: pausing would cost more than it saves.
 _PAUSE_FROM = 1000
