@@ -43,6 +43,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from itertools import islice
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from seqjudge.ingest import files, native
@@ -131,14 +132,19 @@ class Checker:
         )
 
     def checked(self, trace: Trace | PlainTrace, origin: Origin | None = None) -> Checked:
-        data = self.data(trace)
+        # ``data`` inline: a call a trace
+        data = self._redacted(
+            self.engine.check_data(
+                trace, threshold=self.threshold, risk_level=self.risk_level, explain=self.explain
+            )
+        )
         totals = self.totals
         if totals is not None:
             rules = data["rules"]
             trace_id = str(data["trace_id"])
             totals.count(
                 data["verdict"],
-                [v["rule_id"] for v in data["violations"]],
+                list(map(_RULE_ID, data["violations"])),  # (a comprehension is a call of its own)
                 [r["rule_id"] for r in rules if r["outcome"] == "deferred"] if self._may_defer else [],
                 trace_id,
             )
@@ -198,12 +204,12 @@ class Checker:
 
 
 _CLEAN_TEXTS = 4096  # texts a checker remembers as clean
+_RULE_ID = itemgetter("rule_id")
 
 
 def _check_record(checker: Checker, record: Record, source: Source, options: Options) -> Done:
     assert record.line is not None
-    (trace,) = native.parse([record], source, options)  # a JSONL record is one trace
-    assert not isinstance(trace, Done)
+    trace = native.parse_line(record, options)  # a JSONL record is one trace
     trace_id = trace.trace_id if isinstance(trace.trace_id, str) else str(trace.trace_id)
     return Done(trace_id, record.line, checker.checked(trace, (source.name, record.line)))
 

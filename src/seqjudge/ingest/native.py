@@ -125,19 +125,23 @@ def parse(records: Iterable[Record], source: Source, options: Options) -> Iterat
         if record.line is None:
             yield from _document(record, options)
             continue
-        if options.plain:
-            plain = _plain(record, options)
-            if plain is not None:
-                yield plain
-                continue
-        try:
-            trace = Trace.model_validate_json(record.raw)
-        except ValidationError:
-            trace = _from_value(record, record.value(), "", record.default_id(), options)
-        else:
-            if trace.trace_id is None:
-                trace.trace_id = record.default_id()
-        yield apply_error_pattern(trace, options.error_pattern)
+        yield parse_line(record, options)
+
+
+def parse_line(record: Record, options: Options) -> Trace | PlainTrace:
+    """The trace of one JSONL record (``line`` set); with ``options.plain``, a PlainTrace when it is plain."""
+    if options.plain:
+        plain = _plain(record, options)
+        if plain is not None:
+            return plain
+    try:
+        trace = Trace.model_validate_json(record.raw)
+    except ValidationError:
+        trace = _from_value(record, record.value(), "", record.default_id(), options)
+    else:
+        if trace.trace_id is None:
+            trace.trace_id = record.default_id()
+    return apply_error_pattern(trace, options.error_pattern)
 
 
 def _plain(record: Record, options: Options) -> PlainTrace | None:
@@ -148,7 +152,8 @@ def _plain(record: Record, options: Options) -> PlainTrace | None:
     fails or the record is not plain, the model path runs exactly as without this step (and raises its own
     error).
     """
-    if record.is_undecoded:
+    undecoded = record.is_undecoded
+    if undecoded:
         try:
             value = from_json(record.raw)
         except Exception:  # bad JSON, bad UTF-8, too deep: the model path says which, as it always has
@@ -157,7 +162,7 @@ def _plain(record: Record, options: Options) -> PlainTrace | None:
         value = record.value()  # the reader decoded the first line already
     plain = plain_trace(value, options.error_pattern)
     if plain is None:
-        if record.is_undecoded:
+        if undecoded:
             record.set_value(value)  # spare the model path's fallback a second decode
         return None
     if plain.trace_id is None:
