@@ -260,6 +260,8 @@ class Engine:
         passed = failed = 0
         critical_failed = critical = False
         counts = dict.fromkeys(_OUTCOMES, 0)  # for the summary, but for passed (counted in `passed`)
+        n_critical = 0  # critical violations, and where the first one is in `violations` (for the summary)
+        first_critical: int | None = None
         for comp in self.compiled:
             when = comp.when
             if when and not context_matches(context, when, metadata):
@@ -316,6 +318,9 @@ class Engine:
                 critical_failed = True
                 if flaws:
                     critical = True
+                    if first_critical is None:
+                        first_critical = len(violations)
+                    n_critical += len(flaws)
             for f in flaws:
                 at = f.offending
                 if at is not None and not ok[at] and f.type in _ATTEMPT_COUNTS and comp.every_attempt:
@@ -356,7 +361,13 @@ class Engine:
             "rules_failed": failed,
             "violations": violations,
             "missing_prerequisites": missing,
-            "summary": _summary(index.n, counts, violations),
+            "summary": _summary(
+                index.n,
+                counts,
+                len(violations) - n_critical,
+                n_critical,
+                None if first_critical is None else violations[first_critical],
+            ),
             "rules": results,
         }
 
@@ -499,8 +510,11 @@ def _failed_for(failed: list[tuple[str, ev.Finding]]) -> ev.Finding:
     return ev.Finding("failed", text, sorted(indices), flaws)
 
 
-def _summary(n_calls: int, counts: dict[str, int], violations: list[dict[str, Any]]) -> str:
-    """The report's one-paragraph summary; ``counts`` holds the number of rules of each outcome."""
+def _summary(
+    n_calls: int, counts: dict[str, int], warnings: int, n_critical: int, first: dict[str, Any] | None
+) -> str:
+    """The report's one-paragraph summary; ``counts`` holds the number of rules of each outcome; the
+    violations: ``warnings`` not critical, ``n_critical`` critical, the first of which is ``first``."""
     checked = counts["passed"] + counts["failed"]
     parts: list[str] = []
     if n_calls == 0:
@@ -509,14 +523,11 @@ def _summary(n_calls: int, counts: dict[str, int], violations: list[dict[str, An
         parts.append("No rule was exercised, so the score is 1.0 by definition.")
     else:
         parts.append(f"{counts['passed']} of {checked} checked rule(s) passed.")
-    critical = [v for v in violations if v["severity"] == "critical"]
-    if critical:
-        first = critical[0]
+    if first is not None:
         at = first["offending_call_index"]
         where = "" if at is None else f" at call {at + 1}"
         kind = first["violation_type"]
-        parts.append(f"{len(critical)} critical violation(s); first: {first['rule_id']} ({kind}{where}).")
-    warnings = len(violations) - len(critical)
+        parts.append(f"{n_critical} critical violation(s); first: {first['rule_id']} ({kind}{where}).")
     if warnings:
         parts.append(f"{warnings} warning(s).")
     for key, words in (

@@ -58,6 +58,12 @@ def at(v: View, i: int) -> str:
     return f"{v.index.names[i]} (call {i + 1})"
 
 
+def ats(v: View, positions: list[int]) -> list[str]:
+    """``at`` of each position, in one comprehension rather than a call a position."""
+    names = v.index.names
+    return [f"{names[i]} (call {i + 1})" for i in positions]
+
+
 def name(v: View, i: int) -> str:
     return v.index.names[i]
 
