@@ -168,14 +168,18 @@ class Checker:
         quoting = self.quoting
         if quoting:
             rules = data["rules"]
-            items = (
-                [rules[at] for at, rule_id in self._quoting_at if rules[at]["rule_id"] == rule_id]
-                if len(rules) == self._rule_count
-                else []
-            )
+            # (loops rather than comprehensions: a comprehension is a call of its own, per trace)
+            items = []
+            if len(rules) == self._rule_count:
+                for at, rule_id in self._quoting_at:
+                    item = rules[at]
+                    if item["rule_id"] == rule_id:
+                        items.append(item)
             if len(items) != len(self._quoting_at):  # not the engine's order: look at every entry
                 items = [item for item in rules if item["rule_id"] in quoting]
-            items += [item for item in data["violations"] if item["rule_id"] in quoting]
+            for item in data["violations"]:
+                if item["rule_id"] in quoting:
+                    items.append(item)
             clean = self._clean
             fresh: list[str] = []
             for item in items:

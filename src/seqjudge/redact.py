@@ -183,7 +183,7 @@ def _split_name_in(text: str, names: tuple[str, ...], *, json_text: bool = False
     if json_text and "\\" in text:
         text = _JSON_ESCAPE.sub(" ", text)
     squeezed = text.lower().encode("ascii", "ignore").translate(None, _NOT_ALNUM)
-    return any(c in squeezed for c in compacts)
+    return any(map(squeezed.__contains__, compacts))  # (no generator to resume per name)
 
 
 def key_matches(key: str, names: Iterable[str]) -> bool:

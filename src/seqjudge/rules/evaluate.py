@@ -76,6 +76,8 @@ def first_ok_before(ok_positions: list[int], steps: list[int], step: int) -> int
 
 
 def failed_note(v: View, every: list[int], limit: int | None = None) -> str:
+    if not every:
+        return ""  # (without the comprehension's call)
     failed = [i for i in every if not v.index.ok[i] and (limit is None or i < limit)]
     if not failed:
         return ""

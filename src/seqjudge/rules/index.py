@@ -61,7 +61,7 @@ class _Positions(dict[Selector, Pair]):
             self[sel] = hit
             return hit
         ok_by_name = self.ok_by_name
-        names = [n for n in sel.names if n in by_name]
+        names = list(filter(by_name.__contains__, sel.names))  # (no comprehension's call)
         conditions = sel.conditions
         if not conditions and len(names) <= 1:
             result = (by_name[names[0]], ok_by_name[names[0]]) if names else NO_POSITIONS
@@ -78,7 +78,9 @@ class _Positions(dict[Selector, Pair]):
                         if cond.hit(all_names[i], ok[i], args[i]):
                             every.append(i)
             every = sorted(set(every)) if conditions else sorted(every)
-            result = (every, [i for i in every if ok[i]])
+            # Without a failed call in the trace, every position is a successful one (lists are shared:
+            # nothing changes them).
+            result = (every, every if ok_by_name is by_name else [i for i in every if ok[i]])
         self[sel] = result
         return result
 
