@@ -387,13 +387,13 @@ class Engine:
         # A group's calls are some of the trace's: no group holds more calls than the whole trace, so within
         # the limit there every group passes; and no group has a `then` call the trace lacks, so without one
         # every group is not exercised (as `_same_lean` would find, group by group).
-        if lean and comp.cap is not None and len(index.positions(comp.sels[0])[0]) <= comp.cap:
+        if lean and comp.cap is not None and len(index._sel[comp.sels[0]][0]) <= comp.cap:
             return ev.BARE_PASS
         grouping = groupings.get(comp.same_key)
         if grouping is None:
             grouping = groupings[comp.same_key] = Grouping(index, comp.same_key)
         if lean:
-            if comp.awaits is not None and not index.positions(comp.awaits)[0]:
+            if comp.awaits is not None and not index._sel[comp.awaits][0]:  # (positions, without the call)
                 return comp.no_value if grouping.any() else comp.no_group
             return _same_lean(comp, grouping, untouched)
         # Each group to evaluate, with one of its calls (which names its values in messages).
@@ -491,7 +491,10 @@ def _in_trace_order(failed: list[tuple[Any, ev.Finding]], grouping: Grouping) ->
 
 def _a_call(share: dict[Any, tuple[list[int], list[int]]]) -> int:
     """One of the calls of a group's share (which names the group's values in messages)."""
-    return next(every[0] for every, _ in share.values() if every)
+    for every, _ in share.values():
+        if every:
+            return every[0]
+    raise ValueError("a group's share holds a call")  # (shares hold only groups an operand touches)
 
 
 def _failed_for(failed: list[tuple[str, ev.Finding]]) -> ev.Finding:
@@ -499,14 +502,17 @@ def _failed_for(failed: list[tuple[str, ev.Finding]]) -> ev.Finding:
     appear in the trace): their flaws and explanations, each said to be for its values."""
     flaws: list[ev.Flaw] = []
     indices: set[int] = set()
-    for label, f in failed:
+    labels: list[str] = []
+    texts: list[str] = []
+    for label, f in failed:  # (one loop, no generator per join)
+        labels.append(label)
+        texts.append(f.explanation)
         indices.update(f.call_indices)
         for fl in f.flaws:
             fl.explanation = f"For {label}: {fl.explanation}"
             fl.actual = f"{fl.actual} (for {label})"
             flaws.append(fl)
-    labels = "; ".join(label for label, _ in failed)
-    text = f"Failed for {labels}: " + " ".join(f.explanation for _, f in failed)
+    text = f"Failed for {'; '.join(labels)}: " + " ".join(texts)
     return ev.Finding("failed", text, sorted(indices), flaws)
 
 

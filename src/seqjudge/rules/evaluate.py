@@ -61,18 +61,14 @@ def at(v: View, i: int) -> str:
 def ats(v: View, positions: list[int]) -> list[str]:
     """``at`` of each position, in one comprehension rather than a call a position."""
     names = v.index.names
-    return [f"{names[i]} (call {i + 1})" for i in positions]
+    out = []
+    for i in positions:  # (a loop: a comprehension would be a second call)
+        out.append(f"{names[i]} (call {i + 1})")
+    return out
 
 
 def name(v: View, i: int) -> str:
     return v.index.names[i]
-
-
-def first_ok_before(ok_positions: list[int], steps: list[int], step: int) -> int | None:
-    """The first successful position whose step is earlier than ``step`` (steps never decrease)."""
-    if ok_positions and steps[ok_positions[0]] < step:
-        return ok_positions[0]
-    return None
 
 
 def failed_note(v: View, every: list[int], limit: int | None = None) -> str:

@@ -357,7 +357,10 @@ class Grouping:
     def label(self, i: int) -> str:
         """The values of call ``i``'s group as messages name them: ``order_id="#1"``."""
         a = self.index.args[i]
-        return ", ".join(f"{k}={_value_text(a[k])}" for k in self.keys)
+        k = self._key
+        if k is not None:  # one argument, the common case: no generator
+            return f"{k}={_value_text(a[k])}"
+        return ", ".join([f"{k}={_value_text(a[k])}" for k in self.keys])
 
 
 class View:

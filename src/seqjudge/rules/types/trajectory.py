@@ -232,7 +232,10 @@ def _inverted_pairs(
             events.append((steps[first_ok[name]], 1, name))  # x available after this step
     # Within one step attempts come first: a success in the same step does not precede.
     events.sort()
-    pending = [r for r, n in enumerate(order) if n in first_ok]  # (ranks ascend along `order`)
+    pending: list[int] = []  # (ranks ascend along `order`; a loop, not a comprehension's call)
+    for r, n in enumerate(order):
+        if n in first_ok:
+            pending.append(r)
     pairs: list[tuple[str, str]] = []
     for _, kind, name in events:
         r = rank[name]
