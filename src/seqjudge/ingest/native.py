@@ -128,12 +128,36 @@ def parse(records: Iterable[Record], source: Source, options: Options) -> Iterat
         yield parse_line(record, options)
 
 
+_UNDECODABLE: Any = object()  # a line pydantic-core's parser refused
+
+
 def parse_line(record: Record, options: Options) -> Trace | PlainTrace:
-    """The trace of one JSONL record (``line`` set); with ``options.plain``, a PlainTrace when it is plain."""
+    """The trace of one JSONL record (``line`` set); with ``options.plain``, a PlainTrace when it is plainly
+    valid (``plain_trace``), else the model's ``Trace``.
+
+    For a PlainTrace the line is decoded by pydantic-core's JSON parser (``from_json``), the one the model
+    path validates with, so both read the same values from it (and in about two thirds of json.loads's
+    time); when it fails or the record is not plain, the model path runs exactly as without this step (and
+    raises its own error). (One function, not two: `check` calls it once a trace.)
+    """
     if options.plain:
-        plain = _plain(record, options)
-        if plain is not None:
-            return plain
+        undecoded = record.is_undecoded
+        value: Any
+        if undecoded:
+            try:
+                value = from_json(record.raw)
+            except Exception:  # bad JSON, bad UTF-8, too deep: the model path says which, as it always has
+                value = _UNDECODABLE
+        else:
+            value = record.value()  # the reader decoded the first line already
+        if value is not _UNDECODABLE:
+            plain = plain_trace(value, options.error_pattern)
+            if plain is not None:
+                if plain.trace_id is None:
+                    plain.trace_id = record.default_id()
+                return plain
+            if undecoded:
+                record.set_value(value)  # spare the model path's fallback a second decode
     try:
         trace = Trace.model_validate_json(record.raw)
     except ValidationError:
@@ -142,32 +166,6 @@ def parse_line(record: Record, options: Options) -> Trace | PlainTrace:
         if trace.trace_id is None:
             trace.trace_id = record.default_id()
     return apply_error_pattern(trace, options.error_pattern)
-
-
-def _plain(record: Record, options: Options) -> PlainTrace | None:
-    """The record as a PlainTrace when it is plainly valid; else None, for the model path to read it.
-
-    The line is decoded by pydantic-core's JSON parser (``from_json``), the one the model path validates
-    with, so both read the same values from it (and in about two thirds of json.loads's time); when it
-    fails or the record is not plain, the model path runs exactly as without this step (and raises its own
-    error).
-    """
-    undecoded = record.is_undecoded
-    if undecoded:
-        try:
-            value = from_json(record.raw)
-        except Exception:  # bad JSON, bad UTF-8, too deep: the model path says which, as it always has
-            return None
-    else:
-        value = record.value()  # the reader decoded the first line already
-    plain = plain_trace(value, options.error_pattern)
-    if plain is None:
-        if undecoded:
-            record.set_value(value)  # spare the model path's fallback a second decode
-        return None
-    if plain.trace_id is None:
-        plain.trace_id = record.default_id()
-    return plain
 
 
 def _document(record: Record, options: Options) -> Iterator[Trace | PlainTrace]:

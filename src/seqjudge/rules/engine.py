@@ -245,7 +245,11 @@ class Engine:
     def _check(
         self, trace: Trace | PlainTrace, threshold: float, risk_level: RiskLevel, explain_all: bool
     ) -> dict[str, Any]:
-        index = TraceIndex.of(trace, self.singles)
+        if type(trace) is PlainTrace:  # (TraceIndex.of's case, without its call: every call is its own step)
+            names = trace.names
+            index = TraceIndex(names, trace.ok, trace.args, list(range(len(names))), self.singles)
+        else:
+            index = TraceIndex.of(trace, self.singles)
         whole = View(index, explain=explain_all)
         # Plain dicts: a caller that wants models validates the whole report once (one pass through
         # pydantic-core instead of one model construction per rule), and `check` JSONL skips models.

@@ -72,8 +72,8 @@ def name(v: View, i: int) -> str:
 
 
 def failed_note(v: View, every: list[int], limit: int | None = None) -> str:
-    if not every:
-        return ""  # (without the comprehension's call)
+    if not every or v.index.ok_by_name is v.index.by_name:
+        return ""  # no call, or no failed call in the whole trace (TraceIndex): no comprehension's call
     failed = [i for i in every if not v.index.ok[i] and (limit is None or i < limit)]
     if not failed:
         return ""
