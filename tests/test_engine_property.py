@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import seqjudge
-from seqjudge.report import Report
-from seqjudge.rules.engine import Engine
+from seqjudge.report import Report, _finite
+from seqjudge.rules.engine import FINITE, Engine
 from seqjudge.rules.model import BeforeRule, RuleSet, SequenceRule, TrajectoryRule
 from seqjudge.rules.select import compile_operand, operand_names
 from seqjudge.trace import Trace
@@ -348,6 +348,10 @@ def check_both_ways(
         report = engine.check(trace, threshold=threshold, risk_level=risk_level)
         once = seqjudge.check(trace, rs, threshold=threshold, risk_level=risk_level)
         assert report.model_dump(mode="json") == once.model_dump(mode="json")
+        # `check` writes the engine's lines without screening them for NaN (engine.FINITE): hold it to that.
+        assert FINITE
+        assert _finite(engine.check_data(trace, threshold=threshold))
+        assert _finite(engine.check_data(trace, threshold=threshold, explain="not-passed"))
         out.append(assert_matches_reference(report, trace, rs, threshold=threshold, risk_level=risk_level))
     return out
 

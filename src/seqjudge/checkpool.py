@@ -43,13 +43,14 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from itertools import islice
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from seqjudge.ingest import files, native
 from seqjudge.ingest.base import Batch, Blocks, Done, Options, Record, Source
 from seqjudge.redact import may_need_redaction, redact_text, redact_value
 from seqjudge.report import Explain, RiskLevel, report_line
-from seqjudge.rules.engine import Engine
+from seqjudge.rules.engine import FINITE, Engine
 from seqjudge.trace import PlainTrace, Trace
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ Render = Callable[[Trace | PlainTrace, dict[str, Any], Origin | None], bytes]
 
 
 def jsonl_render(trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
-    return report_line(data)
+    return report_line(data, finite=FINITE)  # the engine's data
 
 
 @dataclass(slots=True)
@@ -131,14 +132,19 @@ class Checker:
         )
 
     def checked(self, trace: Trace | PlainTrace, origin: Origin | None = None) -> Checked:
-        data = self.data(trace)
+        # ``data`` inline: a call a trace
+        data = self._redacted(
+            self.engine.check_data(
+                trace, threshold=self.threshold, risk_level=self.risk_level, explain=self.explain
+            )
+        )
         totals = self.totals
         if totals is not None:
             rules = data["rules"]
             trace_id = str(data["trace_id"])
             totals.count(
                 data["verdict"],
-                [v["rule_id"] for v in data["violations"]],
+                list(map(_RULE_ID, data["violations"])),  # (a comprehension is a call of its own)
                 [r["rule_id"] for r in rules if r["outcome"] == "deferred"] if self._may_defer else [],
                 trace_id,
             )
@@ -162,14 +168,18 @@ class Checker:
         quoting = self.quoting
         if quoting:
             rules = data["rules"]
-            items = (
-                [rules[at] for at, rule_id in self._quoting_at if rules[at]["rule_id"] == rule_id]
-                if len(rules) == self._rule_count
-                else []
-            )
+            # (loops rather than comprehensions: a comprehension is a call of its own, per trace)
+            items = []
+            if len(rules) == self._rule_count:
+                for at, rule_id in self._quoting_at:
+                    item = rules[at]
+                    if item["rule_id"] == rule_id:
+                        items.append(item)
             if len(items) != len(self._quoting_at):  # not the engine's order: look at every entry
                 items = [item for item in rules if item["rule_id"] in quoting]
-            items += [item for item in data["violations"] if item["rule_id"] in quoting]
+            for item in data["violations"]:
+                if item["rule_id"] in quoting:
+                    items.append(item)
             clean = self._clean
             fresh: list[str] = []
             for item in items:
@@ -198,12 +208,12 @@ class Checker:
 
 
 _CLEAN_TEXTS = 4096  # texts a checker remembers as clean
+_RULE_ID = itemgetter("rule_id")
 
 
 def _check_record(checker: Checker, record: Record, source: Source, options: Options) -> Done:
     assert record.line is not None
-    (trace,) = native.parse([record], source, options)  # a JSONL record is one trace
-    assert not isinstance(trace, Done)
+    trace = native.parse_line(record, options)  # a JSONL record is one trace
     trace_id = trace.trace_id if isinstance(trace.trace_id, str) else str(trace.trace_id)
     return Done(trace_id, record.line, checker.checked(trace, (source.name, record.line)))
 

@@ -183,7 +183,7 @@ def _split_name_in(text: str, names: tuple[str, ...], *, json_text: bool = False
     if json_text and "\\" in text:
         text = _JSON_ESCAPE.sub(" ", text)
     squeezed = text.lower().encode("ascii", "ignore").translate(None, _NOT_ALNUM)
-    return any(c in squeezed for c in compacts)
+    return any(map(squeezed.__contains__, compacts))  # (no generator to resume per name)
 
 
 def key_matches(key: str, names: Iterable[str]) -> bool:
@@ -265,7 +265,7 @@ def may_need_redaction(text: str, names: Iterable[str] = DEFAULT_REDACT) -> bool
     """False when ``redact_text(text, names)`` surely returns ``text``: no name's first word and no value
     pattern's literal in it (plain finds in the lower-cased text, several times cheaper than the screen
     regex on texts of a hundred characters and more)."""
-    names = _names(names)
+    names = names if isinstance(names, tuple) else tuple(names)  # (``_names``, without the call)
     literals, user, short = _screen_literals(names)
     low = text.lower()
     if len(low) <= _SCREEN_SHORT:

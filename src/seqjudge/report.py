@@ -125,7 +125,7 @@ def verdict(
     return "pass"
 
 
-def report_line(data: dict[str, Any]) -> bytes:
+def report_line(data: dict[str, Any], *, finite: bool = False) -> bytes:
     """``Report.model_validate(data).model_dump_json()`` and a newline, as UTF-8 bytes, without building the
     models: one line of `check --format jsonl`, written as it is (never decoded to text and encoded back).
 
@@ -136,8 +136,11 @@ def report_line(data: dict[str, Any]) -> bytes:
     str, a lone surrogate, a subclass of a builtin, any other type) or is kept from it (a float that is not
     finite, which orjson would write as null), and pydantic-core writes the line (or raises its own error)
     as before. tests/test_check_fast.py and tests/test_report_line.py hold the two to byte equality.
+
+    ``finite``: the caller vouches that the data holds no NaN or infinity, as ``Engine.check_data``'s never
+    does (see ``seqjudge.rules.engine.FINITE``), and the screen for them is skipped.
     """
-    if _finite(data):
+    if finite or _finite(data):
         try:
             return orjson.dumps(data, option=_ORJSON)
         except TypeError:  # orjson.JSONEncodeError: pydantic-core decides, as it always did

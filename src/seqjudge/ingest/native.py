@@ -125,44 +125,47 @@ def parse(records: Iterable[Record], source: Source, options: Options) -> Iterat
         if record.line is None:
             yield from _document(record, options)
             continue
-        if options.plain:
-            plain = _plain(record, options)
-            if plain is not None:
-                yield plain
-                continue
-        try:
-            trace = Trace.model_validate_json(record.raw)
-        except ValidationError:
-            trace = _from_value(record, record.value(), "", record.default_id(), options)
-        else:
-            if trace.trace_id is None:
-                trace.trace_id = record.default_id()
-        yield apply_error_pattern(trace, options.error_pattern)
+        yield parse_line(record, options)
 
 
-def _plain(record: Record, options: Options) -> PlainTrace | None:
-    """The record as a PlainTrace when it is plainly valid; else None, for the model path to read it.
+_UNDECODABLE: Any = object()  # a line pydantic-core's parser refused
 
-    The line is decoded by pydantic-core's JSON parser (``from_json``), the one the model path validates
-    with, so both read the same values from it (and in about two thirds of json.loads's time); when it
-    fails or the record is not plain, the model path runs exactly as without this step (and raises its own
-    error).
+
+def parse_line(record: Record, options: Options) -> Trace | PlainTrace:
+    """The trace of one JSONL record (``line`` set); with ``options.plain``, a PlainTrace when it is plainly
+    valid (``plain_trace``), else the model's ``Trace``.
+
+    For a PlainTrace the line is decoded by pydantic-core's JSON parser (``from_json``), the one the model
+    path validates with, so both read the same values from it (and in about two thirds of json.loads's
+    time); when it fails or the record is not plain, the model path runs exactly as without this step (and
+    raises its own error). (One function, not two: `check` calls it once a trace.)
     """
-    if record.is_undecoded:
-        try:
-            value = from_json(record.raw)
-        except Exception:  # bad JSON, bad UTF-8, too deep: the model path says which, as it always has
-            return None
+    if options.plain:
+        undecoded = record.is_undecoded
+        value: Any
+        if undecoded:
+            try:
+                value = from_json(record.raw)
+            except Exception:  # bad JSON, bad UTF-8, too deep: the model path says which, as it always has
+                value = _UNDECODABLE
+        else:
+            value = record.value()  # the reader decoded the first line already
+        if value is not _UNDECODABLE:
+            plain = plain_trace(value, options.error_pattern)
+            if plain is not None:
+                if plain.trace_id is None:
+                    plain.trace_id = record.default_id()
+                return plain
+            if undecoded:
+                record.set_value(value)  # spare the model path's fallback a second decode
+    try:
+        trace = Trace.model_validate_json(record.raw)
+    except ValidationError:
+        trace = _from_value(record, record.value(), "", record.default_id(), options)
     else:
-        value = record.value()  # the reader decoded the first line already
-    plain = plain_trace(value, options.error_pattern)
-    if plain is None:
-        if record.is_undecoded:
-            record.set_value(value)  # spare the model path's fallback a second decode
-        return None
-    if plain.trace_id is None:
-        plain.trace_id = record.default_id()
-    return plain
+        if trace.trace_id is None:
+            trace.trace_id = record.default_id()
+    return apply_error_pattern(trace, options.error_pattern)
 
 
 def _document(record: Record, options: Options) -> Iterator[Trace | PlainTrace]:

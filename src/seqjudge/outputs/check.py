@@ -24,6 +24,7 @@ from seqjudge.outputs.coverage import coverage_lines
 from seqjudge.outputs.streams import byte_writer
 from seqjudge.outputs.textview import PLAIN, Palette, Totals, report_bytes
 from seqjudge.report import DEFAULT_THRESHOLD, report_line
+from seqjudge.rules.engine import FINITE
 from seqjudge.rules.model import RuleSet
 from seqjudge.trace import PlainTrace, Trace
 
@@ -184,4 +185,4 @@ class JsonOutput(CheckOutput):
 
 class JsonlOutput(CheckOutput):
     def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
-        return report_line(data)
+        return report_line(data, finite=FINITE)  # the engine's data

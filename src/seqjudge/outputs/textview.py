@@ -670,11 +670,15 @@ class Totals:
         self.verdicts[verdict] += 1
         if violated:
             # dict.fromkeys, not a set: first-seen order, so that equal counts list the same way every run.
-            unique = dict.fromkeys(violated)
-            self.violated.update(iter(unique))  # an iterator: counted by Counter's C helper
-            if trace_id is not None:
-                first = self.first
-                for rule_id in unique:
+            # Counted here, not by Counter.update (whose Mapping check alone is two Python calls a trace).
+            counts = self.violated
+            first = self.first
+            for rule_id in dict.fromkeys(violated):
+                if rule_id in counts:
+                    counts[rule_id] += 1
+                else:
+                    counts[rule_id] = 1
+                if trace_id is not None:
                     ids = first.get(rule_id)
                     if ids is None:
                         first[rule_id] = [trace_id]

@@ -32,6 +32,14 @@ _OUTCOMES = ("passed", "failed", "not_exercised", "not_applicable", "deferred")
 _NOT_APPLICABLE = "The trace's context does not match the rule's `when`."
 _METADATA = "metadata."
 _DEFERRED = ev.DEFERRED
+# Every number in ``Engine.check_data``'s report is finite: the score is 0.0, 1.0 or a ratio of counts, and
+# the one rule type whose findings carry details (trajectory) puts only names, lists and flags in them. So
+# `check` writes its lines without screening them for NaN (``report.report_line``'s ``finite``); a rule type
+# whose details held a float would have to screen them here (tests/test_engine_property.py holds to this).
+FINITE = True
+# Calls from which a check pauses the garbage collector (trace.gc_paused). A shorter trace's containers,
+# freed as its check ends, rarely reach a young collection's threshold: pausing would cost more than it saves.
+_PAUSE_FROM = 1000
 
 
 def _cycle_flaw(tools_text: str) -> ev.Flaw:
@@ -200,6 +208,8 @@ class Engine:
         self.ruleset = ruleset
         shared: dict[Any, Selector] = {}
         self.compiled = [_compile(r, ruleset.aliases, shared) for r in ruleset.rules]
+        # The selectors of one tool name: the index sets their positions as it is built (see TraceIndex).
+        self.singles = [(sel, sel.single) for sel in shared.values() if sel.single is not None]
         from seqjudge.rules.lint import find_cycles
 
         # Each cycle: the tool names on it and the rules whose edges form it.
@@ -227,13 +237,19 @@ class Engine:
         """The report as plain data: ``Report.model_validate`` of it is ``check``'s report, and its keys are
         in the models' field order, so ``report_line`` of it is byte for byte ``model_dump_json`` of that
         (``exclude_unset=True`` for a lean report, ``explain="not-passed"``)."""
+        if len(trace.names if isinstance(trace, PlainTrace) else trace.calls) < _PAUSE_FROM:
+            return self._check(trace, threshold, risk_level, explain == "all")
         with gc_paused():  # indexing a long trace allocates per-call containers; see trace.gc_paused
             return self._check(trace, threshold, risk_level, explain == "all")
 
     def _check(
         self, trace: Trace | PlainTrace, threshold: float, risk_level: RiskLevel, explain_all: bool
     ) -> dict[str, Any]:
-        index = TraceIndex.of(trace)
+        if type(trace) is PlainTrace:  # (TraceIndex.of's case, without its call: every call is its own step)
+            names = trace.names
+            index = TraceIndex(names, trace.ok, trace.args, list(range(len(names))), self.singles)
+        else:
+            index = TraceIndex.of(trace, self.singles)
         whole = View(index, explain=explain_all)
         # Plain dicts: a caller that wants models validates the whole report once (one pass through
         # pydantic-core instead of one model construction per rule), and `check` JSONL skips models.
@@ -248,6 +264,8 @@ class Engine:
         passed = failed = 0
         critical_failed = critical = False
         counts = dict.fromkeys(_OUTCOMES, 0)  # for the summary, but for passed (counted in `passed`)
+        n_critical = 0  # critical violations, and where the first one is in `violations` (for the summary)
+        first_critical: int | None = None
         for comp in self.compiled:
             when = comp.when
             if when and not context_matches(context, when, metadata):
@@ -304,6 +322,9 @@ class Engine:
                 critical_failed = True
                 if flaws:
                     critical = True
+                    if first_critical is None:
+                        first_critical = len(violations)
+                    n_critical += len(flaws)
             for f in flaws:
                 at = f.offending
                 if at is not None and not ok[at] and f.type in _ATTEMPT_COUNTS and comp.every_attempt:
@@ -344,7 +365,13 @@ class Engine:
             "rules_failed": failed,
             "violations": violations,
             "missing_prerequisites": missing,
-            "summary": _summary(index.n, counts, violations),
+            "summary": _summary(
+                index.n,
+                counts,
+                len(violations) - n_critical,
+                n_critical,
+                None if first_critical is None else violations[first_critical],
+            ),
             "rules": results,
         }
 
@@ -364,13 +391,13 @@ class Engine:
         # A group's calls are some of the trace's: no group holds more calls than the whole trace, so within
         # the limit there every group passes; and no group has a `then` call the trace lacks, so without one
         # every group is not exercised (as `_same_lean` would find, group by group).
-        if lean and comp.cap is not None and len(index.positions(comp.sels[0])[0]) <= comp.cap:
+        if lean and comp.cap is not None and len(index._sel[comp.sels[0]][0]) <= comp.cap:
             return ev.BARE_PASS
         grouping = groupings.get(comp.same_key)
         if grouping is None:
             grouping = groupings[comp.same_key] = Grouping(index, comp.same_key)
         if lean:
-            if comp.awaits is not None and not index.positions(comp.awaits)[0]:
+            if comp.awaits is not None and not index._sel[comp.awaits][0]:  # (positions, without the call)
                 return comp.no_value if grouping.any() else comp.no_group
             return _same_lean(comp, grouping, untouched)
         # Each group to evaluate, with one of its calls (which names its values in messages).
@@ -468,7 +495,10 @@ def _in_trace_order(failed: list[tuple[Any, ev.Finding]], grouping: Grouping) ->
 
 def _a_call(share: dict[Any, tuple[list[int], list[int]]]) -> int:
     """One of the calls of a group's share (which names the group's values in messages)."""
-    return next(every[0] for every, _ in share.values() if every)
+    for every, _ in share.values():
+        if every:
+            return every[0]
+    raise ValueError("a group's share holds a call")  # (shares hold only groups an operand touches)
 
 
 def _failed_for(failed: list[tuple[str, ev.Finding]]) -> ev.Finding:
@@ -476,19 +506,25 @@ def _failed_for(failed: list[tuple[str, ev.Finding]]) -> ev.Finding:
     appear in the trace): their flaws and explanations, each said to be for its values."""
     flaws: list[ev.Flaw] = []
     indices: set[int] = set()
-    for label, f in failed:
+    labels: list[str] = []
+    texts: list[str] = []
+    for label, f in failed:  # (one loop, no generator per join)
+        labels.append(label)
+        texts.append(f.explanation)
         indices.update(f.call_indices)
         for fl in f.flaws:
             fl.explanation = f"For {label}: {fl.explanation}"
             fl.actual = f"{fl.actual} (for {label})"
             flaws.append(fl)
-    labels = "; ".join(label for label, _ in failed)
-    text = f"Failed for {labels}: " + " ".join(f.explanation for _, f in failed)
+    text = f"Failed for {'; '.join(labels)}: " + " ".join(texts)
     return ev.Finding("failed", text, sorted(indices), flaws)
 
 
-def _summary(n_calls: int, counts: dict[str, int], violations: list[dict[str, Any]]) -> str:
-    """The report's one-paragraph summary; ``counts`` holds the number of rules of each outcome."""
+def _summary(
+    n_calls: int, counts: dict[str, int], warnings: int, n_critical: int, first: dict[str, Any] | None
+) -> str:
+    """The report's one-paragraph summary; ``counts`` holds the number of rules of each outcome; the
+    violations: ``warnings`` not critical, ``n_critical`` critical, the first of which is ``first``."""
     checked = counts["passed"] + counts["failed"]
     parts: list[str] = []
     if n_calls == 0:
@@ -497,14 +533,11 @@ def _summary(n_calls: int, counts: dict[str, int], violations: list[dict[str, An
         parts.append("No rule was exercised, so the score is 1.0 by definition.")
     else:
         parts.append(f"{counts['passed']} of {checked} checked rule(s) passed.")
-    critical = [v for v in violations if v["severity"] == "critical"]
-    if critical:
-        first = critical[0]
+    if first is not None:
         at = first["offending_call_index"]
         where = "" if at is None else f" at call {at + 1}"
         kind = first["violation_type"]
-        parts.append(f"{len(critical)} critical violation(s); first: {first['rule_id']} ({kind}{where}).")
-    warnings = len(violations) - len(critical)
+        parts.append(f"{n_critical} critical violation(s); first: {first['rule_id']} ({kind}{where}).")
     if warnings:
         parts.append(f"{warnings} warning(s).")
     for key, words in (

@@ -58,18 +58,22 @@ def at(v: View, i: int) -> str:
     return f"{v.index.names[i]} (call {i + 1})"
 
 
+def ats(v: View, positions: list[int]) -> list[str]:
+    """``at`` of each position, in one comprehension rather than a call a position."""
+    names = v.index.names
+    out = []
+    for i in positions:  # (a loop: a comprehension would be a second call)
+        out.append(f"{names[i]} (call {i + 1})")
+    return out
+
+
 def name(v: View, i: int) -> str:
     return v.index.names[i]
 
 
-def first_ok_before(ok_positions: list[int], steps: list[int], step: int) -> int | None:
-    """The first successful position whose step is earlier than ``step`` (steps never decrease)."""
-    if ok_positions and steps[ok_positions[0]] < step:
-        return ok_positions[0]
-    return None
-
-
 def failed_note(v: View, every: list[int], limit: int | None = None) -> str:
+    if not every or v.index.ok_by_name is v.index.by_name:
+        return ""  # no call, or no failed call in the whole trace (TraceIndex): no comprehension's call
     failed = [i for i in every if not v.index.ok[i] and (limit is None or i < limit)]
     if not failed:
         return ""

@@ -46,17 +46,12 @@ class _Positions(dict[Selector, Pair]):
 
     __slots__ = ("names", "ok", "args", "by_name", "ok_by_name")
 
-    def __init__(
-        self,
-        names: list[str],
-        ok: list[bool],
-        args: list[dict[str, Any]],
-        by_name: dict[str, list[int]],
-        ok_by_name: dict[str, list[int]],
-    ) -> None:
-        # (dict's own __init__ is not called: with no arguments it adds nothing to the empty dict)
-        self.names, self.ok, self.args = names, ok, args
-        self.by_name, self.ok_by_name = by_name, ok_by_name
+    # No __init__ of its own: the index sets the columns on the empty dict (a Python call a trace saved).
+    names: list[str]
+    ok: list[bool]
+    args: list[dict[str, Any]]
+    by_name: dict[str, list[int]]
+    ok_by_name: dict[str, list[int]]
 
     def __missing__(self, sel: Selector) -> Pair:
         by_name = self.by_name
@@ -66,7 +61,7 @@ class _Positions(dict[Selector, Pair]):
             self[sel] = hit
             return hit
         ok_by_name = self.ok_by_name
-        names = [n for n in sel.names if n in by_name]
+        names = list(filter(by_name.__contains__, sel.names))  # (no comprehension's call)
         conditions = sel.conditions
         if not conditions and len(names) <= 1:
             result = (by_name[names[0]], ok_by_name[names[0]]) if names else NO_POSITIONS
@@ -83,7 +78,9 @@ class _Positions(dict[Selector, Pair]):
                         if cond.hit(all_names[i], ok[i], args[i]):
                             every.append(i)
             every = sorted(set(every)) if conditions else sorted(every)
-            result = (every, [i for i in every if ok[i]])
+            # Without a failed call in the trace, every position is a successful one (lists are shared:
+            # nothing changes them).
+            result = (every, every if ok_by_name is by_name else [i for i in every if ok[i]])
         self[sel] = result
         return result
 
@@ -102,8 +99,16 @@ class TraceIndex:
     )
 
     def __init__(
-        self, names: list[str], ok: list[bool], args: list[dict[str, Any]], steps: list[int]
+        self,
+        names: list[str],
+        ok: list[bool],
+        args: list[dict[str, Any]],
+        steps: list[int],
+        singles: Sequence[tuple[Selector, str]] = (),
     ) -> None:
+        """``singles``: selectors of one tool name each (``Selector.single``), whose positions are set here
+        rather than found at their first lookup (``_Positions.__missing__``: a Python call per selector
+        and trace)."""
         self.names = names
         self.ok = ok
         self.args = args
@@ -152,18 +157,26 @@ class TraceIndex:
             self.ok_by_name = ok_by_name
         else:
             self.ok_by_name = by_name
-        self._sel = _Positions(names, ok, args, by_name, self.ok_by_name)
+        sel = self._sel = _Positions()
+        sel.names, sel.ok, sel.args = names, ok, args
+        ok_by_name = sel.ok_by_name = self.ok_by_name
+        sel.by_name = by_name
+        for single, name in singles:
+            sel[single] = (by_name[name], ok_by_name[name]) if name in by_name else NO_POSITIONS
 
     @classmethod
-    def of(cls, trace: Trace | PlainTrace) -> TraceIndex:
+    def of(cls, trace: Trace | PlainTrace, singles: Sequence[tuple[Selector, str]] = ()) -> TraceIndex:
         if isinstance(trace, PlainTrace):
-            return cls(trace.names, trace.ok, trace.args, trace.steps)
+            names = trace.names
+            # (PlainTrace.steps, without the property's call: every call is its own step)
+            return cls(names, trace.ok, trace.args, list(range(len(names))), singles)
         calls = trace.calls
         return cls(
             [c.tool_name for c in calls],
             [c.status == "ok" for c in calls],
             [c.arguments for c in calls],
             trace.steps,
+            singles,
         )
 
     def positions(self, sel: Selector) -> tuple[list[int], list[int]]:
@@ -344,7 +357,10 @@ class Grouping:
     def label(self, i: int) -> str:
         """The values of call ``i``'s group as messages name them: ``order_id="#1"``."""
         a = self.index.args[i]
-        return ", ".join(f"{k}={_value_text(a[k])}" for k in self.keys)
+        k = self._key
+        if k is not None:  # one argument, the common case: no generator
+            return f"{k}={_value_text(a[k])}"
+        return ", ".join([f"{k}={_value_text(a[k])}" for k in self.keys])
 
 
 class View:

@@ -23,7 +23,6 @@ from seqjudge.rules.base import (
 from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw, never_called
 from seqjudge.rules.evaluate import at as _at
 from seqjudge.rules.evaluate import failed_note as _failed_note
-from seqjudge.rules.evaluate import first_ok_before as _first_ok_before
 from seqjudge.rules.select import selects_within
 
 if TYPE_CHECKING:
@@ -94,7 +93,8 @@ def before(rule: BeforeRule, first: Selector, then: Selector, v: View) -> Findin
     t = then_all[0]
     steps = v.index.steps
     first_all, first_ok = v.positions(first)
-    p = _first_ok_before(first_ok, steps, steps[t])
+    # The first successful `first` call, if its step is earlier than t's (steps never decrease); inline.
+    p = first_ok[0] if first_ok and steps[first_ok[0]] < steps[t] else None
     if p is not None:
         if not v.explain:
             return BARE_PASS

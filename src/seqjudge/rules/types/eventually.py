@@ -59,10 +59,12 @@ class EventuallyRule(RuleBase):
         return None  # orders no tools against each other
 
     def compile(self, c: SelectorFactory) -> Evaluator:
-        return partial(eventually, self, c(self.tool))
+        sel = c(self.tool)
+        return partial(eventually, self, sel, _missing(self, sel, Finding, []))
 
 
-def eventually(rule: EventuallyRule, sel: Selector, v: View) -> Finding:
+def eventually(rule: EventuallyRule, sel: Selector, never: Finding, v: View) -> Finding:
+    """``never``: the finding when the tool is never called, the same every time (built at compile)."""
     every, ok = v.positions(sel)
     steps = v.index.steps
     within = rule.within
@@ -70,9 +72,9 @@ def eventually(rule: EventuallyRule, sel: Selector, v: View) -> Finding:
         if not v.explain:
             return BARE_PASS
         return Finding("passed", f"{_at(v, ok[0])} succeeded in step {steps[ok[0]] + 1}.", [ok[0]])
-    expected = f"a successful {sel.text} within the first {within} step(s)"  # (a pass needs none)
     if ok:
         p = ok[0]
+        expected = f"a successful {sel.text} within the first {within} step(s)"  # (a pass needs none)
         return Finding(
             "failed",
             f"{sel.text} first succeeded in step {steps[p] + 1}, after the deadline of {within}.",
@@ -88,8 +90,16 @@ def eventually(rule: EventuallyRule, sel: Selector, v: View) -> Finding:
                 )
             ],
         )
-    note = _failed_note(v, every)
-    return Finding(
+    if not every:
+        return never
+    return _missing(rule, sel, Finding, every, _failed_note(v, every))
+
+
+def _missing(
+    rule: EventuallyRule, sel: Selector, kind: type[Finding], every: list[int], note: str = ""
+) -> Finding:
+    within = rule.within
+    return kind(
         "failed",
         f"{sel.text} never succeeded.{note}",
         list(every),
@@ -97,7 +107,7 @@ def eventually(rule: EventuallyRule, sel: Selector, v: View) -> Finding:
             Flaw(
                 "missing_call",
                 None,
-                expected,
+                f"a successful {sel.text} within the first {within} step(s)",
                 f"{sel.text} never succeeded" if every else f"{sel.text} never called",
                 f"The trace never calls {sel.text} successfully.{note}",
                 f"Call {sel.tools} within the first {within} step(s).",

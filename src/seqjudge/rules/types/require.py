@@ -57,17 +57,24 @@ class RequireRule(RuleBase):
         return None  # orders no tools against each other
 
     def compile(self, c: SelectorFactory) -> Evaluator:
-        return partial(require, self, c(self.tool))
+        sel = c(self.tool)
+        return partial(require, self, sel, _missing(sel, Finding, []))
 
 
-def require(rule: RequireRule, sel: Selector, v: View) -> Finding:
+def require(rule: RequireRule, sel: Selector, never: Finding, v: View) -> Finding:
+    """``never``: the finding when the tool is never called, the same every time (built at compile)."""
     every, ok = v.positions(sel)
     if ok:
         if not v.explain:
             return BARE_PASS
         return Finding("passed", f"{_at(v, ok[0])} succeeded.", [ok[0]])
-    note = _failed_note(v, every)
-    return Finding(
+    if not every:
+        return never
+    return _missing(sel, Finding, every, _failed_note(v, every))
+
+
+def _missing(sel: Selector, kind: type[Finding], every: list[int], note: str = "") -> Finding:
+    return kind(
         "failed",
         f"No successful call to {sel.text}.{note}",
         list(every),

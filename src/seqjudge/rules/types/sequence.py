@@ -23,6 +23,7 @@ from seqjudge.rules.base import (
 )
 from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
+from seqjudge.rules.evaluate import ats as _ats
 
 if TYPE_CHECKING:
     from seqjudge.rules.index import View
@@ -191,7 +192,7 @@ def _sequence_break(
                 "out_of_order",
                 i,
                 expected,
-                f"{' -> '.join([_at(v, d) for d in done]) or 'nothing'}, then {got}",
+                f"{' -> '.join(_ats(v, done)) or 'nothing'}, then {got}",
                 why,
                 f"Call {sels[r].tools} (successfully) before {got}"
                 + (", with nothing in between." if strict else "."),
@@ -225,7 +226,8 @@ def _sequence_end(v: View, sels: list[Selector], r: int, done: list[int], expect
             ],
         )
     last = done[-1]
-    at_last = _at(v, last)
+    ats = _ats(v, done)
+    at_last = ats[-1]
     return Finding(
         "failed",
         f"The sequence stopped after {at_last}; {awaited} never followed.",
@@ -235,7 +237,7 @@ def _sequence_end(v: View, sels: list[Selector], r: int, done: list[int], expect
                 "incomplete_sequence",
                 last,
                 expected,
-                " -> ".join([_at(v, d) for d in done]) + f", then no successful {awaited}",
+                " -> ".join(ats) + f", then no successful {awaited}",
                 f"The sequence started but was not completed: {awaited} never followed {at_last}.",
                 f"Complete the sequence: call {sels[r].tools} after {at_last}.",
             )

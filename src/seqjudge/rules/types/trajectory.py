@@ -60,34 +60,54 @@ class TrajectoryRule(RuleBase):
         want: dict[str, int] = {}  # each expected tool, and how often it is expected
         for name in self.expected:
             want[name] = want.get(name, 0) + 1
-        return partial(trajectory, self, want, " -> ".join(self.expected))
+        order = list(want)
+        rank = {name: r for r, name in enumerate(order)}  # (for _inverted_pairs: the same every trace)
+        return partial(trajectory, self, want, " -> ".join(self.expected), (order, rank))
 
 
-def trajectory(rule: TrajectoryRule, want: dict[str, int], exp_text: str, v: View) -> Finding:
+def trajectory(
+    rule: TrajectoryRule,
+    want: dict[str, int],
+    exp_text: str,
+    ranked: tuple[list[str], dict[str, int]],
+    v: View,
+) -> Finding:
     index = v.index
     steps = index.steps
     expected = rule.expected
     by_name, ok_by_name = index.by_name, index.ok_by_name
     # Everything below reads the per-name position lists; only `exact` may need the whole ok-call list.
-    have = {n: len(ok_by_name.get(n, ())) for n in want}
-    if rule.mode == "precedence":
-        # Precedence asks for each tool once; a repeat in `expected` adds no requirement.
-        missing = sorted([n for n in want if not have[n]])
-    else:
-        # Each tool as many times as `expected` asks for it more often than it succeeded.
-        missing = sorted([n for n, k in want.items() for _ in range(k - have[n])])
+    # One loop over the expected tools (a few), not a comprehension (a call) per figure.
+    have: dict[str, int] = {}
+    first_any: dict[str, int] = {}
+    first_ok: dict[str, int] = {}
+    missing: list[str] = []
+    precedence = rule.mode == "precedence"
+    for n, k in want.items():
+        oks = ok_by_name.get(n)
+        if oks:
+            first_ok[n] = oks[0]
+            h = have[n] = len(oks)
+        else:
+            h = have[n] = 0
+        if n in by_name:
+            first_any[n] = by_name[n][0]
+        if precedence:
+            if not h:
+                missing.append(n)  # precedence asks for each tool once; a repeat adds no requirement
+        elif k > h:
+            missing += [n] * (k - h)  # each tool as often as `expected` asks for it beyond its successes
+    missing.sort()
     extra = sorted(by_name.keys() - want.keys())
-    first_any = {n: by_name[n][0] for n in want if n in by_name}
-    first_ok = {n: ok_by_name[n][0] for n in want if ok_by_name.get(n)}
-    pairs = _inverted_pairs(list(want), first_any, first_ok, steps)
+    pairs = _inverted_pairs(*ranked, first_any, first_ok, steps)
     n_ok = sum(map(len, ok_by_name.values()))
     same_order = n_ok == len(expected) and _ok_names(index) == expected
     details: dict[str, Any] = {
         "mode": rule.mode,
         "missing": missing,
         "extra": extra,
-        "out_of_order_pairs": [list(p) for p in pairs],
-        "same_set": not missing and not extra and all(have[n] for n in want),
+        "out_of_order_pairs": [list(p) for p in pairs] if pairs else [],
+        "same_set": not missing and not extra and all(have.values()),
         "same_order": same_order,
     }
     flaws: list[Flaw] = []
@@ -159,8 +179,12 @@ def trajectory(rule: TrajectoryRule, want: dict[str, int], exp_text: str, v: Vie
         if not v.explain:
             return BARE_PASS
         return Finding("passed", f"Trajectory matches ({mode}).", sorted(first_ok.values()), details=details)
-    involved = set(first_any.values()) | {f.offending for f in flaws if f.offending is not None}
-    return Finding("failed", " ".join([f.explanation for f in flaws]), sorted(involved), flaws, details)
+    involved = set(first_any.values())
+    for f in flaws:
+        if f.offending is not None:
+            involved.add(f.offending)
+    text = flaws[0].explanation if len(flaws) == 1 else " ".join([f.explanation for f in flaws])
+    return Finding("failed", text, sorted(involved), flaws, details)
 
 
 def _ok_names(index: Any) -> list[str]:
@@ -188,7 +212,11 @@ def _subsequence_prefix(
 
 
 def _inverted_pairs(
-    order: list[str], first_any: dict[str, int], first_ok: dict[str, int], steps: list[int]
+    order: list[str],
+    rank: dict[str, int],
+    first_any: dict[str, int],
+    first_ok: dict[str, int],
+    steps: list[int],
 ) -> list[tuple[str, str]]:
     """Pairs (x, y), x before y in ``order``, where y was attempted before x succeeded in an earlier step.
 
@@ -196,7 +224,6 @@ def _inverted_pairs(
     O(k log k) plus the pairs found, instead of testing all k^2 pairs. Tools that never succeed (as x) or
     are never attempted (as y) are reported as missing, not as pairs.
     """
-    rank = {name: r for r, name in enumerate(order)}
     events: list[tuple[int, int, str]] = []
     for name in order:
         if name in first_any:
@@ -205,7 +232,10 @@ def _inverted_pairs(
             events.append((steps[first_ok[name]], 1, name))  # x available after this step
     # Within one step attempts come first: a success in the same step does not precede.
     events.sort()
-    pending = sorted(rank[n] for n in order if n in first_ok)
+    pending: list[int] = []  # (ranks ascend along `order`; a loop, not a comprehension's call)
+    for r, n in enumerate(order):
+        if n in first_ok:
+            pending.append(r)
     pairs: list[tuple[str, str]] = []
     for _, kind, name in events:
         r = rank[name]
