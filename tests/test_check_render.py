@@ -25,6 +25,7 @@ from seqjudge.outputs.check_ci import JunitOutput, _xml, check_result
 from seqjudge.outputs.ci_outputs import run_cases, xml_text
 from seqjudge.outputs.textview import (
     INDENT,
+    MARK,
     SCREEN_WHOLE,
     SHORT_TRACE,
     WINDOW,
@@ -33,6 +34,7 @@ from seqjudge.outputs.textview import (
     _dump,
     trace_lines,
 )
+from seqjudge.outputs.textview import PLAIN as PLAIN_PALETTE
 from seqjudge.redact import may_need_redaction
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.load import load_rules
@@ -136,6 +138,63 @@ def test_the_window_shows_the_calls_around_each_mark(n: int, marks: set[int]) ->
     calls = Calls(trace)
     assert trace_lines(calls, marks) == set_window(n, marks)
     assert trace_lines(calls, sorted(marks, reverse=True)) == set_window(n, marks)  # cached, any order
+
+
+def reference_window(trace: PlainTrace, mark: int | None) -> str:
+    """A violation's call list as ``set_window`` shows it, with each call's line as the encoder writes it
+    (``encoder_line``): what ``Calls.window`` and ``Calls.window_bytes`` cut from the whole list at once."""
+    n = len(trace.names)
+    if n == 0:
+        return INDENT + "(no calls)"
+    if mark is None:
+        shown = set(range(min(n, SHORT_TRACE)))
+    elif n <= SHORT_TRACE:
+        shown = set(range(n))
+    else:
+        shown = set(range(max(0, mark - WINDOW), min(n, mark + WINDOW + 1)))
+    width = len(str(n))
+    lines, previous = [], -1
+    for i in sorted(shown):
+        if i != previous + 1:
+            lines.append(f"{INDENT}{'…':>{width}}")
+        lines.append(encoder_line(trace, i, INDENT) + ("  ← violation" if i == mark else ""))
+        previous = i
+    if previous != n - 1:
+        lines.append(f"{INDENT}{'…':>{width}}  ({n} calls in all)")
+    return "\n".join(lines)
+
+
+# Calls whose arguments are all plain (strings, integers): the call list made at once, then cut.
+PLAIN_CALLS = st.lists(
+    st.tuples(
+        st.sampled_from(["Get", "Put", "ünï", "a\x1bb"]),
+        st.dictionaries(
+            st.from_regex(r"[a-z_]{1,8}", fullmatch=True),
+            st.one_of(st.from_regex(r"[a-zA-Z0-9 .:/@ü→-]{0,70}", fullmatch=True), st.integers()),
+            max_size=3,
+        ),
+        st.booleans(),
+    ),
+    max_size=14,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(PLAIN_CALLS, CALLS), st.integers(1, 3))
+def test_a_violations_window_is_cut_from_the_call_list_as_the_lines_show_it(
+    some: list[tuple[str, Any, bool]], times: int
+) -> None:
+    # Long lists too (the short ones are shown whole), ASCII or not (the UTF-8 cut has its own line ends).
+    calls = some * times
+    trace = PlainTrace("t", {}, [c[0] for c in calls], [c[2] for c in calls], [c[1] for c in calls])
+    n = len(calls)
+    for mark in [None, -3, *range(n), n, n + 5]:
+        expected = reference_window(trace, mark)
+        shown = Calls(trace)
+        assert shown.window_bytes(mark, PLAIN_PALETTE) == expected.encode()
+        assert shown.window(mark, MARK) == expected
+        # Both from one Calls, either first: they share the call list made once.
+        assert shown.window_bytes(mark, PLAIN_PALETTE).decode() == shown.window(mark, MARK)
 
 
 # -- JUnit straight from check ----------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from pydantic_core import to_json
 from seqjudge.checkpool import Checked, Checks, Origin
 from seqjudge.outputs.coverage import coverage_lines
 from seqjudge.outputs.streams import byte_writer
-from seqjudge.outputs.textview import PLAIN, Palette, Totals, report_text
+from seqjudge.outputs.textview import PLAIN, Palette, Totals, report_bytes
 from seqjudge.report import DEFAULT_THRESHOLD, report_line
 from seqjudge.rules.engine import FINITE
 from seqjudge.rules.model import RuleSet
@@ -118,7 +118,7 @@ class TextOutput(CheckOutput):
         self.palette = _palette(out)
 
     def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
-        return report_text(trace, data, self.palette).encode("utf-8")
+        return report_bytes(trace, data, self.palette)
 
     def finish(self, totals: Totals) -> None:
         note = deferred_note(totals)

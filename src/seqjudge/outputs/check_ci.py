@@ -345,7 +345,7 @@ class _Listed:
 
     def __init__(self, calls: Calls) -> None:
         self.calls = calls
-        n = self.n = len(calls.steps)
+        n = self.n = calls.n
         self.lines: list[bytes] | None = None
         if 0 < n <= SCREEN_WHOLE:
             self.lines = _markup("\n".join(calls.lines(0, n, INDENT)).encode()).split(b"\n")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import operator
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Any, AnyStr
 
 from seqjudge.redact import may_need_redaction, redact_value
 from seqjudge.report import Report, Violation
@@ -52,8 +52,9 @@ def _shortened(text: str, limit: int = ARGS_LIMIT) -> str:
 _JSON_ESCAPED = re.compile('[\x00-\x1f"\\\\]')
 
 
-def _plain_calls(names: list[str], arguments: list[dict[str, Any]]) -> list[str] | None:
-    """Each call's ``name(key=value, ...)`` as ``Calls`` shows it (``_args_text``), made directly when every
+def _plain_calls(names: list[str], arguments: list[dict[str, Any]], numbers: list[str]) -> list[str] | None:
+    """Each call's ``name(key=value, ...)`` as ``Calls`` shows it (``_args_text``), after its number
+    (``numbers``, ``_numbers``: the start of its line in the block's list), made directly when every
     call's arguments are the usual ones - plain strings and integers under string keys - and no key or
     value needs redaction or a JSON escape (the encoder costs several microseconds a call, and every shown
     call is written). None otherwise: the encoder's way then.
@@ -64,24 +65,29 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]]) -> list[str]
     miss there."""
     known = _KNOWN
     fresh: list[str] = []
-    texts = []
-    limit = ARGS_LIMIT
-    for name, args in zip(names, arguments, strict=True):
-        # Two arguments, the usual size: the loop below unrolled, without sorted() or a parts list (on the
-        # benchmark's 20-call traces 15 us a trace against 23 us for the loop alone).
+    texts: list[str] = []
+    append = texts.append
+    # The keys of the last two-argument call, as they came (already screened), and sorted: the same key
+    # objects come call after call (the JSON reader keeps one of each short string).
+    came, came_other, key, other, opening, middle = _NO_KEY, _NO_KEY, "", "", "", ""
+    for number, name, args in zip(numbers, names, arguments, strict=True):
+        # Two arguments, the usual size: the loop below unrolled, without sorted() or a parts list, and its
+        # keys screened only when they are not the last call's.
         if len(args) == 2:
-            key, other = args
-            if other < key:  # sorted, as the encoder sorts them
-                key, other = other, key
+            first, then = args
+            if first is not came or then is not came_other:
+                came, came_other = first, then
+                key, other = (first, then) if first < then else (then, first)  # the encoder's order
+                if key not in known:
+                    if type(key) is not str:
+                        return None
+                    fresh.append(key)
+                if other not in known:
+                    if type(other) is not str:
+                        return None
+                    fresh.append(other)
+                opening, middle = f"({key}=", f", {other}="  # what the call's text holds around its values
             value, second = args[key], args[other]
-            if key not in known:
-                if type(key) is not str:
-                    return None
-                fresh.append(key)
-            if other not in known:
-                if type(other) is not str:
-                    return None
-                fresh.append(other)
             # Exactly str and int: a bool is an int that JSON writes as true, a subclass may print otherwise.
             kind = type(value)
             if kind is str:
@@ -95,31 +101,35 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]]) -> list[str]
                     fresh.append(second)
             elif kind is not int:
                 return None
-            text = f"{key}={value}, {other}={second}"
+            append(f"{number}{name}{opening}{value}{middle}{second})")
         elif not args:
-            texts.append(name)
-            continue
+            append(f"{number}{name}")
         else:
             parts = []
-            for key in sorted(args) if len(args) > 1 else args:
-                value = args[key]
-                if key not in known:
-                    if type(key) is not str:
+            for each in sorted(args) if len(args) > 1 else args:
+                value = args[each]
+                if each not in known:
+                    if type(each) is not str:
                         return None
-                    fresh.append(key)
+                    fresh.append(each)
                 kind = type(value)
                 if kind is str:
                     if value not in known:
                         fresh.append(value)
                 elif kind is not int:
                     return None
-                parts.append(f"{key}={value}")
-            text = ", ".join(parts)
-        # ``_shortened``, written out: this runs for every call.
-        texts.append(f"{name}({text})" if len(text) <= limit else f"{name}({text[: limit - 1]}…)")
+                parts.append(f"{each}={value}")
+            append(f"{number}{name}({', '.join(parts)})")
+    limit = ARGS_LIMIT
+    if texts and max(map(len, texts)) > len(numbers[0]) + limit + 2:  # some may be too long to show whole
+        for i, (number, name, text) in enumerate(zip(numbers, names, texts, strict=True)):
+            start = len(number) + len(name) + 1  # of the arguments
+            if arguments[i] and len(text) - start - 1 > limit:
+                texts[i] = f"{text[:start]}{text[start : start + limit - 1]}…)"  # ``_shortened``
     if fresh:
         joined = " ".join(fresh)  # a space: the encoder does not escape it, and no screened word holds one
-        if _JSON_ESCAPED.search(joined) or may_need_redaction(joined):
+        # Printable too: then a call's text is printable when its name is (``Calls``).
+        if _JSON_ESCAPED.search(joined) or not joined.isprintable() or may_need_redaction(joined):
             return None
         if len(known) > _KNOWN_MAX:
             known.clear()
@@ -127,20 +137,23 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]]) -> list[str]
     return texts
 
 
-# Argument keys and string values found to need neither redaction nor a JSON escape: the same keys, ids and
-# words recur from call to call and trace to trace, and a set lookup is far cheaper than screening them
-# again. Only short ones, and a bounded number (cleared when full): memory does not grow with the traces.
+# Argument keys and string values found printable and to need neither redaction nor a JSON escape: the
+# same keys, ids and words recur from call to call and trace to trace, and a set lookup is far cheaper than
+# screening them again. Only short ones, and a bounded number (cleared when full): memory does not grow with
+# the traces.
 _KNOWN: set[str] = set()
+_NO_KEY = object()  # no call's key
 _KNOWN_MAX = 1 << 16
 _KNOWN_LENGTH = 64
 
 
 def _numbers(n: int) -> list[str]:
-    """The start of each line of an ``n``-call list: ``INDENT`` and the call's number, right-aligned."""
+    """The start of each line of an ``n``-call list: a newline, ``INDENT`` and the call's number,
+    right-aligned."""
     made = _NUMBERS.get(n)
     if made is None:
         width = len(str(n))
-        made = _NUMBERS[n] = [f"{INDENT}{i:>{width}}. " for i in range(1, n + 1)]
+        made = _NUMBERS[n] = [f"\n{INDENT}{i:>{width}}. " for i in range(1, n + 1)]
     return made
 
 
@@ -158,6 +171,18 @@ class Palette:
     passed: str = "PASS  "
     review: str = "REVIEW"
     mark: str = MARK
+    # The words as the text output writes them, in UTF-8: a block's head before its trace id, the mark
+    # after a call's line.
+    fail_head: bytes = field(init=False, repr=False, compare=False)
+    warn_head: bytes = field(init=False, repr=False, compare=False)
+    mark_after: bytes = field(init=False, repr=False, compare=False)
+    labels: dict[str, str] = field(init=False, repr=False, compare=False)  # by verdict
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fail_head", f"{self.fail}: ".encode())
+        object.__setattr__(self, "warn_head", f"{self.warn}: ".encode())
+        object.__setattr__(self, "mark_after", f"  {self.mark}".encode())
+        object.__setattr__(self, "labels", {"pass": self.passed, "fail": self.failed, "review": self.review})
 
 
 PLAIN = Palette()
@@ -167,7 +192,20 @@ class Calls:
     """A trace's calls as the text views show them, each call's text made once (a trace with several
     violations lists the same calls in each block)."""
 
-    __slots__ = ("names", "args", "steps", "width", "notes", "_texts", "_lines", "_clean", "windows")
+    __slots__ = (
+        "names",
+        "args",
+        "n",
+        "width",
+        "notes",
+        "_texts",
+        "_lines",
+        "_clean",
+        "windows",
+        "_body",
+        "_pieces",
+        "_encoded",
+    )
 
     def __init__(self, trace: Trace | PlainTrace) -> None:
         if isinstance(trace, PlainTrace):
@@ -177,34 +215,47 @@ class Calls:
             self.names = [c.tool_name for c in trace.calls]
             self.args = [c.arguments for c in trace.calls]
             failed = [i for i, c in enumerate(trace.calls) if c.status == "error"]
-        self.steps = steps = trace.steps
-        n = len(steps)
+        self.n = n = len(self.names)
         self.width = len(str(n))  # of the call numbers
         # What follows a call's text: failed, ran in parallel (a step shared with a neighbour).
         self.notes = dict.fromkeys(failed, " [failed]")
         if isinstance(trace, Trace):  # a PlainTrace's calls are each their own step
+            steps = trace.steps
             for i in range(n):
                 if (i > 0 and steps[i] == steps[i - 1]) or (i + 1 < n and steps[i + 1] == steps[i]):
                     self.notes[i] = self.notes.get(i, "") + f" [step {steps[i] + 1}, parallel]"
-        self._texts: list[str] | None = None  # each call's name and arguments as shown, when made at once
+        # Each call's number, name and arguments as the block's list shows them, when made at once.
+        self._texts: list[str] | None = None
         self._lines: dict[str, list[str | None]] = {}  # indent -> each call's line, made when first shown
         # trace_lines per (marks, indent, mark), as text, and a violation's per (offending call, mark):
         # violations of several rules often point at the same call.
         self.windows: dict[tuple[Any, ...], str] = {}
         self._clean: list[str] | None = None
-        if n <= SCREEN_WHOLE:
+        # The block indent's whole call list as one text, each line after a newline, and where each line's
+        # newline is (the last: the text's length), when made at once: a one-mark window is then two
+        # slices of it around the mark, not a join of lines.
+        self._body: tuple[str, list[int]] | None = None
+        self._pieces: list[str] = []  # the body's lines, each after its newline
+        # The body in UTF-8, its lines' ends there, the gap and tail lines (``_cut``).
+        self._encoded: tuple[bytes, list[int], bytes, bytes] | None = None
+        if 0 < n <= SCREEN_WHOLE:  # (no calls: ``_window`` says so)
             # One redaction screen over every call's arguments: most traces need no walk at all.
-            texts = _plain_calls(self.names, self.args)
+            numbers = _numbers(n)
+            texts = _plain_calls(self.names, self.args, numbers)
             if texts is not None:
-                # No escape codes: ``terminal`` per call, unless every character of them all is printable.
-                if not "".join(texts).isprintable():
-                    texts = [terminal(t) for t in texts]
-                self._texts = texts
-                # Every line of a block's call list at once: most of them are shown.
-                made: list[str | None] = list(map(operator.add, _numbers(n), texts))
-                for i, note in self.notes.items():
-                    made[i] += note  # type: ignore[operator]
-                self._lines[INDENT] = made
+                # No escape codes: ``terminal`` per call, unless every name is printable (the arguments are:
+                # ``_plain_calls``).
+                if not "".join(self.names).isprintable():
+                    cut = len(numbers[0])
+                    texts = [text[:cut] + terminal(text[cut:]) for text in texts]
+                self._texts = texts  # without the notes (``_text``)
+                pieces = texts
+                if self.notes:
+                    pieces = texts.copy()
+                    for i, note in self.notes.items():
+                        pieces[i] += note
+                self._body = ("".join(pieces), list(accumulate(map(len, pieces), initial=0)))
+                self._pieces = pieces
                 return
             dumps = [_dump(a) for a in self.args]
             if not may_need_redaction("\n".join(dumps)):
@@ -218,7 +269,11 @@ class Calls:
         """Calls ``start`` to ``end - 1`` as ``line`` shows them, each line made when first asked for."""
         made = self._lines.get(indent)
         if made is None:
-            made = self._lines[indent] = [None] * len(self.steps)
+            if indent == INDENT and self._body is not None:
+                # No line holds a newline (``terminal``): the body's lines are the calls'.
+                made = self._lines[indent] = list(self._body[0][1:].split("\n"))
+            else:
+                made = self._lines[indent] = [None] * self.n
         run = made[start:end]
         if None in run:
             for i in range(start, end):
@@ -227,9 +282,36 @@ class Calls:
             run = made[start:end]
         return run  # type: ignore[return-value]
 
+    def window(self, call: int | None, mark: str) -> str:
+        """The call list of a violation whose offending call is ``call`` (None: no call), in the block indent,
+        ``mark`` after the call: ``_window``'s lines for the one mark (or none), as one text."""
+        body = self._body
+        n = self.n
+        if body is None or (call is not None and not 0 <= call < n):
+            return "\n".join(_window(self, () if call is None else (call,), INDENT, mark))
+        text, ends = body
+        return _cut(text, ends, call, n, "  " + mark, _gap(INDENT, self.width) + "\n", "\n" + _tail(n))
+
+    def window_bytes(self, call: int | None, palette: Palette) -> bytes:
+        """``window`` in UTF-8: cut from the call list encoded once, not a text encoded per window."""
+        encoded = self._encoded
+        if encoded is None:
+            if self._body is None:
+                return self.window(call, palette.mark).encode()
+            text, ends = self._body
+            if not text.isascii():  # else a byte a character: the same ends
+                lines = [piece.encode() for piece in self._pieces]
+                ends = list(accumulate(map(len, lines), initial=0))
+            gap, tail = f"{_gap(INDENT, self.width)}\n".encode(), f"\n{_tail(self.n)}".encode()
+            encoded = self._encoded = (text.encode(), ends, gap, tail)
+        if call is None or 0 <= call < self.n:
+            text_b, ends, gap, tail = encoded
+            return _cut(text_b, ends, call, self.n, palette.mark_after, gap, tail)
+        return self.window(call, palette.mark).encode()
+
     def _text(self, i: int) -> str:
         if self._texts is not None:
-            return self._texts[i]
+            return self._texts[i][len(INDENT) + self.width + 3 :]  # after the newline and number
         args = _args_text(self.args[i], dumped=self._clean[i] if self._clean is not None else None)
         return terminal(f"{self.names[i]}{args}")  # no escape codes
 
@@ -259,13 +341,13 @@ def _trace_text(
     key = (marked, indent, palette.mark)
     known = calls.windows.get(key)
     if known is None:
-        known = calls.windows[key] = "\n".join(_window(calls, marked, indent, palette))
+        known = calls.windows[key] = "\n".join(_window(calls, marked, indent, palette.mark))
     return known
 
 
-def _window(calls: Calls, marked: tuple[int, ...], indent: str, palette: Palette) -> list[str]:
-    """The lines of ``trace_lines``; ``marked``: the marks, sorted, each once."""
-    n = len(calls.steps)
+def _window(calls: Calls, marked: tuple[int, ...], indent: str, mark: str) -> list[str]:
+    """The lines of ``trace_lines``; ``marked``: the marks, sorted, each once; ``mark``: the palette's."""
+    n = calls.n
     if n == 0:
         return [indent + "(no calls)"]
     if len(marked) == 1 and n > SHORT_TRACE and 0 <= marked[0] < n:
@@ -274,7 +356,7 @@ def _window(calls: Calls, marked: tuple[int, ...], indent: str, palette: Palette
         start = m - WINDOW if m > WINDOW else 0
         end = m + WINDOW + 1
         run = calls.lines(start, end if end < n else n, indent)
-        run[m - start] += "  " + palette.mark
+        run[m - start] += "  " + mark
         if start:
             run.insert(0, _gap(indent, calls.width))
         if end < n:
@@ -298,7 +380,7 @@ def _window(calls: Calls, marked: tuple[int, ...], indent: str, palette: Palette
             else:
                 runs.append((start, end))
     gap = _gap(indent, calls.width)
-    mark = "  " + palette.mark
+    mark = "  " + mark
     lines: list[str] = []
     shown_to = 0
     for start, end in runs:
@@ -315,6 +397,27 @@ def _window(calls: Calls, marked: tuple[int, ...], indent: str, palette: Palette
     return lines
 
 
+def _cut(
+    text: AnyStr, ends: list[int], call: int | None, n: int, mark: AnyStr, gap: AnyStr, tail: AnyStr
+) -> AnyStr:
+    """``_window``'s lines for the one mark ``call`` (``0 <= call < n``; None: no mark) as one text, cut from
+    ``text``, the whole list of ``n > 0`` calls with each line after a newline (``ends``: where each line's
+    newline is, then the end), text or UTF-8: the calls shown, ``mark`` after the marked one, the ``gap``
+    line and a newline before them when calls before them are left out, a newline and the ``tail`` line
+    when calls after them are."""
+    if call is None:  # the first calls
+        return text[1:] if n <= SHORT_TRACE else text[1 : ends[SHORT_TRACE]] + tail
+    cut = ends[call + 1]
+    if n <= SHORT_TRACE:
+        return text[1:cut] + mark + text[cut:]
+    # WINDOW calls either side of the mark.
+    start = call - WINDOW if call > WINDOW else 0
+    end = call + WINDOW + 1
+    shown = text[ends[start] + 1 : cut] + mark
+    shown += text[cut:] if end >= n else text[cut : ends[end]] + tail
+    return gap + shown if start else shown
+
+
 def _gap(indent: str, width: int) -> str:
     """The line that stands for calls left out of a list whose numbers are ``width`` wide."""
     gap = _GAPS.get((indent, width))
@@ -324,6 +427,17 @@ def _gap(indent: str, width: int) -> str:
 
 
 _GAPS: dict[tuple[str, int], str] = {}
+
+
+def _tail(n: int) -> str:
+    """The gap line that ends a window of the block indent's ``n``-call list short of its last call."""
+    tail = _TAILS.get(n)
+    if tail is None:
+        tail = _TAILS[n] = f"{_gap(INDENT, len(str(n)))}  ({n} calls in all)"
+    return tail
+
+
+_TAILS: dict[int, str] = {}  # per number of calls
 
 
 def violation_text(
@@ -336,20 +450,70 @@ def violation_text(
     """The actionable FAIL block of violation ``v`` (a report's violation as data), ``rule`` its rule's
     result (type and group), from the report data as the engine gives it."""
     calls = trace if isinstance(trace, Calls) else Calls(trace)
-    return _violation_text(calls, terminal(str(trace_id)), v, rule, palette)
+    rules = [{**rule, "rule_id": v["rule_id"]}] if rule is not None else []  # ``rule`` is the violation's
+    parts: list[bytes] = []
+    _blocks(parts, calls, f"{terminal(str(trace_id))} · ".encode(), [v], rules, palette)
+    return b"".join(parts[:-1]).decode()  # without the separator after the block
 
 
-def _violation_text(
-    calls: Calls, shown_id: str, v: Mapping[str, Any], rule: Mapping[str, Any] | None, palette: Palette
-) -> str:
-    """``violation_text``; ``shown_id``: the trace id as shown (``terminal``)."""
-    key = violation_key(v, rule)
-    parts = _VIOLATION_PARTS.get(key)
-    if parts is None:
-        parts = violation_parts(key)
-    before, after = parts
-    head = palette.fail if v["severity"] == "critical" else palette.warn
-    return f"{head}: {shown_id} · {before}{window_text(calls, v['offending_call_index'], palette)}{after}"
+_BETWEEN = b"\n\n"  # after each block
+
+
+def _blocks(
+    parts: list[bytes],
+    calls: Calls,
+    id_head: bytes,
+    violations: Iterable[Mapping[str, Any]],
+    rules: Sequence[Mapping[str, Any]],
+    palette: Palette,
+) -> None:
+    """``violation_text``'s block of each of ``violations`` (``rules``: the rules' results, a report's), each
+    followed by a blank line, added to ``parts`` in UTF-8; ``id_head``: what follows the severity's word,
+    the trace id as shown (``terminal``) and a dot, in UTF-8.
+
+    Made in UTF-8: the words are mostly ASCII, which encodes by a copy, while a text holding the marks and
+    the window's gap (not Latin-1) would be encoded character by character. The words around the window
+    (``violation_parts``) are made for each violation: keeping them by their key cost more (hashing the
+    engine's new texts) than making them again."""
+    windows: dict[int | None, bytes] = {}  # by offending call: several rules' violations often share one
+    fail, warn = palette.fail_head, palette.warn_head
+    for v in violations:
+        call = v["offending_call_index"]
+        window = windows.get(call)
+        if window is None:
+            window = windows[call] = calls.window_bytes(call, palette)
+        rule_id = v["rule_id"]
+        at = _RULE_AT.get(rule_id, -1)
+        rule = (
+            rules[at] if 0 <= at < len(rules) and rules[at]["rule_id"] == rule_id else _rule(rules, rule_id)
+        )
+        before, after = _words(v, rule)
+        parts += (
+            fail if v["severity"] == "critical" else warn,
+            id_head,
+            before.encode(),
+            window,
+            after.encode(),
+            _BETWEEN,
+        )
+
+
+def _rule(rules: Sequence[Mapping[str, Any]], rule_id: str) -> Mapping[str, Any] | None:
+    """The result of rule ``rule_id`` among ``rules`` (a report lists each rule once; the last, should one
+    come twice), its place kept in ``_RULE_AT``: the engine lists the rules in the rule set's order, so a
+    rule's result is found where it was in the trace before, checked by its id, and no per-trace table of
+    the results is made."""
+    for at in range(len(rules) - 1, -1, -1):
+        if rules[at]["rule_id"] == rule_id:
+            if len(_RULE_AT) >= _RULE_AT_MAX:
+                _RULE_AT.clear()
+            _RULE_AT[rule_id] = at
+            return rules[at]
+    return None
+
+
+_RULE_AT: dict[str, int] = {}  # rule id -> where its result was last found in a report's rules
+_RULE_AT_MAX = 4096
 
 
 ViolationKey = tuple[str, str | None, str, str, str, str, str, str | None]
@@ -371,36 +535,40 @@ def violation_key(v: Mapping[str, Any], rule: Mapping[str, Any] | None) -> Viola
 
 
 def violation_parts(key: ViolationKey) -> tuple[str, str]:
-    """A violation's block (``violation_text``) between the trace id and the window, and after the window;
-    kept in ``_VIOLATION_PARTS``."""
+    """A violation's block (``violation_text``) between the trace id and the window, and after the window
+    (a writer that keeps them by key puts blocks together from them)."""
     rule_id, group, kind, violation, expected, actual, explanation, suggestion = key
-    made = (
-        f"{rule_id}{f' [{terminal(str(group))}]' if group else ''}\n\n"
-        f"   Rule: {kind} ({violation})\n"
-        f"   Expected: {expected}\n"
-        f"   Actual: {actual}\n\n"
-        "   Trace:\n",
-        f"\n\n   Why: {explanation}{f'{_SUGGESTION}{suggestion}' if suggestion else ''}",
+    v = {
+        "rule_id": rule_id,
+        "violation_type": violation,
+        "expected_order": expected,
+        "actual_order": actual,
+        "explanation": explanation,
+        "suggestion": suggestion,
+    }
+    return _words(v, {"type": kind, "group": group})
+
+
+def _words(v: Mapping[str, Any], rule: Mapping[str, Any] | None) -> tuple[str, str]:
+    """``violation_parts`` of violation ``v``, ``rule`` its rule's result: what ``violation_key`` keeps of
+    them, read here without making the key (``_blocks`` makes the parts for each violation)."""
+    group = rule.get("group") if rule else None
+    suggestion = v.get("suggestion")
+    return (
+        f"{v['rule_id']}{f' [{terminal(str(group))}]' if group else ''}\n\n"
+        f"   Rule: {rule['type'] if rule else '?'} ({v['violation_type']})\n"
+        f"   Expected: {v['expected_order']}\n   Actual: {v['actual_order']}\n\n   Trace:\n",
+        f"\n\n   Why: {v['explanation']}\n   Suggestion: {suggestion}"
+        if suggestion
+        else f"\n\n   Why: {v['explanation']}",
     )
-    if len(_VIOLATION_PARTS) >= _VIOLATION_PARTS_MAX:
-        _VIOLATION_PARTS.clear()
-    _VIOLATION_PARTS[key] = made
-    return made
-
-
-_SUGGESTION = "\n   Suggestion: "
-# ``violation_parts`` by key: on (b)'s workload 5,000 different ones over 124,000 violations (20,000 traces).
-# Bounded (a few MB at most): cleared when full.
-_VIOLATION_PARTS: dict[ViolationKey, tuple[str, str]] = {}
-_VIOLATION_PARTS_MAX = 8192
 
 
 def window_text(calls: Calls, call: int | None, palette: Palette = PLAIN) -> str:
     """The call list of a violation whose offending call is ``call`` (None: no call), made once a trace."""
     window = calls.windows.get((call, palette.mark))
     if window is None:
-        marked = () if call is None else (call,)
-        window = calls.windows[call, palette.mark] = "\n".join(_window(calls, marked, INDENT, palette))
+        window = calls.windows[call, palette.mark] = calls.window(call, palette.mark)
     return window
 
 
@@ -414,28 +582,25 @@ def violation_block(trace: Trace | PlainTrace | Calls, report: Report, v: Violat
     )
 
 
-def report_text(trace: Trace | PlainTrace, data: Mapping[str, Any], palette: Palette = PLAIN) -> str:
-    """A trace's text: the FAIL block of each violation, then its one line (``Engine.check_data``'s data)."""
-    parts: list[str] = []
-    if data["violations"]:
-        rules = {r["rule_id"]: r for r in data["rules"]}
-        calls = Calls(trace)
-        shown_id = terminal(str(data["trace_id"]))
-        for v in data["violations"]:
-            parts += (_violation_text(calls, shown_id, v, rules.get(v["rule_id"]), palette), "\n\n")
-    parts.append(
-        verdict_line(
-            data["verdict"],
-            data["trace_id"],
-            data["sequence_correctness_score"],
-            data["rules_passed"],
-            data["total_rules_checked"],
-            len(data["violations"]),
-            palette,
-        )
-        + "\n"
+def report_bytes(trace: Trace | PlainTrace, data: Mapping[str, Any], palette: Palette = PLAIN) -> bytes:
+    """A trace's text in UTF-8: the FAIL block of each violation, then its one line (``Engine.check_data``'s
+    data)."""
+    violations = data["violations"]
+    shown_id = terminal(str(data["trace_id"]))
+    line = _verdict_text(
+        palette.labels[data["verdict"]],
+        shown_id,
+        data["sequence_correctness_score"],
+        data["rules_passed"],
+        data["total_rules_checked"],
+        len(violations),
     )
-    return "".join(parts)
+    if not violations:
+        return line.encode()
+    parts: list[bytes] = []
+    _blocks(parts, Calls(trace), f"{shown_id} · ".encode(), violations, data["rules"], palette)
+    parts.append(line.encode())
+    return b"".join(parts)
 
 
 def verdict_line(
@@ -447,10 +612,16 @@ def verdict_line(
     violations: int,
     palette: Palette = PLAIN,
 ) -> str:
-    label = {"pass": palette.passed, "fail": palette.failed, "review": palette.review}[verdict]
+    return _verdict_text(
+        palette.labels[verdict], terminal(str(trace_id)), score, passed, checked, violations
+    )[:-1]
+
+
+def _verdict_text(label: str, shown_id: str, score: float, passed: int, checked: int, violations: int) -> str:
+    """``verdict_line`` and its newline; ``shown_id``: the trace id as shown (``terminal``)."""
     return (
-        f"{label} {terminal(str(trace_id))}  score {score:.2f}  "
-        f"({passed}/{checked} rules passed, {violations} violation(s))"
+        f"{label} {shown_id}  score {score:.2f}  "
+        f"({passed}/{checked} rules passed, {violations} violation(s))\n"
     )
 
 
