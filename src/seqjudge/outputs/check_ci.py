@@ -21,7 +21,7 @@ import json
 import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from itertools import groupby
+from itertools import accumulate, groupby
 from operator import itemgetter
 from typing import IO, Any
 from xml.sax.saxutils import quoteattr
@@ -42,15 +42,13 @@ from seqjudge.outputs.ci_outputs import (
 )
 from seqjudge.outputs.streams import BUFFER
 from seqjudge.outputs.textview import (
-    INDENT,
     PLAIN,
-    SCREEN_WHOLE,
-    SHORT_TRACE,
-    WINDOW,
     Calls,
     Totals,
+    cut_window,
     violation_key,
     violation_parts,
+    window_ends,
     window_text,
 )
 from seqjudge.report import Report
@@ -335,57 +333,38 @@ _DOT = " · ".encode()
 
 
 class _Listed:
-    """A trace's numbered call list (``Calls.lines``) as escaped UTF-8 lines (``_markup``), made once: a
-    violation's window (``window_text``) is then a run of them and the mark, not lines joined, encoded and
-    escaped again for each window. For traces whose lines ``Calls`` makes at once (up to ``SCREEN_WHOLE``
-    calls; the others take ``window_text``'s way). The lines hold no line break (``terminal`` shows one as
-    ``\\n``), and of what ``xml_text`` replaces nothing: ``terminal`` has shown them printable."""
+    """A trace's numbered call list (``Calls.lines``) as escaped UTF-8 (``_markup``), made once: a violation's
+    window (``window_text``) is then cut from it around the mark (``textview.cut_window``, as the text view
+    cuts its own), not lines joined, encoded and escaped again for each window. For traces whose lines
+    ``Calls`` makes at once (``Calls.encoded``; the others take ``window_text``'s way). The lines
+    hold no line break (``terminal`` shows one as ``\\n``), and of what ``xml_text`` replaces nothing:
+    ``terminal`` has shown them printable."""
 
-    __slots__ = ("calls", "n", "lines", "head", "tail")
+    __slots__ = ("calls", "n", "body")
 
     def __init__(self, calls: Calls) -> None:
         self.calls = calls
-        n = self.n = calls.n
-        self.lines: list[bytes] | None = None
-        if 0 < n <= SCREEN_WHOLE:
-            self.lines = _markup("\n".join(calls.lines(0, n, INDENT)).encode()).split(b"\n")
-            self.head, self.tail = _ends(n, calls.width)
+        self.n = calls.n
+        self.body: tuple[bytes, list[int]] | None = None
+        encoded = calls.encoded()
+        if encoded is not None:
+            text = _markup(encoded[0])
+            if text is encoded[0]:  # nothing to escape, the usual case: the same lines' ends
+                self.body = encoded
+            else:
+                lines = text[1:].split(b"\n")
+                # Where each line's newline is, then the end (``cut_window``'s ``ends``).
+                self.body = (text, list(accumulate((len(line) + 1 for line in lines), initial=0)))
 
     def window(self, call: int | None) -> bytes:
         """``window_text`` of ``call``, escaped (``_markup``)."""
-        lines, n = self.lines, self.n
-        if lines is None or not (call is None or 0 <= call < n):
+        body, n = self.body, self.n
+        if body is None or not (call is None or 0 <= call < n):
             return _markup(window_text(self.calls, call).encode())
-        if call is None:  # the first calls, unmarked
-            if n <= SHORT_TRACE:
-                return b"\n".join(lines)
-            return b"\n".join(lines[:SHORT_TRACE]) + self.tail
-        if n <= SHORT_TRACE:  # shown whole
-            start, end = 0, n
-        else:
-            start = call - WINDOW if call > WINDOW else 0
-            end = call + WINDOW + 1 if call + WINDOW + 1 < n else n
-        run = lines[start:end]
-        run[call - start] += _MARK
-        window = b"\n".join(run)
-        if start:
-            window = self.head + window
-        if end < n:
-            window += self.tail
-        return window
+        gap, tail = window_ends(n)
+        return cut_window(body[0], body[1], call, n, _MARK, gap, tail)
 
 
-def _ends(n: int, width: int) -> tuple[bytes, bytes]:
-    """The gap line that opens a window not at the first call, and the lines that close one before the last
-    (as ``textview._window`` writes them), for a list of ``n`` calls; kept."""
-    made = _ENDS.get(n)
-    if made is None:
-        gap = f"{INDENT}{'…':>{width}}"
-        made = _ENDS[n] = (f"{gap}\n".encode(), f"\n{gap}  ({n} calls in all)".encode())
-    return made
-
-
-_ENDS: dict[int, tuple[bytes, bytes]] = {}  # by number of calls, up to SCREEN_WHOLE
 _MARK = f"  {PLAIN.mark}".encode()
 _BETWEEN = b"\n\n"
 _FAIL = f"{PLAIN.fail}: ".encode()

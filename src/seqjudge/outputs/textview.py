@@ -236,8 +236,8 @@ class Calls:
         # slices of it around the mark, not a join of lines.
         self._body: tuple[str, list[int]] | None = None
         self._pieces: list[str] = []  # the body's lines, each after its newline
-        # The body in UTF-8, its lines' ends there, the gap and tail lines (``_cut``).
-        self._encoded: tuple[bytes, list[int], bytes, bytes] | None = None
+        # The body in UTF-8 and its lines' ends there (``encoded``).
+        self._encoded: tuple[bytes, list[int]] | None = None
         if 0 < n <= SCREEN_WHOLE:  # (no calls: ``_window`` says so)
             # One redaction screen over every call's arguments: most traces need no walk at all.
             numbers = _numbers(n)
@@ -290,24 +290,30 @@ class Calls:
         if body is None or (call is not None and not 0 <= call < n):
             return "\n".join(_window(self, () if call is None else (call,), INDENT, mark))
         text, ends = body
-        return _cut(text, ends, call, n, "  " + mark, _gap(INDENT, self.width) + "\n", "\n" + _tail(n))
+        return cut_window(text, ends, call, n, "  " + mark, _gap(INDENT, self.width) + "\n", "\n" + _tail(n))
 
     def window_bytes(self, call: int | None, palette: Palette) -> bytes:
         """``window`` in UTF-8: cut from the call list encoded once, not a text encoded per window."""
+        encoded = self.encoded()
+        if encoded is not None and (call is None or 0 <= call < self.n):
+            gap, tail = window_ends(self.n)
+            return cut_window(encoded[0], encoded[1], call, self.n, palette.mark_after, gap, tail)
+        return self.window(call, palette.mark).encode()
+
+    def encoded(self) -> tuple[bytes, list[int]] | None:
+        """The block indent's whole call list in UTF-8, each line after a newline, and where each line's
+        newline is (the last: the length), as ``cut_window`` takes them; made once. None when the lines are
+        made one by one (no calls, or more than ``SCREEN_WHOLE``)."""
         encoded = self._encoded
         if encoded is None:
             if self._body is None:
-                return self.window(call, palette.mark).encode()
+                return None
             text, ends = self._body
             if not text.isascii():  # else a byte a character: the same ends
                 lines = [piece.encode() for piece in self._pieces]
                 ends = list(accumulate(map(len, lines), initial=0))
-            gap, tail = f"{_gap(INDENT, self.width)}\n".encode(), f"\n{_tail(self.n)}".encode()
-            encoded = self._encoded = (text.encode(), ends, gap, tail)
-        if call is None or 0 <= call < self.n:
-            text_b, ends, gap, tail = encoded
-            return _cut(text_b, ends, call, self.n, palette.mark_after, gap, tail)
-        return self.window(call, palette.mark).encode()
+            encoded = self._encoded = (text.encode(), ends)
+        return encoded
 
     def _text(self, i: int) -> str:
         if self._texts is not None:
@@ -397,7 +403,7 @@ def _window(calls: Calls, marked: tuple[int, ...], indent: str, mark: str) -> li
     return lines
 
 
-def _cut(
+def cut_window(
     text: AnyStr, ends: list[int], call: int | None, n: int, mark: AnyStr, gap: AnyStr, tail: AnyStr
 ) -> AnyStr:
     """``_window``'s lines for the one mark ``call`` (``0 <= call < n``; None: no mark) as one text, cut from
@@ -438,6 +444,18 @@ def _tail(n: int) -> str:
 
 
 _TAILS: dict[int, str] = {}  # per number of calls
+
+
+def window_ends(n: int) -> tuple[bytes, bytes]:
+    """``cut_window``'s ``gap`` and ``tail`` for the block indent's ``n``-call list, in UTF-8 (what junit's
+    escaping leaves as they are: no markup in them); kept."""
+    made = _ENDS.get(n)
+    if made is None:
+        made = _ENDS[n] = (f"{_gap(INDENT, len(str(n)))}\n".encode(), f"\n{_tail(n)}".encode())
+    return made
+
+
+_ENDS: dict[int, tuple[bytes, bytes]] = {}  # per number of calls, up to SCREEN_WHOLE
 
 
 def violation_text(
