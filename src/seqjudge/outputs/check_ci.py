@@ -46,8 +46,7 @@ from seqjudge.outputs.textview import (
     Calls,
     Totals,
     cut_window,
-    violation_key,
-    violation_parts,
+    violation_words,
     window_ends,
     window_text,
 )
@@ -112,7 +111,7 @@ _RULE_ID = itemgetter("rule_id")
 _OUTCOME = itemgetter("outcome")
 _DECIDING = {"failed": "failed", "deferred": "deferred"}.get
 _FIRST = itemgetter(0)
-# What a violation's block says but for its trace id and window (``textview.violation_key``, with its
+# What a violation's block says but for its trace id and window (``textview.violation_words``, and its
 # severity's word): its rule's group and type are the rule set's, the same for every report of a run.
 _VIOLATION = itemgetter(
     "rule_id", "severity", "violation_type", "expected_order", "actual_order", "explanation", "suggestion"
@@ -278,9 +277,9 @@ class JunitOutput(CheckOutput):
         return b"".join(parts)
 
     def _violation_pieces(self, v: dict[str, Any], results: list[dict[str, Any]]) -> _Pieces:
-        """``textview.violation_parts`` of ``v`` as escaped UTF-8, kept in ``_pieces``."""
+        """``textview.violation_words`` of ``v`` as escaped UTF-8, kept in ``_pieces``."""
         rule = next(r for r in results if r["rule_id"] == v["rule_id"])
-        before, after = violation_parts(violation_key(v, rule))
+        before, after = violation_words(v, rule)
         tail = _xml(after)
         made = (v["severity"] == "critical", _xml(before), tail + _BETWEEN, tail)
         if len(self._pieces) >= 8192:

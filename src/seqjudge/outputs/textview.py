@@ -491,7 +491,7 @@ def _blocks(
 
     Made in UTF-8: the words are mostly ASCII, which encodes by a copy, while a text holding the marks and
     the window's gap (not Latin-1) would be encoded character by character. The words around the window
-    (``violation_parts``) are made for each violation: keeping them by their key cost more (hashing the
+    (``violation_words``) are made for each violation: keeping them by their key cost more (hashing the
     engine's new texts) than making them again."""
     windows: dict[int | None, bytes] = {}  # by offending call: several rules' violations often share one
     fail, warn = palette.fail_head, palette.warn_head
@@ -505,7 +505,7 @@ def _blocks(
         rule = (
             rules[at] if 0 <= at < len(rules) and rules[at]["rule_id"] == rule_id else _rule(rules, rule_id)
         )
-        before, after = _words(v, rule)
+        before, after = violation_words(v, rule)
         parts += (
             fail if v["severity"] == "critical" else warn,
             id_head,
@@ -534,42 +534,10 @@ _RULE_AT: dict[str, int] = {}  # rule id -> where its result was last found in a
 _RULE_AT_MAX = 4096
 
 
-ViolationKey = tuple[str, str | None, str, str, str, str, str, str | None]
-
-
-def violation_key(v: Mapping[str, Any], rule: Mapping[str, Any] | None) -> ViolationKey:
-    """What a violation's block says but for its trace id, its window and its severity's word: the rule's
-    and the engine's words, the same few again and again over a run (``violation_parts``)."""
-    return (
-        v["rule_id"],
-        rule.get("group") if rule else None,
-        rule["type"] if rule else "?",
-        v["violation_type"],
-        v["expected_order"],
-        v["actual_order"],
-        v["explanation"],
-        v.get("suggestion"),
-    )
-
-
-def violation_parts(key: ViolationKey) -> tuple[str, str]:
-    """A violation's block (``violation_text``) between the trace id and the window, and after the window
-    (a writer that keeps them by key puts blocks together from them)."""
-    rule_id, group, kind, violation, expected, actual, explanation, suggestion = key
-    v = {
-        "rule_id": rule_id,
-        "violation_type": violation,
-        "expected_order": expected,
-        "actual_order": actual,
-        "explanation": explanation,
-        "suggestion": suggestion,
-    }
-    return _words(v, {"type": kind, "group": group})
-
-
-def _words(v: Mapping[str, Any], rule: Mapping[str, Any] | None) -> tuple[str, str]:
-    """``violation_parts`` of violation ``v``, ``rule`` its rule's result: what ``violation_key`` keeps of
-    them, read here without making the key (``_blocks`` makes the parts for each violation)."""
+def violation_words(v: Mapping[str, Any], rule: Mapping[str, Any] | None) -> tuple[str, str]:
+    """What violation ``v``'s block (``violation_text``) says between the trace id and the window, and after
+    the window; ``rule``: its rule's result (type and group). The same few again and again over a run: a
+    writer that keeps them (junit) puts blocks together from them."""
     group = rule.get("group") if rule else None
     suggestion = v.get("suggestion")
     return (
