@@ -132,12 +132,7 @@ class Checker:
         )
 
     def checked(self, trace: Trace | PlainTrace, origin: Origin | None = None) -> Checked:
-        # ``data`` inline: a call a trace
-        data = self._redacted(
-            self.engine.check_data(
-                trace, threshold=self.threshold, risk_level=self.risk_level, explain=self.explain
-            )
-        )
+        data = self.data(trace)
         totals = self.totals
         if totals is not None:
             rules = data["rules"]
