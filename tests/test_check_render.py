@@ -365,3 +365,17 @@ def test_a_block_is_escaped_as_elementtree_escapes_it(text: str) -> None:
     written = ET.tostring(element, encoding="unicode").encode("utf-8")
     expected = written[len(b"<failure>") : -len(b"</failure>")] if text else b""
     assert _xml(text) == expected
+
+
+def test_junit_write_sums_framed_counts_and_refuses_a_part_without_them(tmp_path: Path) -> None:
+    rules, _ = hostile_suite(tmp_path, ONE_GROUP)
+    out = JunitOutput(io.StringIO(), source="x", ruleset=load_rules(rules))
+    out.start()
+    out.write(b"\x002 1 0\x00<a/>\x001 0 1\x00<b/>")
+    out.write(b"")  # a chunk whose traces --failures-only all left out
+    assert out._counts == {"tests": 3, "failures": 1, "errors": 0, "skipped": 1}
+    for broken in (b"<c/>", b"\x001 0\x00<c/>", b"\x001 0 0\x00<c/>\x00"):
+        with pytest.raises(RuntimeError, match="without its counts"):
+            out.write(broken)
+    assert out._counts["tests"] == 3  # nothing counted from a broken part
+    out._body.close()

@@ -299,6 +299,9 @@ class JunitOutput(CheckOutput):
         # NUL, counts, NUL, cases, for each part: split, the counts and the cases alternate after a b"".
         pieces = (parts if isinstance(parts, bytes) else parts.tobytes()).split(b"\0")
         numbers = b" ".join(pieces[1::2]).split()
+        if pieces[0] or len(pieces) % 2 == 0 or len(numbers) != len(pieces) // 2 * 3:
+            # Never a miscount in the file's totals: a part without its framing is a bug, said at once.
+            raise RuntimeError("seqjudge bug: a junit part came without its counts; please report it")
         counts = self._counts
         counts["tests"] += sum(map(int, numbers[0::3]))
         counts["failures"] += sum(map(int, numbers[1::3]))
