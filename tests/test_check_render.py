@@ -374,7 +374,7 @@ def test_junit_write_sums_framed_counts_and_refuses_a_part_without_them(tmp_path
     out.write(b"\x002 1 0\x00<a/>\x001 0 1\x00<b/>")
     out.write(b"")  # a chunk whose traces --failures-only all left out
     assert out._counts == {"tests": 3, "failures": 1, "errors": 0, "skipped": 1}
-    for broken in (b"<c/>", b"\x001 0\x00<c/>", b"\x001 0 0\x00<c/>\x00"):
+    for broken in (b"<c/>", b"\x001 0\x00<c/>", b"\x001 0 0\x00<c/>\x00", b"\x001 x 0\x00<c/>"):
         with pytest.raises(RuntimeError, match="without its counts"):
             out.write(broken)
     assert out._counts["tests"] == 3  # nothing counted from a broken part
