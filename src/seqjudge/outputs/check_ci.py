@@ -397,8 +397,9 @@ _WARN = f"{PLAIN.warn}: ".encode()
 _XML_BAD_BYTES = bytes(b for b in range(0x20) if b not in (0x09, 0x0A, 0x0D)) + b"\xef"
 _XML_BAD_TABLE = bytes(0 if b in _XML_BAD_BYTES else 1 for b in range(256))
 # ElementTree's escapes, "&" first: of text, and of attribute values, where a line break or tab is a
-# character reference so that it survives parsing.
-_TEXT_ESCAPES = ((b"&", b"&amp;"), (b"<", b"&lt;"), (b">", b"&gt;"))
+# character reference so that it survives parsing. A text's escape is looked for by its byte's value: ``in``
+# with a one-byte bytes first tries it as an integer, and raises and clears a TypeError each time.
+_TEXT_ESCAPES = ((ord("&"), b"&", b"&amp;"), (ord("<"), b"<", b"&lt;"), (ord(">"), b">", b"&gt;"))
 _ATTR_ESCAPES: tuple[tuple[str, str], ...] = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"))
 _ATTR_ESCAPES += (("\r", "&#13;"), ("\n", "&#10;"), ("\t", "&#09;"))
 
@@ -408,15 +409,15 @@ def _xml(text: str) -> bytes:
     cannot hold is looked for and markup escaped in the bytes, several times faster than the pattern and
     replacements over the text on a kilobyte block (UTF-8 holds no ASCII byte inside a character)."""
     out = text.encode("utf-8")
-    if b"\0" in out.translate(_XML_BAD_TABLE):
+    if 0 in out.translate(_XML_BAD_TABLE):  # (a byte's value: see ``_TEXT_ESCAPES``)
         out = xml_text(text).encode("utf-8")
     return _markup(out)
 
 
 def _markup(out: bytes) -> bytes:
     """UTF-8 text with its markup escaped as ElementTree escapes an element's text."""
-    for char, reference in _TEXT_ESCAPES:
-        if char in out:
+    for byte, char, reference in _TEXT_ESCAPES:
+        if byte in out:
             out = out.replace(char, reference)
     return out
 
