@@ -85,11 +85,13 @@ def failed_and_reasons(
 
 @dataclass(frozen=True, slots=True)
 class _Case:
-    """A test case as ``JunitOutput.render`` writes it, but for the trace id and the FAIL blocks."""
+    """A test case as ``JunitOutput.render`` writes it, but for the trace id and the FAIL blocks: what follows
+    the class name (the trace id) when the case shows no block, and around its blocks when it does. The
+    blocks go into the trace's parts as they are made, not joined into a body first and copied around."""
 
-    name: bytes  # what follows the class name in the opening tag: the group's name and the time
-    state: str | None  # case_plans's
-    child: bytes  # the failure element's opening tag, without its end; the whole skipped element
+    empty: bytes  # the rest of the case when it shows no block
+    opening: bytes  # the rest of the case up to its blocks (the failure's or the output's text)
+    closing: bytes  # the rest of the case after its blocks
     blocks: list[str]  # the rules whose FAIL blocks the case shows
     at: tuple[int, ...]  # where their entries sit in the report's rules
 
@@ -160,26 +162,21 @@ class JunitOutput(CheckOutput):
         listed: _Listed | None = None
         violations = data["violations"]
         for case in plan.cases:
-            body = b""
-            if case.blocks:
-                if listed is None:
-                    listed = _Listed(Calls(trace))  # each call's text made once for all the trace's blocks
-                if plan.order is not None and plan.order == tuple(map(_FIRST, groupby(violations, _RULE_ID))):
-                    body = self._located(listed, tid, violations, results)
-                else:
-                    body = self._blocks(listed, trace_id, tid, violations, results, case)
-            parts += (_CASE_START, classname, case.name)
-            if case.state == "failure":
-                parts += (_OPEN, case.child, b">" + body + b"</failure>" if body else b" />", _CLOSE)
-            elif case.state == "skipped":
-                parts += (_OPEN, case.child)
-                if body:
-                    parts += (b"\n      <system-out>", body, b"</system-out>")
-                parts.append(_CLOSE)
-            elif body:
-                parts += (_OPEN, b"<system-out>", body, b"</system-out>", _CLOSE)
+            if not case.blocks:
+                parts += (_CASE_START, classname, case.empty)
+                continue
+            if listed is None:
+                listed = _Listed(Calls(trace))  # each call's text made once for all the trace's blocks
+            parts += (_CASE_START, classname, case.opening)
+            shown = len(parts)
+            if plan.order is not None and plan.order == tuple(map(_FIRST, groupby(violations, _RULE_ID))):
+                self._located(parts, listed, tid, violations, results)
             else:
-                parts.append(_EMPTY)
+                self._blocks(parts, listed, trace_id, tid, violations, results, case)
+            if len(parts) > shown:
+                parts.append(case.closing)
+            else:  # no block after all
+                parts[-1] = case.empty
         return b"".join(parts)
 
     def _planned(self, key: tuple[Any, ...], results: list[dict[str, Any]], score: float) -> _Plan:
@@ -194,30 +191,41 @@ class JunitOutput(CheckOutput):
                 at[r["rule_id"]] = i
         reasons = score_reasons(score, self.threshold, self.risk_level)
         cases = []
+        failures = skipped = 0
         for plan in case_plans(grouped, verdict, reasons):
-            child = b""
-            if plan.state == "failure":
-                child = _element("failure", plan.message, kind="critical")[: -len(b" />")]
-            elif plan.state == "skipped":
-                child = _element("skipped", plan.message)
             name = f'" name="{_attr(plan.group)}" time="0"'.encode()
+            if plan.state == "failure":
+                failures += 1
+                child = name + _OPEN + _element("failure", plan.message, kind="critical")[: -len(b" />")]
+                empty, opening, closing = child + b" />" + _CLOSE, child + b">", b"</failure>" + _CLOSE
+            elif plan.state == "skipped":
+                skipped += 1
+                child = name + _OPEN + _element("skipped", plan.message)
+                empty, opening = child + _CLOSE, child + b"\n      <system-out>"
+                closing = b"</system-out>" + _CLOSE
+            else:
+                empty, opening, closing = name + _EMPTY, name + _OPEN + b"<system-out>", b"</system-out>" + _CLOSE
             where = tuple(at[rule_id] for rule_id in plan.blocks)
-            cases.append(_Case(name, plan.state, child, plan.blocks, where))
+            cases.append(_Case(empty, opening, closing, plan.blocks, where))
         order = None
         if len(cases) == 1 and all(results[i]["type"] != "judge" for i in cases[0].at):
             order = tuple(cases[0].blocks)
-        failures = sum(case.state == "failure" for case in cases)
-        skipped = sum(case.state == "skipped" for case in cases)
         if len(self._plans) >= 4096:
             self._plans.clear()
         made = self._plans[key] = _Plan(f"\0{len(cases)} {failures} {skipped}\0".encode(), cases, order)
         return made
 
     def _located(
-        self, listed: _Listed, tid: bytes, violations: list[dict[str, Any]], results: list[dict[str, Any]]
-    ) -> bytes:
+        self,
+        parts: list[bytes],
+        listed: _Listed,
+        tid: bytes,
+        violations: list[dict[str, Any]],
+        results: list[dict[str, Any]],
+    ) -> None:
         """The FAIL blocks of ``violations``, in order (``violation_text``'s, as an element's text in UTF-8:
-        ``_xml``), each after the one before and a blank line; ``tid``: the trace id's part of a head.
+        ``_xml``), each after the one before and a blank line, added to ``parts``; ``tid``: the trace id's
+        part of a head.
 
         A block is put together from escaped pieces: the trace id's, made once a trace, the offending call's
         window, once a trace (``_Listed``), and the rest, the rule's and the engine's words, once a run
@@ -225,7 +233,6 @@ class JunitOutput(CheckOutput):
         fail, warn = _FAIL + tid, _WARN + tid
         windows: dict[int | None, bytes] = {}
         known = self._pieces
-        parts: list[bytes] = []
         pieces = None
         for v in violations:
             call = v["offending_call_index"]
@@ -239,20 +246,21 @@ class JunitOutput(CheckOutput):
             parts += (fail if critical else warn, before, window, after)
         if pieces is not None:
             parts[-1] = pieces[3]  # the last block's, with no blank line after it
-        return b"".join(parts)
 
     def _blocks(
         self,
+        parts: list[bytes],
         listed: _Listed,
         trace_id: str,
         tid: bytes,
         violations: list[dict[str, Any]],
         results: list[dict[str, Any]],
         case: _Case,
-    ) -> bytes:
+    ) -> None:
         """``ci_outputs.failed_blocks`` of ``case``'s rules for a result with no judge, from the report data,
-        as an element's text in UTF-8 (``_xml``): a rule's violations (``_located``'s blocks), or the rule's
-        own block when it failed without one (a judge rule's violations are the judge's: none here)."""
+        as an element's text in UTF-8 (``_xml``), added to ``parts``: a rule's violations (``_located``'s
+        blocks), or the rule's own block when it failed without one (a judge rule's violations are the
+        judge's: none here)."""
         located: dict[str, list[dict[str, Any]]] = {}
         for v in violations:
             found = located.get(v["rule_id"])
@@ -260,21 +268,21 @@ class JunitOutput(CheckOutput):
                 located[v["rule_id"]] = [v]
             else:
                 found.append(v)
-        parts: list[bytes] = []
+        shown = len(parts)
         for rule_id, i in zip(case.blocks, case.at, strict=True):
             rule = results[i]
             kind = rule["type"]
-            shown = located.get(rule_id, ()) if kind != "judge" else ()
-            if shown:
-                parts += (self._located(listed, tid, shown, results), _BETWEEN)  # type: ignore[arg-type]
+            located_here = located.get(rule_id, ()) if kind != "judge" else ()
+            if located_here:
+                self._located(parts, listed, tid, located_here, results)  # type: ignore[arg-type]
+                parts.append(_BETWEEN)
             elif rule["outcome"] == "failed":
                 why = rule.get("explanation", "")
                 indices = rule.get("call_indices", [])
                 block = unlocated_block(listed.calls, trace_id, rule_id, kind, indices, why)
                 parts += (_xml(block), _BETWEEN)
-        if parts:
+        if len(parts) > shown:
             parts.pop()  # the last block's separator
-        return b"".join(parts)
 
     def _violation_pieces(self, v: dict[str, Any], results: list[dict[str, Any]]) -> _Pieces:
         """``textview.violation_words`` of ``v`` as escaped UTF-8, kept in ``_pieces``."""
