@@ -133,6 +133,9 @@ class JunitOutput(CheckOutput):
         # cleared when full. Forked workers inherit what is here.
         self._plans: dict[tuple[Any, ...], _Plan] = {}
         self._pieces: dict[tuple[Any, ...], _Pieces] = {}
+        # The rules of a trace's violations, each run of one rule's once, by the violations' rules: the
+        # same few sequences again and again (``render``). Bounded: cleared when full.
+        self._ran: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
         """The trace's test cases: ``ci_outputs.run_cases`` of ``check_result``, each indented at level 2 and
@@ -169,7 +172,13 @@ class JunitOutput(CheckOutput):
                 listed = _Listed(Calls(trace))  # each call's text made once for all the trace's blocks
             parts += (_CASE_START, classname, case.opening)
             shown = len(parts)
-            if plan.order is not None and plan.order == tuple(map(_FIRST, groupby(violations, _RULE_ID))):
+            # The general way's blocks are the violations in order when each rule's come together, in the
+            # blocks' order (``_Plan.order``).
+            runs = None
+            if plan.order is not None:
+                rule_ids = tuple(map(_RULE_ID, violations))
+                runs = self._ran.get(rule_ids) or self._runs(rule_ids)
+            if runs is not None and runs == plan.order:
                 self._located(parts, listed, tid, violations, results)
             else:
                 self._blocks(parts, listed, trace_id, tid, violations, results, case)
@@ -178,6 +187,14 @@ class JunitOutput(CheckOutput):
             else:  # no block after all
                 parts[-1] = case.empty
         return b"".join(parts)
+
+    def _runs(self, rule_ids: tuple[str, ...]) -> tuple[str, ...]:
+        """The first of each run of equal ids in ``rule_ids``, kept in ``_ran`` (``groupby``'s objects cost
+        more than a lookup of the ids)."""
+        if len(self._ran) >= 4096:
+            self._ran.clear()
+        runs = self._ran[rule_ids] = tuple(map(_FIRST, groupby(rule_ids)))
+        return runs
 
     def _planned(self, key: tuple[Any, ...], results: list[dict[str, Any]], score: float) -> _Plan:
         """``render``'s cases for its ``key``, made with ``case_plans`` and kept."""
