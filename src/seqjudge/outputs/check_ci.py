@@ -248,14 +248,14 @@ class JunitOutput(CheckOutput):
         window, once a trace (``_Listed``), and the rest, the rule's and the engine's words, once a run
         (``_pieces``)."""
         fail, warn = _FAIL + tid, _WARN + tid
-        windows: dict[int | None, bytes] = {}
+        windows = listed.windows
         known = self._pieces
         pieces = None
         for v in violations:
             call = v["offending_call_index"]
             window = windows.get(call)
             if window is None:
-                window = windows[call] = listed.window(call)
+                window = listed.window(call)
             pieces = known.get(_VIOLATION(v))
             if pieces is None:
                 pieces = self._violation_pieces(v, results)
@@ -383,14 +383,17 @@ class _Listed:
     hold no line break (``terminal`` shows one as ``\\n``), and of what ``xml_text`` replaces nothing:
     ``terminal`` has shown them printable."""
 
-    __slots__ = ("calls", "n", "body")
+    __slots__ = ("calls", "n", "body", "gap", "tail", "windows")
 
     def __init__(self, calls: Calls) -> None:
         self.calls = calls
-        self.n = calls.n
+        self.n = n = calls.n
         self.body: tuple[bytes, list[int]] | None = None
+        # Each offending call's window, made once a trace: several rules' violations often share one.
+        self.windows: dict[int | None, bytes] = {}
         encoded = calls.encoded()
         if encoded is not None:
+            self.gap, self.tail = window_ends(n)
             text = _markup(encoded[0])
             if text is encoded[0]:  # nothing to escape, the usual case: the same lines' ends
                 self.body = encoded
@@ -400,12 +403,14 @@ class _Listed:
                 self.body = (text, list(accumulate((len(line) + 1 for line in lines), initial=0)))
 
     def window(self, call: int | None) -> bytes:
-        """``window_text`` of ``call``, escaped (``_markup``)."""
+        """``window_text`` of ``call``, escaped (``_markup``), kept in ``windows``."""
         body, n = self.body, self.n
         if body is None or not (call is None or 0 <= call < n):
-            return _markup(window_text(self.calls, call).encode())
-        gap, tail = window_ends(n)
-        return cut_window(body[0], body[1], call, n, _MARK, gap, tail)
+            window = _markup(window_text(self.calls, call).encode())
+        else:
+            window = cut_window(body[0], body[1], call, n, _MARK, self.gap, self.tail)
+        self.windows[call] = window
+        return window
 
 
 _MARK = f"  {PLAIN.mark}".encode()
