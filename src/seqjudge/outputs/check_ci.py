@@ -132,6 +132,7 @@ class JunitOutput(CheckOutput):
         # (``_VIOLATION``): the same rules say the same words again and again over a run. Both bounded:
         # cleared when full. Forked workers inherit what is here.
         self._plans: dict[tuple[Any, ...], _Plan] = {}
+        self._deciding: dict[tuple[Any, ...], _Plan] = {}  # the plans by what decides them (``_planned``)
         self._pieces: dict[tuple[Any, ...], _Pieces] = {}
         # The rules of a trace's violations, each run of one rule's once, by the violations' rules: the
         # same few sequences again and again (``render``). Bounded: cleared when full.
@@ -143,10 +144,12 @@ class JunitOutput(CheckOutput):
         the trace)."""
         results = data["rules"]
         score = data["sequence_correctness_score"]
-        # The review reasons are the score's, with no judge: all ``score_reasons`` reads of it is here.
+        # The review reasons are the score's, with no judge: all ``score_reasons`` reads of it is here. The
+        # outcomes as they are: telling apart those that decide nothing (passed, not exercised...) costs a
+        # pass more a trace than the few more keys cost (``_planned`` finds their plan by what decides it).
         key = (
-            tuple(map(_RULE_ID, results)),
-            tuple(map(_DECIDING, map(_OUTCOME, results))),
+            *map(_RULE_ID, results),
+            *map(_OUTCOME, results),
             data["verdict"],
             score < self.threshold,
             score < 1.0,
@@ -197,8 +200,26 @@ class JunitOutput(CheckOutput):
         return runs
 
     def _planned(self, key: tuple[Any, ...], results: list[dict[str, Any]], score: float) -> _Plan:
-        """``render``'s cases for its ``key``, made with ``case_plans`` and kept."""
-        verdict = key[2]
+        """``render``'s cases for its ``key``, kept: made with ``case_plans`` unless another key's outcomes
+        decided the same (``_deciding``)."""
+        verdict = key[-3]
+        deciding = (
+            tuple(map(_RULE_ID, results)),
+            tuple(map(_DECIDING, map(_OUTCOME, results))),
+            *key[-3:],
+        )
+        if len(self._plans) >= 4096:
+            self._plans.clear()
+        made = self._deciding.get(deciding)
+        if made is None:
+            made = self._deciding[deciding] = self._cases(results, verdict, score)
+        self._plans[key] = made
+        return made
+
+    def _cases(self, results: list[dict[str, Any]], verdict: str, score: float) -> _Plan:
+        """The cases of a trace whose report's rules are ``results``, made with ``case_plans``."""
+        if len(self._deciding) >= 4096:
+            self._deciding.clear()
         grouped: dict[str, list[Decided]] = {}
         at: dict[str, int] = {}
         for i, r in enumerate(results):
@@ -227,10 +248,7 @@ class JunitOutput(CheckOutput):
         order = None
         if len(cases) == 1 and all(results[i]["type"] != "judge" for i in cases[0].at):
             order = tuple(cases[0].blocks)
-        if len(self._plans) >= 4096:
-            self._plans.clear()
-        made = self._plans[key] = _Plan(f"\0{len(cases)} {failures} {skipped}\0".encode(), cases, order)
-        return made
+        return _Plan(f"\0{len(cases)} {failures} {skipped}\0".encode(), cases, order)
 
     def _located(
         self,
