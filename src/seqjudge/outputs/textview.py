@@ -64,6 +64,7 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]], numbers: lis
     arguments (the same keys and values, without the quotes no screened word holds), so a miss here is a
     miss there."""
     known = _KNOWN
+    numerals = _NUMERALS
     fresh: list[str] = []
     texts: list[str] = []
     append = texts.append
@@ -93,13 +94,23 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]], numbers: lis
             if kind is str:
                 if value not in known:
                     fresh.append(value)
-            elif kind is not int:
+            elif kind is int:
+                try:
+                    value = numerals[value]
+                except KeyError:
+                    value = _numeral(value)
+            else:
                 return None
             kind = type(second)
             if kind is str:
                 if second not in known:
                     fresh.append(second)
-            elif kind is not int:
+            elif kind is int:
+                try:
+                    second = numerals[second]
+                except KeyError:
+                    second = _numeral(second)
+            else:
                 return None
             append(f"{number}{name}{opening}{value}{middle}{second})")
         elif not args:
@@ -116,7 +127,9 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]], numbers: lis
                 if kind is str:
                     if value not in known:
                         fresh.append(value)
-                elif kind is not int:
+                elif kind is int:
+                    value = _numeral(value)
+                else:
                     return None
                 parts.append(f"{each}={value}")
             append(f"{number}{name}({', '.join(parts)})")
@@ -145,6 +158,23 @@ _KNOWN: set[str] = set()
 _NO_KEY = object()  # no call's key
 _KNOWN_MAX = 1 << 16
 _KNOWN_LENGTH = 64
+
+
+def _numeral(value: int) -> str:
+    """``value``'s decimal text, as the encoder writes an int, kept in ``_NUMERALS`` when short."""
+    text = str(value)
+    if len(text) <= _NUMERAL_LENGTH:
+        if len(_NUMERALS) >= _KNOWN_MAX:
+            _NUMERALS.clear()
+        _NUMERALS[value] = text
+    return text
+
+
+# Integer arguments' texts by value: counters, quantities and ids recur, and a dict lookup costs a third of
+# formatting the int again. Only ints are looked up here (a bool, equal to 1 or 0, never is: its JSON is
+# true or false); short texts only, a bounded number (cleared when full).
+_NUMERALS: dict[int, str] = {}
+_NUMERAL_LENGTH = 20
 
 
 def _numbers(n: int) -> list[str]:
