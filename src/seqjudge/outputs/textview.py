@@ -71,23 +71,20 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]], numbers: lis
     # The keys of the last two-argument call, as they came (already screened), and sorted: the same key
     # objects come call after call (the JSON reader keeps one of each short string).
     came, came_other, key, other, opening, middle = _NO_KEY, _NO_KEY, "", "", "", ""
+    pairs = _PAIRS
     for number, name, args in zip(numbers, names, arguments, strict=True):
         # Two arguments, the usual size: the loop below unrolled, without sorted() or a parts list, and its
-        # keys screened only when they are not the last call's.
+        # keys looked up (``_pair``) only when they are not the last call's.
         if len(args) == 2:
             first, then = args
             if first is not came or then is not came_other:
+                pair = pairs.get((first, then))
+                if pair is None:
+                    pair = _pair(first, then)
+                    if pair is None:
+                        return None
                 came, came_other = first, then
-                key, other = (first, then) if first < then else (then, first)  # the encoder's order
-                if key not in known:
-                    if type(key) is not str:
-                        return None
-                    fresh.append(key)
-                if other not in known:
-                    if type(other) is not str:
-                        return None
-                    fresh.append(other)
-                opening, middle = f"({key}=", f", {other}="  # what the call's text holds around its values
+                key, other, opening, middle = pair
             value, second = args[key], args[other]
             # Exactly str and int: a bool is an int that JSON writes as true, a subclass may print otherwise.
             kind = type(value)
@@ -133,21 +130,51 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]], numbers: lis
                     return None
                 parts.append(f"{each}={value}")
             append(f"{number}{name}({', '.join(parts)})")
+    return texts if not fresh or _screened(fresh) else None
+
+
+def _shortened_calls(
+    texts: list[str], numbers: list[str], names: list[str], arguments: list[dict[str, Any]]
+) -> None:
+    """``_plain_calls``' texts with each call's arguments past ``ARGS_LIMIT`` shortened (``_shortened``), in
+    place."""
     limit = ARGS_LIMIT
-    if texts and max(map(len, texts)) > len(numbers[0]) + limit + 2:  # some may be too long to show whole
-        for i, (number, name, text) in enumerate(zip(numbers, names, texts, strict=True)):
-            start = len(number) + len(name) + 1  # of the arguments
-            if arguments[i] and len(text) - start - 1 > limit:
-                texts[i] = f"{text[:start]}{text[start : start + limit - 1]}…)"  # ``_shortened``
-    if fresh:
-        joined = " ".join(fresh)  # a space: the encoder does not escape it, and no screened word holds one
-        # Printable too: then a call's text is printable when its name is (``Calls``).
-        if _JSON_ESCAPED.search(joined) or not joined.isprintable() or may_need_redaction(joined):
-            return None
-        if len(known) > _KNOWN_MAX:
-            known.clear()
-        known.update(text for text in fresh if len(text) <= _KNOWN_LENGTH)
-    return texts
+    for i, (number, name, text) in enumerate(zip(numbers, names, texts, strict=True)):
+        start = len(number) + len(name) + 1  # of the arguments
+        if arguments[i] and len(text) - start - 1 > limit:
+            texts[i] = f"{text[:start]}{text[start : start + limit - 1]}…)"
+
+
+def _screened(fresh: list[str]) -> bool:
+    """Whether none of ``fresh``, keys and string values, needs redaction or a JSON escape, and all are
+    printable: then a call's text is printable when its name is (``Calls``). Those that do not are kept in
+    ``_KNOWN``."""
+    joined = " ".join(fresh)  # a space: the encoder does not escape it, and no screened word holds one
+    if _JSON_ESCAPED.search(joined) or not joined.isprintable() or may_need_redaction(joined):
+        return False
+    known = _KNOWN
+    if len(known) > _KNOWN_MAX:
+        known.clear()
+    known.update(text for text in fresh if len(text) <= _KNOWN_LENGTH)
+    return True
+
+
+def _pair(first: Any, then: Any) -> tuple[str, str, str, str] | None:
+    """A two-argument call's keys ``first`` and ``then`` (as they came) in the encoder's order, and what its
+    text holds around their values; kept in ``_PAIRS`` when short. None when a key is not a string or needs
+    redaction or an escape (``_screened``)."""
+    if type(first) is not str or type(then) is not str:
+        return None
+    key, other = (first, then) if first < then else (then, first)
+    fresh = [text for text in (key, other) if text not in _KNOWN]
+    if fresh and not _screened(fresh):
+        return None
+    pair = (key, other, f"({key}=", f", {other}=")
+    if len(first) <= _KNOWN_LENGTH and len(then) <= _KNOWN_LENGTH:
+        if len(_PAIRS) >= _PAIRS_MAX:
+            _PAIRS.clear()
+        _PAIRS[first, then] = pair
+    return pair
 
 
 # Argument keys and string values found printable and to need neither redaction nor a JSON escape: the
@@ -158,6 +185,10 @@ _KNOWN: set[str] = set()
 _NO_KEY = object()  # no call's key
 _KNOWN_MAX = 1 << 16
 _KNOWN_LENGTH = 64
+# A two-argument call's keys as they came -> ``_pair``: calls of a trace alternate between a few pairs of
+# keys, and a lookup costs a fifth of sorting and screening the pair again. Short keys only, bounded.
+_PAIRS: dict[tuple[str, str], tuple[str, str, str, str]] = {}
+_PAIRS_MAX = 4096
 
 
 def _numeral(value: int) -> str:
@@ -273,19 +304,31 @@ class Calls:
             numbers = _numbers(n)
             texts = _plain_calls(self.names, self.args, numbers)
             if texts is not None:
-                # No escape codes: ``terminal`` per call, unless every name is printable (the arguments are:
-                # ``_plain_calls``).
-                if not "".join(self.names).isprintable():
-                    cut = len(numbers[0])
-                    texts = [text[:cut] + terminal(text[cut:]) for text in texts]
-                self._texts = texts  # without the notes (``_text``)
+                notes = self.notes
                 pieces = texts
-                if self.notes:
+                if notes:
                     pieces = texts.copy()
-                    for i, note in self.notes.items():
+                    for i, note in notes.items():
                         pieces[i] += note
-                self._body = ("".join(pieces), list(accumulate(map(len, pieces), initial=0)))
+                lengths = list(map(len, pieces))
+                cut = len(numbers[0])
+                # Arguments too long to show whole (a line longer than the longest whole one can be: found
+                # from the lines' lengths, needed for their ends anyway), or a name that is not printable
+                # (the arguments are: ``_plain_calls``): the texts finished, and their lines made again.
+                if max(lengths) > cut + ARGS_LIMIT + 2 or not "".join(self.names).isprintable():
+                    _shortened_calls(texts, numbers, self.names, self.args)
+                    texts = [text[:cut] + terminal(text[cut:]) for text in texts]  # no escape codes
+                    pieces = texts.copy()
+                    for i, note in notes.items():
+                        pieces[i] += note
+                    lengths = list(map(len, pieces))
+                self._texts = texts  # without the notes (``_text``)
+                body = "".join(pieces)
+                ends = list(accumulate(lengths, initial=0))
+                self._body = (body, ends)
                 self._pieces = pieces
+                if body.isascii():  # a byte a character: the same ends. Both text and junit cut from it.
+                    self._encoded = (body.encode(), ends)
                 return
             dumps = [_dump(a) for a in self.args]
             if not may_need_redaction("\n".join(dumps)):
@@ -324,7 +367,9 @@ class Calls:
 
     def window_bytes(self, call: int | None, palette: Palette) -> bytes:
         """``window`` in UTF-8: cut from the call list encoded once, not a text encoded per window."""
-        encoded = self.encoded()
+        encoded = self._encoded
+        if encoded is None:
+            encoded = self.encoded()
         if encoded is not None and (call is None or 0 <= call < self.n):
             gap, tail = window_ends(self.n)
             return cut_window(encoded[0], encoded[1], call, self.n, palette.mark_after, gap, tail)
