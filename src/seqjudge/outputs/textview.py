@@ -191,6 +191,22 @@ _PAIRS: dict[tuple[str, str], tuple[str, str, str, str]] = {}
 _PAIRS_MAX = 4096
 
 
+def _printable(names: list[str]) -> bool:
+    """Whether every one of ``names`` is printable; those that are kept in ``_PRINTABLE``."""
+    if not "".join(names).isprintable():
+        return False
+    if len(_PRINTABLE) >= _KNOWN_MAX:
+        _PRINTABLE.clear()
+    _PRINTABLE.update(name for name in names if len(name) <= _KNOWN_LENGTH)
+    return True
+
+
+# Tool names found printable: a run calls the same few tools again and again, and the engine has hashed
+# each trace's names (its index by name), so a set lookup a name costs less than reading every character
+# again. Short ones, a bounded number (cleared when full).
+_PRINTABLE: set[str] = set()
+
+
 def _numeral(value: int) -> str:
     """``value``'s decimal text, as the encoder writes an int, kept in ``_NUMERALS`` when short."""
     text = str(value)
@@ -315,7 +331,9 @@ class Calls:
                 # Arguments too long to show whole (a line longer than the longest whole one can be: found
                 # from the lines' lengths, needed for their ends anyway), or a name that is not printable
                 # (the arguments are: ``_plain_calls``): the texts finished, and their lines made again.
-                if max(lengths) > cut + ARGS_LIMIT + 2 or not "".join(self.names).isprintable():
+                if max(lengths) > cut + ARGS_LIMIT + 2 or not (
+                    _PRINTABLE.issuperset(self.names) or _printable(self.names)
+                ):
                     _shortened_calls(texts, numbers, self.names, self.args)
                     texts = [text[:cut] + terminal(text[cut:]) for text in texts]  # no escape codes
                     pieces = texts.copy()
