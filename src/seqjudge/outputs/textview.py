@@ -263,6 +263,7 @@ class Palette:
 
 
 PLAIN = Palette()
+_FAILED = " [failed]"  # a failed call's note
 
 
 class Calls:
@@ -285,22 +286,25 @@ class Calls:
     )
 
     def __init__(self, trace: Trace | PlainTrace) -> None:
-        if isinstance(trace, PlainTrace):
+        # What follows a call's text: failed, ran in parallel (a step shared with a neighbour).
+        notes: dict[int, str]
+        if isinstance(trace, PlainTrace):  # its calls are each their own step
             self.names, self.args = trace.names, trace.args
-            failed = [] if all(trace.ok) else [i for i, ok in enumerate(trace.ok) if not ok]
+            n = len(self.names)
+            ok = trace.ok
+            notes = {} if all(ok) else {i: _FAILED for i, good in enumerate(ok) if not good}
         else:
             self.names = [c.tool_name for c in trace.calls]
             self.args = [c.arguments for c in trace.calls]
-            failed = [i for i, c in enumerate(trace.calls) if c.status == "error"]
-        self.n = n = len(self.names)
-        self.width = len(str(n))  # of the call numbers
-        # What follows a call's text: failed, ran in parallel (a step shared with a neighbour).
-        self.notes = dict.fromkeys(failed, " [failed]")
-        if isinstance(trace, Trace):  # a PlainTrace's calls are each their own step
+            n = len(self.names)
+            notes = {i: _FAILED for i, c in enumerate(trace.calls) if c.status == "error"}
             steps = trace.steps
             for i in range(n):
                 if (i > 0 and steps[i] == steps[i - 1]) or (i + 1 < n and steps[i + 1] == steps[i]):
-                    self.notes[i] = self.notes.get(i, "") + f" [step {steps[i] + 1}, parallel]"
+                    notes[i] = notes.get(i, "") + f" [step {steps[i] + 1}, parallel]"
+        self.notes = notes
+        self.n = n
+        self.width = len(str(n))  # of the call numbers
         # Each call's number, name and arguments as the block's list shows them, when made at once.
         self._texts: list[str] | None = None
         self._lines: dict[str, list[str | None]] = {}  # indent -> each call's line, made when first shown
@@ -317,10 +321,9 @@ class Calls:
         self._encoded: tuple[bytes, list[int]] | None = None
         if 0 < n <= SCREEN_WHOLE:  # (no calls: ``_window`` says so)
             # One redaction screen over every call's arguments: most traces need no walk at all.
-            numbers = _numbers(n)
+            numbers = _NUMBERS.get(n) or _numbers(n)
             texts = _plain_calls(self.names, self.args, numbers)
             if texts is not None:
-                notes = self.notes
                 pieces = texts
                 if notes:
                     pieces = texts.copy()
