@@ -53,11 +53,11 @@ _JSON_ESCAPED = re.compile('[\x00-\x1f"\\\\]')
 
 
 def _plain_calls(names: list[str], arguments: list[dict[str, Any]], numbers: list[str]) -> list[str] | None:
-    """Each call's ``name(key=value, ...)`` as ``Calls`` shows it (``_args_text``), after its number
-    (``numbers``, ``_numbers``: the start of its line in the block's list), made directly when every
-    call's arguments are the usual ones - plain strings and integers under string keys - and no key or
-    value needs redaction or a JSON escape (the encoder costs several microseconds a call, and every shown
-    call is written). None otherwise: the encoder's way then.
+    """Each call's ``name(key=value, ...)`` as ``Calls`` shows it (``_args_text``) but for arguments too long
+    to show whole (``_shortened_calls``), after its number (``numbers``, ``_numbers``: the start of its line
+    in the block's list), made directly when every call's arguments are the usual ones - plain strings and
+    integers under string keys - and no key or value needs redaction or a JSON escape (the encoder costs
+    several microseconds a call, and every shown call is written). None otherwise: the encoder's way then.
 
     Keys and values already found clean (``_KNOWN``) are not screened again; the others are screened in one
     text. The screen finds its words in a key or value wherever it would in the encoder's text of the
