@@ -283,6 +283,7 @@ class Calls:
         "_body",
         "_pieces",
         "_encoded",
+        "_cut",
     )
 
     def __init__(self, trace: Trace | PlainTrace) -> None:
@@ -319,6 +320,7 @@ class Calls:
         self._pieces: list[str] = []  # the body's lines, each after its newline
         # The body in UTF-8 and its lines' ends there (``encoded``).
         self._encoded: tuple[bytes, list[int]] | None = None
+        self._cut: tuple[bytes, list[int], bytes, bytes] | None = None  # ``window_bytes``'
         if 0 < n <= SCREEN_WHOLE:  # (no calls: ``_window`` says so)
             # One redaction screen over every call's arguments: most traces need no walk at all.
             numbers = _NUMBERS.get(n) or _numbers(n)
@@ -388,12 +390,16 @@ class Calls:
 
     def window_bytes(self, call: int | None, palette: Palette) -> bytes:
         """``window`` in UTF-8: cut from the call list encoded once, not a text encoded per window."""
-        encoded = self._encoded
-        if encoded is None:
+        n = self.n
+        cut = self._cut
+        if cut is None:
             encoded = self.encoded()
-        if encoded is not None and (call is None or 0 <= call < self.n):
-            gap, tail = window_ends(self.n)
-            return cut_window(encoded[0], encoded[1], call, self.n, palette.mark_after, gap, tail)
+            if encoded is None:
+                return self.window(call, palette.mark).encode()
+            # Kept with the list's gap and tail lines: a trace's violations cut several windows from it.
+            cut = self._cut = (*encoded, *window_ends(n))
+        if call is None or 0 <= call < n:
+            return cut_window(cut[0], cut[1], call, n, palette.mark_after, cut[2], cut[3])
         return self.window(call, palette.mark).encode()
 
     def encoded(self) -> tuple[bytes, list[int]] | None:
