@@ -113,6 +113,44 @@ def test_arguments_that_need_redaction_are_redacted_in_the_text() -> None:
     assert lines == [encoder_line(trace, 0, "     ") + "  ← violation", encoder_line(trace, 1, "     ")]
 
 
+# Values that equal (or print like) ones the call texts remember: an int's text is kept by value, a pair of
+# keys' order by the keys, a printable name by itself. Mostly values the direct way takes, so that a trace
+# often takes it whole.
+LOOKALIKES = st.one_of(
+    st.sampled_from([0, 1, 2, True, False, "1", "True", "0", 10**25, -(10**25)]),
+    st.sampled_from([1.0, -0.0, None, "sk-" + "a" * 24]),
+)
+PAIR_KEYS = st.one_of(
+    st.sampled_from([("q", "key"), ("key", "q"), ("r", "q")]),
+    st.sampled_from([("q", "pass_word"), ("api_key", "q"), ("q", 'k"y')]),
+)
+NAMES = st.sampled_from(["Get", "Put", "Get\x1b[2J", "G\u202eet", "x" * 70])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(NAMES, PAIR_KEYS, LOOKALIKES, LOOKALIKES, st.booleans()), min_size=1, max_size=14))
+def test_remembered_numbers_pairs_and_names_never_show_another_value(
+    calls: list[tuple[str, tuple[str, str], Any, Any, bool]],
+) -> None:
+    # Each trace twice, the second time after the first has filled the caches: True after 1, a pair of
+    # keys in the other order or with a secret key, a name that is not printable after printable ones.
+    trace = PlainTrace(
+        "t", {}, [c[0] for c in calls], [c[4] for c in calls], [{a: x, b: y} for _, (a, b), x, y, _ in calls]
+    )
+    for _ in range(2):
+        shown = Calls(trace)
+        for i in range(len(calls)):
+            assert shown.line(i, INDENT) == encoder_line(trace, i, INDENT)
+
+
+def test_a_bool_never_takes_the_text_of_the_int_it_equals() -> None:
+    Calls(PlainTrace("t", {}, ["A"], [True], [{"q": 1, "r": 0}]))  # 1 and 0 remembered
+    trace = PlainTrace("u", {}, ["A", "B"], [True, True], [{"q": True, "r": False}, {"q": 0, "r": True}])
+    shown = Calls(trace)
+    assert [shown.line(i, INDENT) for i in range(2)] == [encoder_line(trace, i, INDENT) for i in range(2)]
+    assert shown.line(0, INDENT).endswith("A(q=true, r=false)")
+
+
 # -- the call window --------------------------------------------------------------------------------------
 def set_window(n: int, marks: set[int], indent: str = "     ") -> list[str]:
     """The window as the calls it shows, a set, and a line per gap (what trace_lines wrote before it was
