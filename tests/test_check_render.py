@@ -9,6 +9,7 @@ import io
 import json
 import random
 import xml.etree.ElementTree as ET
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from seqjudge.checkpool import Checker
 from seqjudge.cli import run
 from seqjudge.ingest import load_traces
 from seqjudge.ingest.plain import plain_trace
+from seqjudge.outputs import textview
 from seqjudge.outputs.check_ci import JunitOutput, _xml, check_result
 from seqjudge.outputs.ci_outputs import run_cases, xml_text
 from seqjudge.outputs.textview import (
@@ -30,9 +32,13 @@ from seqjudge.outputs.textview import (
     SHORT_TRACE,
     WINDOW,
     Calls,
+    Palette,
     _args_text,
     _dump,
+    report_bytes,
     trace_lines,
+    verdict_line,
+    violation_words,
 )
 from seqjudge.outputs.textview import PLAIN as PLAIN_PALETTE
 from seqjudge.redact import may_need_redaction
@@ -417,3 +423,93 @@ def test_junit_write_sums_framed_counts_and_refuses_a_part_without_them(tmp_path
             out.write(broken)
     assert out._counts["tests"] == 3  # nothing counted from a broken part
     out._body.close()
+
+
+# -- text's blocks ----------------------------------------------------------------------------------------
+COLOURED = Palette(fail="\x1b[1;31m❌ FAIL\x1b[0m", warn="W", mark="\x1b[31m← v\x1b[0m")
+
+
+def plain_records(n: int = 60) -> list[dict[str, Any]]:
+    """Traces whose calls all have the usual arguments (``Calls`` makes their list at once, the windows are
+    cut from it), some names not ASCII or not printable, some arguments too long to show whole."""
+    rng = random.Random(7)
+    names = ["VerifyIdentity", "DeleteCustomer", "SendEmail", "A", "B", "C", "ünï", "a\x1bb", "drop_x"]
+    records = []
+    for k in range(n):
+        calls = [
+            {
+                "tool_name": rng.choice(names),
+                "arguments": {"q": rng.randint(0, 99), "key": rng.choice(["k1", "ü→", "x" * 70])},
+                "status": "error" if rng.random() < 0.1 else "ok",
+            }
+            for _ in range(rng.choice([0, 1, 5, 12, 13, 20, 30, 45]))
+        ]
+        records.append({"trace_id": rng.choice([f"p{k}", f"p{k}\x1b", f"p{k}é"]), "calls": calls})
+    return records
+
+
+@pytest.mark.parametrize("palette", [PLAIN_PALETTE, COLOURED], ids=["plain", "coloured"])
+def test_text_blocks_are_the_violation_words_around_the_window(palette: Palette, tmp_path: Path) -> None:
+    # ``_blocks`` cuts the windows and says the words itself (no call per violation): what it writes must
+    # be what ``violation_words`` and ``Calls.window_bytes``, the general pieces junit uses too, put
+    # together, for hostile traces (empty, short, long, past SCREEN_WHOLE, escapes, non-ASCII) and for
+    # violations whose call is None or out of range or whose rule is missing from the report.
+    rules, _ = hostile_suite(tmp_path)
+    checker = Checker(Engine(load_rules(rules)), 0.85, "medium")
+    seen = cut = 0
+    for record in hostile_records() + plain_records():
+        trace = plain_trace(record, None)
+        assert trace is not None
+        cut += Calls(trace).encoded() is not None and len(trace.names) > SHORT_TRACE
+        data = checker.data(trace)
+        odd = [
+            {**v, "offending_call_index": call} for v in data["violations"][:1] for call in (None, -1, 999)
+        ]
+        odd += [{**v, "rule_id": "gone", "suggestion": None} for v in data["violations"][:1]]
+        for violations in (data["violations"], data["violations"] + odd):
+            report = {**data, "violations": violations}
+            calls = Calls(trace)
+            expected = b""
+            for v in violations:
+                rule = next((r for r in reversed(data["rules"]) if r["rule_id"] == v["rule_id"]), None)
+                before, after = violation_words(v, rule)
+                head = palette.fail_head if v["severity"] == "critical" else palette.warn_head
+                window = calls.window_bytes(v["offending_call_index"], palette)
+                assert window.decode() == calls.window(v["offending_call_index"], palette.mark)
+                expected += b"%s%s \xc2\xb7 %s%s%s\n\n" % (
+                    head,
+                    terminal(str(data["trace_id"])).encode(),
+                    before.encode(),
+                    window,
+                    after.encode(),
+                )
+            line = verdict_line(
+                data["verdict"],
+                data["trace_id"],
+                data["sequence_correctness_score"],
+                data["rules_passed"],
+                data["total_rules_checked"],
+                len(violations),
+                palette,
+            )
+            assert report_bytes(trace, report, palette) == expected + line.encode() + b"\n"
+            seen += len(violations)
+    assert seen > 200 and cut > 20
+
+
+def test_a_verdict_lines_figures_are_kept_only_where_equal_values_write_alike() -> None:
+    # The figures are kept by their values: values equal as keys but written apart (0.0 and -0.0, 1 and
+    # True, 1 and 1.0 as counts, a Decimal) must each be written as they come, in any order, as often.
+    scores: list[Any] = [0.0, -0.0, 0, False, 1, 1.0, True, 0.5, Decimal("0.5"), Decimal("-0"), float("nan")]
+    scores += [float("inf"), -float("inf"), 0.125, 0.135, 1e300, -1.0]
+    counts: list[Any] = [0, 1, True, False, 1.0, 10**20, -1]
+    cases = [(s, p, c, v) for s in scores for p in counts for c in (14, True) for v in (0, 1, True)]
+    for case in cases + cases[::-1] + cases:
+        score, passed, checked, violations = case
+        expected = (
+            f"FAIL   t  score {score:.2f}  ({passed}/{checked} rules passed, {violations} violation(s))"
+        )
+        assert verdict_line("fail", "t", *case) == expected
+    for k in range(3 * textview._FIGURES_MAX):  # bounded: cleared when full
+        verdict_line("pass", "t", k / 7, k, k + 1, 0)
+        assert len(textview._FIGURES) <= textview._FIGURES_MAX
