@@ -9,7 +9,6 @@ import io
 import json
 import random
 import xml.etree.ElementTree as ET
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,6 @@ from seqjudge.checkpool import Checker
 from seqjudge.cli import run
 from seqjudge.ingest import load_traces
 from seqjudge.ingest.plain import plain_trace
-from seqjudge.outputs import textview
 from seqjudge.outputs.check_ci import JunitOutput, _xml, check_result
 from seqjudge.outputs.ci_outputs import run_cases, xml_text
 from seqjudge.outputs.textview import (
@@ -495,21 +493,3 @@ def test_text_blocks_are_the_violation_words_around_the_window(palette: Palette,
             assert report_bytes(trace, report, palette) == expected + line.encode() + b"\n"
             seen += len(violations)
     assert seen > 200 and cut > 20
-
-
-def test_a_verdict_lines_figures_are_kept_only_where_equal_values_write_alike() -> None:
-    # The figures are kept by their values: values equal as keys but written apart (0.0 and -0.0, 1 and
-    # True, 1 and 1.0 as counts, a Decimal) must each be written as they come, in any order, as often.
-    scores: list[Any] = [0.0, -0.0, 0, False, 1, 1.0, True, 0.5, Decimal("0.5"), Decimal("-0"), float("nan")]
-    scores += [float("inf"), -float("inf"), 0.125, 0.135, 1e300, -1.0]
-    counts: list[Any] = [0, 1, True, False, 1.0, 10**20, -1]
-    cases = [(s, p, c, v) for s in scores for p in counts for c in (14, True) for v in (0, 1, True)]
-    for case in cases + cases[::-1] + cases:
-        score, passed, checked, violations = case
-        expected = (
-            f"FAIL   t  score {score:.2f}  ({passed}/{checked} rules passed, {violations} violation(s))"
-        )
-        assert verdict_line("fail", "t", *case) == expected
-    for k in range(3 * textview._FIGURES_MAX):  # bounded: cleared when full
-        verdict_line("pass", "t", k / 7, k, k + 1, 0)
-        assert len(textview._FIGURES) <= textview._FIGURES_MAX

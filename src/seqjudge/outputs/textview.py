@@ -8,7 +8,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from math import copysign
 from typing import Any, AnyStr
 
 from seqjudge.redact import may_need_redaction, redact_value
@@ -743,35 +742,11 @@ def verdict_line(
 
 
 def _verdict_text(label: str, shown_id: str, score: float, passed: int, checked: int, violations: int) -> str:
-    """``verdict_line`` and its newline; ``shown_id``: the trace id as shown (``terminal``).
-
-    The figures after the id are kept by their values: a run's traces share a few scores and counts, and
-    formatting a float costs more than finding the line's figures. Only for exact floats and ints, whose
-    equal values write alike, but for -0.0 (equal to 0.0, written "-0.00"); a bool or another number type
-    is written as it comes."""
-    if (
-        type(score) is float
-        and type(passed) is int
-        and type(checked) is int
-        and type(violations) is int
-        and (score or copysign(1.0, score) > 0)
-    ):
-        key = (score, passed, checked, violations)
-        figures = _FIGURES.get(key)
-        if figures is None:
-            if len(_FIGURES) >= _FIGURES_MAX:
-                _FIGURES.clear()
-            figures = _FIGURES[key] = _figures(score, passed, checked, violations)
-        return f"{label} {shown_id}{figures}"
-    return f"{label} {shown_id}{_figures(score, passed, checked, violations)}"
-
-
-def _figures(score: float, passed: int, checked: int, violations: int) -> str:
-    return f"  score {score:.2f}  ({passed}/{checked} rules passed, {violations} violation(s))\n"
-
-
-_FIGURES: dict[tuple[float, int, int, int], str] = {}  # ``_verdict_text``'s, by their values
-_FIGURES_MAX = 4096
+    """``verdict_line`` and its newline; ``shown_id``: the trace id as shown (``terminal``)."""
+    return (
+        f"{label} {shown_id}  score {score:.2f}  "
+        f"({passed}/{checked} rules passed, {violations} violation(s))\n"
+    )
 
 
 def trace_line(report: Report) -> str:
