@@ -30,9 +30,13 @@ from seqjudge.outputs.textview import (
     SHORT_TRACE,
     WINDOW,
     Calls,
+    Palette,
     _args_text,
     _dump,
+    report_bytes,
     trace_lines,
+    verdict_line,
+    violation_words,
 )
 from seqjudge.outputs.textview import PLAIN as PLAIN_PALETTE
 from seqjudge.redact import may_need_redaction
@@ -105,6 +109,44 @@ def test_arguments_that_need_redaction_are_redacted_in_the_text() -> None:
     lines = trace_lines(trace, [0])
     assert "hunter2" not in "\n".join(lines) and "password=[redacted]" in lines[0]
     assert lines == [encoder_line(trace, 0, "     ") + "  ← violation", encoder_line(trace, 1, "     ")]
+
+
+# Values that equal (or print like) ones the call texts remember: an int's text is kept by value, a pair of
+# keys' order by the keys, a printable name by itself. Mostly values the direct way takes, so that a trace
+# often takes it whole.
+LOOKALIKES = st.one_of(
+    st.sampled_from([0, 1, 2, True, False, "1", "True", "0", 10**25, -(10**25)]),
+    st.sampled_from([1.0, -0.0, None, "sk-" + "a" * 24]),
+)
+PAIR_KEYS = st.one_of(
+    st.sampled_from([("q", "key"), ("key", "q"), ("r", "q")]),
+    st.sampled_from([("q", "pass_word"), ("api_key", "q"), ("q", 'k"y')]),
+)
+NAMES = st.sampled_from(["Get", "Put", "Get\x1b[2J", "G\u202eet", "x" * 70])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(NAMES, PAIR_KEYS, LOOKALIKES, LOOKALIKES, st.booleans()), min_size=1, max_size=14))
+def test_remembered_numbers_pairs_and_names_never_show_another_value(
+    calls: list[tuple[str, tuple[str, str], Any, Any, bool]],
+) -> None:
+    # Each trace twice, the second time after the first has filled the caches: True after 1, a pair of
+    # keys in the other order or with a secret key, a name that is not printable after printable ones.
+    trace = PlainTrace(
+        "t", {}, [c[0] for c in calls], [c[4] for c in calls], [{a: x, b: y} for _, (a, b), x, y, _ in calls]
+    )
+    for _ in range(2):
+        shown = Calls(trace)
+        for i in range(len(calls)):
+            assert shown.line(i, INDENT) == encoder_line(trace, i, INDENT)
+
+
+def test_a_bool_never_takes_the_text_of_the_int_it_equals() -> None:
+    Calls(PlainTrace("t", {}, ["A"], [True], [{"q": 1, "r": 0}]))  # 1 and 0 remembered
+    trace = PlainTrace("u", {}, ["A", "B"], [True, True], [{"q": True, "r": False}, {"q": 0, "r": True}])
+    shown = Calls(trace)
+    assert [shown.line(i, INDENT) for i in range(2)] == [encoder_line(trace, i, INDENT) for i in range(2)]
+    assert shown.line(0, INDENT).endswith("A(q=true, r=false)")
 
 
 # -- the call window --------------------------------------------------------------------------------------
@@ -379,3 +421,75 @@ def test_junit_write_sums_framed_counts_and_refuses_a_part_without_them(tmp_path
             out.write(broken)
     assert out._counts["tests"] == 3  # nothing counted from a broken part
     out._body.close()
+
+
+# -- text's blocks ----------------------------------------------------------------------------------------
+COLOURED = Palette(fail="\x1b[1;31m❌ FAIL\x1b[0m", warn="W", mark="\x1b[31m← v\x1b[0m")
+
+
+def plain_records(n: int = 60) -> list[dict[str, Any]]:
+    """Traces whose calls all have the usual arguments (``Calls`` makes their list at once, the windows are
+    cut from it), some names not ASCII or not printable, some arguments too long to show whole."""
+    rng = random.Random(7)
+    names = ["VerifyIdentity", "DeleteCustomer", "SendEmail", "A", "B", "C", "ünï", "a\x1bb", "drop_x"]
+    records = []
+    for k in range(n):
+        calls = [
+            {
+                "tool_name": rng.choice(names),
+                "arguments": {"q": rng.randint(0, 99), "key": rng.choice(["k1", "ü→", "x" * 70])},
+                "status": "error" if rng.random() < 0.1 else "ok",
+            }
+            for _ in range(rng.choice([0, 1, 5, 12, 13, 20, 30, 45]))
+        ]
+        records.append({"trace_id": rng.choice([f"p{k}", f"p{k}\x1b", f"p{k}é"]), "calls": calls})
+    return records
+
+
+@pytest.mark.parametrize("palette", [PLAIN_PALETTE, COLOURED], ids=["plain", "coloured"])
+def test_text_blocks_are_the_violation_words_around_the_window(palette: Palette, tmp_path: Path) -> None:
+    # ``_blocks`` cuts the windows and says the words itself (no call per violation): what it writes must
+    # be what ``violation_words`` and ``Calls.window_bytes``, the general pieces junit uses too, put
+    # together, for hostile traces (empty, short, long, past SCREEN_WHOLE, escapes, non-ASCII) and for
+    # violations whose call is None or out of range or whose rule is missing from the report.
+    rules, _ = hostile_suite(tmp_path)
+    checker = Checker(Engine(load_rules(rules)), 0.85, "medium")
+    seen = cut = 0
+    for record in hostile_records() + plain_records():
+        trace = plain_trace(record, None)
+        assert trace is not None
+        cut += Calls(trace).encoded() is not None and len(trace.names) > SHORT_TRACE
+        data = checker.data(trace)
+        odd = [
+            {**v, "offending_call_index": call} for v in data["violations"][:1] for call in (None, -1, 999)
+        ]
+        odd += [{**v, "rule_id": "gone", "suggestion": None} for v in data["violations"][:1]]
+        for violations in (data["violations"], data["violations"] + odd):
+            report = {**data, "violations": violations}
+            calls = Calls(trace)
+            expected = b""
+            for v in violations:
+                rule = next((r for r in reversed(data["rules"]) if r["rule_id"] == v["rule_id"]), None)
+                before, after = violation_words(v, rule)
+                head = palette.fail_head if v["severity"] == "critical" else palette.warn_head
+                window = calls.window_bytes(v["offending_call_index"], palette)
+                assert window.decode() == calls.window(v["offending_call_index"], palette.mark)
+                expected += b"%s%s \xc2\xb7 %s%s%s\n\n" % (
+                    head,
+                    terminal(str(data["trace_id"])).encode(),
+                    before.encode(),
+                    window,
+                    after.encode(),
+                )
+            line = verdict_line(
+                data["verdict"],
+                data["trace_id"],
+                data["sequence_correctness_score"],
+                data["rules_passed"],
+                data["total_rules_checked"],
+                len(violations),
+                palette,
+            )
+            assert report_bytes(trace, report, palette) == expected + line.encode() + b"\n"
+            seen += len(violations)
+    assert seen > 200 and cut > 20

@@ -53,53 +53,61 @@ _JSON_ESCAPED = re.compile('[\x00-\x1f"\\\\]')
 
 
 def _plain_calls(names: list[str], arguments: list[dict[str, Any]], numbers: list[str]) -> list[str] | None:
-    """Each call's ``name(key=value, ...)`` as ``Calls`` shows it (``_args_text``), after its number
-    (``numbers``, ``_numbers``: the start of its line in the block's list), made directly when every
-    call's arguments are the usual ones - plain strings and integers under string keys - and no key or
-    value needs redaction or a JSON escape (the encoder costs several microseconds a call, and every shown
-    call is written). None otherwise: the encoder's way then.
+    """Each call's ``name(key=value, ...)`` as ``Calls`` shows it (``_args_text``) but for arguments too long
+    to show whole (``_shortened_calls``), after its number (``numbers``, ``_numbers``: the start of its line
+    in the block's list), made directly when every call's arguments are the usual ones - plain strings and
+    integers under string keys - and no key or value needs redaction or a JSON escape (the encoder costs
+    several microseconds a call, and every shown call is written). None otherwise: the encoder's way then.
 
     Keys and values already found clean (``_KNOWN``) are not screened again; the others are screened in one
     text. The screen finds its words in a key or value wherever it would in the encoder's text of the
     arguments (the same keys and values, without the quotes no screened word holds), so a miss here is a
     miss there."""
     known = _KNOWN
+    numerals = _NUMERALS
     fresh: list[str] = []
     texts: list[str] = []
     append = texts.append
     # The keys of the last two-argument call, as they came (already screened), and sorted: the same key
     # objects come call after call (the JSON reader keeps one of each short string).
     came, came_other, key, other, opening, middle = _NO_KEY, _NO_KEY, "", "", "", ""
+    pairs = _PAIRS
     for number, name, args in zip(numbers, names, arguments, strict=True):
         # Two arguments, the usual size: the loop below unrolled, without sorted() or a parts list, and its
-        # keys screened only when they are not the last call's.
+        # keys looked up (``_pair``) only when they are not the last call's.
         if len(args) == 2:
             first, then = args
             if first is not came or then is not came_other:
+                pair = pairs.get((first, then))
+                if pair is None:
+                    pair = _pair(first, then)
+                    if pair is None:
+                        return None
                 came, came_other = first, then
-                key, other = (first, then) if first < then else (then, first)  # the encoder's order
-                if key not in known:
-                    if type(key) is not str:
-                        return None
-                    fresh.append(key)
-                if other not in known:
-                    if type(other) is not str:
-                        return None
-                    fresh.append(other)
-                opening, middle = f"({key}=", f", {other}="  # what the call's text holds around its values
+                key, other, opening, middle = pair
             value, second = args[key], args[other]
             # Exactly str and int: a bool is an int that JSON writes as true, a subclass may print otherwise.
             kind = type(value)
             if kind is str:
                 if value not in known:
                     fresh.append(value)
-            elif kind is not int:
+            elif kind is int:
+                try:
+                    value = numerals[value]
+                except KeyError:
+                    value = _numeral(value)
+            else:
                 return None
             kind = type(second)
             if kind is str:
                 if second not in known:
                     fresh.append(second)
-            elif kind is not int:
+            elif kind is int:
+                try:
+                    second = numerals[second]
+                except KeyError:
+                    second = _numeral(second)
+            else:
                 return None
             append(f"{number}{name}{opening}{value}{middle}{second})")
         elif not args:
@@ -116,25 +124,57 @@ def _plain_calls(names: list[str], arguments: list[dict[str, Any]], numbers: lis
                 if kind is str:
                     if value not in known:
                         fresh.append(value)
-                elif kind is not int:
+                elif kind is int:
+                    value = _numeral(value)
+                else:
                     return None
                 parts.append(f"{each}={value}")
             append(f"{number}{name}({', '.join(parts)})")
+    return texts if not fresh or _screened(fresh) else None
+
+
+def _shortened_calls(
+    texts: list[str], numbers: list[str], names: list[str], arguments: list[dict[str, Any]]
+) -> None:
+    """``_plain_calls``' texts with each call's arguments past ``ARGS_LIMIT`` shortened (``_shortened``), in
+    place."""
     limit = ARGS_LIMIT
-    if texts and max(map(len, texts)) > len(numbers[0]) + limit + 2:  # some may be too long to show whole
-        for i, (number, name, text) in enumerate(zip(numbers, names, texts, strict=True)):
-            start = len(number) + len(name) + 1  # of the arguments
-            if arguments[i] and len(text) - start - 1 > limit:
-                texts[i] = f"{text[:start]}{text[start : start + limit - 1]}…)"  # ``_shortened``
-    if fresh:
-        joined = " ".join(fresh)  # a space: the encoder does not escape it, and no screened word holds one
-        # Printable too: then a call's text is printable when its name is (``Calls``).
-        if _JSON_ESCAPED.search(joined) or not joined.isprintable() or may_need_redaction(joined):
-            return None
-        if len(known) > _KNOWN_MAX:
-            known.clear()
-        known.update(text for text in fresh if len(text) <= _KNOWN_LENGTH)
-    return texts
+    for i, (number, name, text) in enumerate(zip(numbers, names, texts, strict=True)):
+        start = len(number) + len(name) + 1  # of the arguments
+        if arguments[i] and len(text) - start - 1 > limit:
+            texts[i] = f"{text[:start]}{text[start : start + limit - 1]}…)"
+
+
+def _screened(fresh: list[str]) -> bool:
+    """Whether none of ``fresh``, keys and string values, needs redaction or a JSON escape, and all are
+    printable: then a call's text is printable when its name is (``Calls``). Those that do not are kept in
+    ``_KNOWN``."""
+    joined = " ".join(fresh)  # a space: the encoder does not escape it, and no screened word holds one
+    if _JSON_ESCAPED.search(joined) or not joined.isprintable() or may_need_redaction(joined):
+        return False
+    known = _KNOWN
+    if len(known) > _KNOWN_MAX:
+        known.clear()
+    known.update(text for text in fresh if len(text) <= _KNOWN_LENGTH)
+    return True
+
+
+def _pair(first: Any, then: Any) -> tuple[str, str, str, str] | None:
+    """A two-argument call's keys ``first`` and ``then`` (as they came) in the encoder's order, and what its
+    text holds around their values; kept in ``_PAIRS`` when short. None when a key is not a string or needs
+    redaction or an escape (``_screened``)."""
+    if type(first) is not str or type(then) is not str:
+        return None
+    key, other = (first, then) if first < then else (then, first)
+    fresh = [text for text in (key, other) if text not in _KNOWN]
+    if fresh and not _screened(fresh):
+        return None
+    pair = (key, other, f"({key}=", f", {other}=")
+    if len(first) <= _KNOWN_LENGTH and len(then) <= _KNOWN_LENGTH:
+        if len(_PAIRS) >= _PAIRS_MAX:
+            _PAIRS.clear()
+        _PAIRS[first, then] = pair
+    return pair
 
 
 # Argument keys and string values found printable and to need neither redaction nor a JSON escape: the
@@ -145,6 +185,43 @@ _KNOWN: set[str] = set()
 _NO_KEY = object()  # no call's key
 _KNOWN_MAX = 1 << 16
 _KNOWN_LENGTH = 64
+# A two-argument call's keys as they came -> ``_pair``: calls of a trace alternate between a few pairs of
+# keys, and a lookup costs a fifth of sorting and screening the pair again. Short keys only, bounded.
+_PAIRS: dict[tuple[str, str], tuple[str, str, str, str]] = {}
+_PAIRS_MAX = 4096
+
+
+def _printable(names: list[str]) -> bool:
+    """Whether every one of ``names`` is printable; those that are kept in ``_PRINTABLE``."""
+    if not "".join(names).isprintable():
+        return False
+    if len(_PRINTABLE) >= _KNOWN_MAX:
+        _PRINTABLE.clear()
+    _PRINTABLE.update(name for name in names if len(name) <= _KNOWN_LENGTH)
+    return True
+
+
+# Tool names found printable: a run calls the same few tools again and again, and the engine has hashed
+# each trace's names (its index by name), so a set lookup a name costs less than reading every character
+# again. Short ones, a bounded number (cleared when full).
+_PRINTABLE: set[str] = set()
+
+
+def _numeral(value: int) -> str:
+    """``value``'s decimal text, as the encoder writes an int, kept in ``_NUMERALS`` when short."""
+    text = str(value)
+    if len(text) <= _NUMERAL_LENGTH:
+        if len(_NUMERALS) >= _KNOWN_MAX:
+            _NUMERALS.clear()
+        _NUMERALS[value] = text
+    return text
+
+
+# Integer arguments' texts by value: counters, quantities and ids recur, and a dict lookup costs a third of
+# formatting the int again. Only ints are looked up here (a bool, equal to 1 or 0, never is: its JSON is
+# true or false); short texts only, a bounded number (cleared when full).
+_NUMERALS: dict[int, str] = {}
+_NUMERAL_LENGTH = 20
 
 
 def _numbers(n: int) -> list[str]:
@@ -186,6 +263,7 @@ class Palette:
 
 
 PLAIN = Palette()
+_FAILED = " [failed]"  # a failed call's note
 
 
 class Calls:
@@ -205,25 +283,29 @@ class Calls:
         "_body",
         "_pieces",
         "_encoded",
+        "_cut",
     )
 
     def __init__(self, trace: Trace | PlainTrace) -> None:
-        if isinstance(trace, PlainTrace):
+        # What follows a call's text: failed, ran in parallel (a step shared with a neighbour).
+        notes: dict[int, str]
+        if isinstance(trace, PlainTrace):  # its calls are each their own step
             self.names, self.args = trace.names, trace.args
-            failed = [] if all(trace.ok) else [i for i, ok in enumerate(trace.ok) if not ok]
+            n = len(self.names)
+            ok = trace.ok
+            notes = {} if all(ok) else {i: _FAILED for i, good in enumerate(ok) if not good}
         else:
             self.names = [c.tool_name for c in trace.calls]
             self.args = [c.arguments for c in trace.calls]
-            failed = [i for i, c in enumerate(trace.calls) if c.status == "error"]
-        self.n = n = len(self.names)
-        self.width = len(str(n))  # of the call numbers
-        # What follows a call's text: failed, ran in parallel (a step shared with a neighbour).
-        self.notes = dict.fromkeys(failed, " [failed]")
-        if isinstance(trace, Trace):  # a PlainTrace's calls are each their own step
+            n = len(self.names)
+            notes = {i: _FAILED for i, c in enumerate(trace.calls) if c.status == "error"}
             steps = trace.steps
             for i in range(n):
                 if (i > 0 and steps[i] == steps[i - 1]) or (i + 1 < n and steps[i + 1] == steps[i]):
-                    self.notes[i] = self.notes.get(i, "") + f" [step {steps[i] + 1}, parallel]"
+                    notes[i] = notes.get(i, "") + f" [step {steps[i] + 1}, parallel]"
+        self.notes = notes
+        self.n = n
+        self.width = len(str(n))  # of the call numbers
         # Each call's number, name and arguments as the block's list shows them, when made at once.
         self._texts: list[str] | None = None
         self._lines: dict[str, list[str | None]] = {}  # indent -> each call's line, made when first shown
@@ -238,24 +320,38 @@ class Calls:
         self._pieces: list[str] = []  # the body's lines, each after its newline
         # The body in UTF-8 and its lines' ends there (``encoded``).
         self._encoded: tuple[bytes, list[int]] | None = None
+        self._cut: tuple[bytes, list[int], bytes, bytes] | None = None  # ``window_bytes``'
         if 0 < n <= SCREEN_WHOLE:  # (no calls: ``_window`` says so)
             # One redaction screen over every call's arguments: most traces need no walk at all.
-            numbers = _numbers(n)
+            numbers = _NUMBERS.get(n) or _numbers(n)
             texts = _plain_calls(self.names, self.args, numbers)
             if texts is not None:
-                # No escape codes: ``terminal`` per call, unless every name is printable (the arguments are:
-                # ``_plain_calls``).
-                if not "".join(self.names).isprintable():
-                    cut = len(numbers[0])
-                    texts = [text[:cut] + terminal(text[cut:]) for text in texts]
-                self._texts = texts  # without the notes (``_text``)
                 pieces = texts
-                if self.notes:
+                if notes:
                     pieces = texts.copy()
-                    for i, note in self.notes.items():
+                    for i, note in notes.items():
                         pieces[i] += note
-                self._body = ("".join(pieces), list(accumulate(map(len, pieces), initial=0)))
+                lengths = list(map(len, pieces))
+                cut = len(numbers[0])
+                # Arguments too long to show whole (a line longer than the longest whole one can be: found
+                # from the lines' lengths, needed for their ends anyway), or a name that is not printable
+                # (the arguments are: ``_plain_calls``): the texts finished, and their lines made again.
+                if max(lengths) > cut + ARGS_LIMIT + 2 or not (
+                    _PRINTABLE.issuperset(self.names) or _printable(self.names)
+                ):
+                    _shortened_calls(texts, numbers, self.names, self.args)
+                    texts = [text[:cut] + terminal(text[cut:]) for text in texts]  # no escape codes
+                    pieces = texts.copy()
+                    for i, note in notes.items():
+                        pieces[i] += note
+                    lengths = list(map(len, pieces))
+                self._texts = texts  # without the notes (``_text``)
+                body = "".join(pieces)
+                ends = list(accumulate(lengths, initial=0))
+                self._body = (body, ends)
                 self._pieces = pieces
+                if body.isascii():  # a byte a character: the same ends. Both text and junit cut from it.
+                    self._encoded = (body.encode(), ends)
                 return
             dumps = [_dump(a) for a in self.args]
             if not may_need_redaction("\n".join(dumps)):
@@ -294,10 +390,16 @@ class Calls:
 
     def window_bytes(self, call: int | None, palette: Palette) -> bytes:
         """``window`` in UTF-8: cut from the call list encoded once, not a text encoded per window."""
-        encoded = self.encoded()
-        if encoded is not None and (call is None or 0 <= call < self.n):
-            gap, tail = window_ends(self.n)
-            return cut_window(encoded[0], encoded[1], call, self.n, palette.mark_after, gap, tail)
+        n = self.n
+        cut = self._cut
+        if cut is None:
+            encoded = self.encoded()
+            if encoded is None:
+                return self.window(call, palette.mark).encode()
+            # Kept with the list's gap and tail lines: a trace's violations cut several windows from it.
+            cut = self._cut = (*encoded, *window_ends(n))
+        if call is None or 0 <= call < n:
+            return cut_window(cut[0], cut[1], call, n, palette.mark_after, cut[2], cut[3])
         return self.window(call, palette.mark).encode()
 
     def encoded(self) -> tuple[bytes, list[int]] | None:
@@ -471,10 +573,7 @@ def violation_text(
     rules = [{**rule, "rule_id": v["rule_id"]}] if rule is not None else []  # ``rule`` is the violation's
     parts: list[bytes] = []
     _blocks(parts, calls, f"{terminal(str(trace_id))} · ".encode(), [v], rules, palette)
-    return b"".join(parts[:-1]).decode()  # without the separator after the block
-
-
-_BETWEEN = b"\n\n"  # after each block
+    return b"".join(parts)[:-2].decode()  # without the separator after the block
 
 
 def _blocks(
@@ -491,28 +590,67 @@ def _blocks(
 
     Made in UTF-8: the words are mostly ASCII, which encodes by a copy, while a text holding the marks and
     the window's gap (not Latin-1) would be encoded character by character. The words around the window
-    (``violation_words``) are made for each violation: keeping them by their key cost more (hashing the
-    engine's new texts) than making them again."""
+    are made for each violation: keeping them by their key cost more (hashing the engine's new texts) than
+    making them again.
+
+    The loop runs some 6 times a trace, so it does without a Python call a violation: its words are
+    ``violation_words``'s (junit's way to them), its window ``Calls.window_bytes``'s cut as ``cut_window``
+    cuts it, and a rule's result is found as ``_rule`` keeps it, written out here (the blocks' instructions a
+    trace fell by a fifth, 89k to 72k). ``test_text_blocks_are_the_violation_words_around_the_window`` holds
+    them to those functions."""
     windows: dict[int | None, bytes] = {}  # by offending call: several rules' violations often share one
-    fail, warn = palette.fail_head, palette.warn_head
+    fail, warn = palette.fail_head + id_head, palette.warn_head + id_head
+    n = calls.n
+    encoded = calls.encoded()
+    if encoded is not None:
+        text, ends = encoded
+        gap, tail = window_ends(n)
+        mark = palette.mark_after
+    at_of = _RULE_AT.get
+    count = len(rules)
     for v in violations:
         call = v["offending_call_index"]
         window = windows.get(call)
         if window is None:
-            window = windows[call] = calls.window_bytes(call, palette)
+            if encoded is not None and call is not None and 0 <= call < n:
+                cut = ends[call + 1]
+                if n <= SHORT_TRACE:
+                    window = text[1:cut] + mark + text[cut:]
+                else:  # one join, not the concatenations of ``cut_window``: fewer new objects
+                    start = call - WINDOW if call > WINDOW else 0
+                    end = call + WINDOW + 1
+                    window = b"".join(
+                        (
+                            gap if start else b"",
+                            text[ends[start] + 1 : cut],
+                            mark,
+                            text[cut:] if end >= n else text[cut : ends[end]],
+                            b"" if end >= n else tail,
+                        )
+                    )
+                windows[call] = window
+            else:  # no calls, past SCREEN_WHOLE, odd arguments, or a call the trace does not have
+                window = windows[call] = calls.window_bytes(call, palette)
         rule_id = v["rule_id"]
-        at = _RULE_AT.get(rule_id, -1)
-        rule = (
-            rules[at] if 0 <= at < len(rules) and rules[at]["rule_id"] == rule_id else _rule(rules, rule_id)
+        rule: Mapping[str, Any] | None
+        at = at_of(rule_id)
+        if at is None or at >= count or (rule := rules[at])["rule_id"] != rule_id:
+            rule = _rule(rules, rule_id)
+        group = rule.get("group") if rule else None
+        suggestion = v.get("suggestion")
+        parts.append(fail if v["severity"] == "critical" else warn)
+        parts.append(
+            f"{rule_id}{f' [{terminal(str(group))}]' if group else ''}\n\n"
+            f"   Rule: {rule['type'] if rule else '?'} ({v['violation_type']})\n"
+            f"   Expected: {v['expected_order']}\n   Actual: {v['actual_order']}\n\n   Trace:\n".encode()
         )
-        before, after = violation_words(v, rule)
-        parts += (
-            fail if v["severity"] == "critical" else warn,
-            id_head,
-            before.encode(),
-            window,
-            after.encode(),
-            _BETWEEN,
+        parts.append(window)
+        parts.append(
+            (
+                f"\n\n   Why: {v['explanation']}\n   Suggestion: {suggestion}\n\n"
+                if suggestion
+                else f"\n\n   Why: {v['explanation']}\n\n"
+            ).encode()
         )
 
 
