@@ -85,11 +85,13 @@ def failed_and_reasons(
 
 @dataclass(frozen=True, slots=True)
 class _Case:
-    """A test case as ``JunitOutput.render`` writes it, but for the trace id and the FAIL blocks."""
+    """A test case as ``JunitOutput.render`` writes it, but for the trace id and the FAIL blocks: what follows
+    the class name (the trace id) when the case shows no block, and around its blocks when it does. The
+    blocks go into the trace's parts as they are made, not joined into a body first and copied around."""
 
-    name: bytes  # what follows the class name in the opening tag: the group's name and the time
-    state: str | None  # case_plans's
-    child: bytes  # the failure element's opening tag, without its end; the whole skipped element
+    empty: bytes  # the rest of the case when it shows no block
+    opening: bytes  # the rest of the case up to its blocks (the failure's or the output's text)
+    closing: bytes  # the rest of the case after its blocks
     blocks: list[str]  # the rules whose FAIL blocks the case shows
     at: tuple[int, ...]  # where their entries sit in the report's rules
 
@@ -130,7 +132,11 @@ class JunitOutput(CheckOutput):
         # (``_VIOLATION``): the same rules say the same words again and again over a run. Both bounded:
         # cleared when full. Forked workers inherit what is here.
         self._plans: dict[tuple[Any, ...], _Plan] = {}
+        self._deciding: dict[tuple[Any, ...], _Plan] = {}  # the plans by what decides them (``_planned``)
         self._pieces: dict[tuple[Any, ...], _Pieces] = {}
+        # The rules of a trace's violations, each run of one rule's once, by the violations' rules: the
+        # same few sequences again and again (``render``). Bounded: cleared when full.
+        self._ran: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
         """The trace's test cases: ``ci_outputs.run_cases`` of ``check_result``, each indented at level 2 and
@@ -138,10 +144,12 @@ class JunitOutput(CheckOutput):
         the trace)."""
         results = data["rules"]
         score = data["sequence_correctness_score"]
-        # The review reasons are the score's, with no judge: all ``score_reasons`` reads of it is here.
+        # The review reasons are the score's, with no judge: all ``score_reasons`` reads of it is here. The
+        # outcomes as they are: telling apart those that decide nothing (passed, not exercised...) costs a
+        # pass more a trace than the few more keys cost (``_planned`` finds their plan by what decides it).
         key = (
-            tuple(map(_RULE_ID, results)),
-            tuple(map(_DECIDING, map(_OUTCOME, results))),
+            *map(_RULE_ID, results),
+            *map(_OUTCOME, results),
             data["verdict"],
             score < self.threshold,
             score < 1.0,
@@ -150,8 +158,14 @@ class JunitOutput(CheckOutput):
         if plan is None:
             plan = self._planned(key, results, score)
         trace_id = data["trace_id"]
-        if type(trace_id) is str and trace_id.isprintable() and not _MARKUP.intersection(trace_id):
-            classname = trace_id.encode()  # nothing to escape: ``_attr`` and ``terminal`` leave it
+        # Nothing to escape (``_attr``'s test, inline: a call costs more than it): ``_attr`` and ``terminal``
+        # leave it. Four ``in`` tests cost less than a set of the id's characters.
+        if (
+            type(trace_id) is str
+            and trace_id.isprintable()
+            and not ("&" in trace_id or "<" in trace_id or ">" in trace_id or '"' in trace_id)
+        ):
+            classname = trace_id.encode()
             tid = classname + _DOT
         else:
             classname = _attr(trace_id).encode()
@@ -160,31 +174,58 @@ class JunitOutput(CheckOutput):
         listed: _Listed | None = None
         violations = data["violations"]
         for case in plan.cases:
-            body = b""
-            if case.blocks:
-                if listed is None:
-                    listed = _Listed(Calls(trace))  # each call's text made once for all the trace's blocks
-                if plan.order is not None and plan.order == tuple(map(_FIRST, groupby(violations, _RULE_ID))):
-                    body = self._located(listed, tid, violations, results)
-                else:
-                    body = self._blocks(listed, trace_id, tid, violations, results, case)
-            parts += (_CASE_START, classname, case.name)
-            if case.state == "failure":
-                parts += (_OPEN, case.child, b">" + body + b"</failure>" if body else b" />", _CLOSE)
-            elif case.state == "skipped":
-                parts += (_OPEN, case.child)
-                if body:
-                    parts += (b"\n      <system-out>", body, b"</system-out>")
-                parts.append(_CLOSE)
-            elif body:
-                parts += (_OPEN, b"<system-out>", body, b"</system-out>", _CLOSE)
+            if not case.blocks:
+                parts += (_CASE_START, classname, case.empty)
+                continue
+            if listed is None:
+                listed = _Listed(Calls(trace))  # each call's text made once for all the trace's blocks
+            parts += (_CASE_START, classname, case.opening)
+            shown = len(parts)
+            # The general way's blocks are the violations in order when each rule's come together, in the
+            # blocks' order (``_Plan.order``).
+            runs = None
+            if plan.order is not None:
+                rule_ids = tuple(map(_RULE_ID, violations))
+                runs = self._ran.get(rule_ids) or self._runs(rule_ids)
+            if runs is not None and runs == plan.order:
+                self._located(parts, listed, tid, violations, results)
             else:
-                parts.append(_EMPTY)
+                self._blocks(parts, listed, trace_id, tid, violations, results, case)
+            if len(parts) > shown:
+                parts.append(case.closing)
+            else:  # no block after all
+                parts[-1] = case.empty
         return b"".join(parts)
 
+    def _runs(self, rule_ids: tuple[str, ...]) -> tuple[str, ...]:
+        """The first of each run of equal ids in ``rule_ids``, kept in ``_ran`` (``groupby``'s objects cost
+        more than a lookup of the ids)."""
+        if len(self._ran) >= 4096:
+            self._ran.clear()
+        runs = self._ran[rule_ids] = tuple(map(_FIRST, groupby(rule_ids)))
+        return runs
+
     def _planned(self, key: tuple[Any, ...], results: list[dict[str, Any]], score: float) -> _Plan:
-        """``render``'s cases for its ``key``, made with ``case_plans`` and kept."""
-        verdict = key[2]
+        """``render``'s cases for its ``key``, kept: made with ``case_plans`` unless another key's outcomes
+        decided the same (``_deciding``)."""
+        verdict = key[-3]
+        deciding = (
+            tuple(map(_RULE_ID, results)),
+            tuple(map(_DECIDING, map(_OUTCOME, results))),
+            *key[-3:],
+        )
+        if len(self._plans) >= 4096:
+            self._plans.clear()
+        made = self._deciding.get(deciding)
+        if made is None:
+            made = self._deciding[deciding] = self._cases(results, verdict, score)
+        self._plans[key] = made
+        return made
+
+    def _cases(self, results: list[dict[str, Any]], verdict: str, score: float) -> _Plan:
+        """The cases of a trace whose report's rules are ``results``, made with ``case_plans``."""
+        if len(self._deciding) >= 4096:
+            self._deciding.clear()
         grouped: dict[str, list[Decided]] = {}
         at: dict[str, int] = {}
         for i, r in enumerate(results):
@@ -194,44 +235,52 @@ class JunitOutput(CheckOutput):
                 at[r["rule_id"]] = i
         reasons = score_reasons(score, self.threshold, self.risk_level)
         cases = []
+        failures = skipped = 0
         for plan in case_plans(grouped, verdict, reasons):
-            child = b""
-            if plan.state == "failure":
-                child = _element("failure", plan.message, kind="critical")[: -len(b" />")]
-            elif plan.state == "skipped":
-                child = _element("skipped", plan.message)
             name = f'" name="{_attr(plan.group)}" time="0"'.encode()
+            if plan.state == "failure":
+                failures += 1
+                child = name + _OPEN + _element("failure", plan.message, kind="critical")[: -len(b" />")]
+                empty, opening, closing = child + b" />" + _CLOSE, child + b">", b"</failure>" + _CLOSE
+            elif plan.state == "skipped":
+                skipped += 1
+                child = name + _OPEN + _element("skipped", plan.message)
+                empty, opening = child + _CLOSE, child + b"\n      <system-out>"
+                closing = b"</system-out>" + _CLOSE
+            else:
+                empty, opening = name + _EMPTY, name + _OPEN + b"<system-out>"
+                closing = b"</system-out>" + _CLOSE
             where = tuple(at[rule_id] for rule_id in plan.blocks)
-            cases.append(_Case(name, plan.state, child, plan.blocks, where))
+            cases.append(_Case(empty, opening, closing, plan.blocks, where))
         order = None
         if len(cases) == 1 and all(results[i]["type"] != "judge" for i in cases[0].at):
             order = tuple(cases[0].blocks)
-        failures = sum(case.state == "failure" for case in cases)
-        skipped = sum(case.state == "skipped" for case in cases)
-        if len(self._plans) >= 4096:
-            self._plans.clear()
-        made = self._plans[key] = _Plan(f"\0{len(cases)} {failures} {skipped}\0".encode(), cases, order)
-        return made
+        return _Plan(f"\0{len(cases)} {failures} {skipped}\0".encode(), cases, order)
 
     def _located(
-        self, listed: _Listed, tid: bytes, violations: list[dict[str, Any]], results: list[dict[str, Any]]
-    ) -> bytes:
+        self,
+        parts: list[bytes],
+        listed: _Listed,
+        tid: bytes,
+        violations: list[dict[str, Any]],
+        results: list[dict[str, Any]],
+    ) -> None:
         """The FAIL blocks of ``violations``, in order (``violation_text``'s, as an element's text in UTF-8:
-        ``_xml``), each after the one before and a blank line; ``tid``: the trace id's part of a head.
+        ``_xml``), each after the one before and a blank line, added to ``parts``; ``tid``: the trace id's
+        part of a head.
 
         A block is put together from escaped pieces: the trace id's, made once a trace, the offending call's
         window, once a trace (``_Listed``), and the rest, the rule's and the engine's words, once a run
         (``_pieces``)."""
         fail, warn = _FAIL + tid, _WARN + tid
-        windows: dict[int | None, bytes] = {}
+        windows = listed.windows
         known = self._pieces
-        parts: list[bytes] = []
         pieces = None
         for v in violations:
             call = v["offending_call_index"]
             window = windows.get(call)
             if window is None:
-                window = windows[call] = listed.window(call)
+                window = listed.window(call)
             pieces = known.get(_VIOLATION(v))
             if pieces is None:
                 pieces = self._violation_pieces(v, results)
@@ -239,20 +288,21 @@ class JunitOutput(CheckOutput):
             parts += (fail if critical else warn, before, window, after)
         if pieces is not None:
             parts[-1] = pieces[3]  # the last block's, with no blank line after it
-        return b"".join(parts)
 
     def _blocks(
         self,
+        parts: list[bytes],
         listed: _Listed,
         trace_id: str,
         tid: bytes,
         violations: list[dict[str, Any]],
         results: list[dict[str, Any]],
         case: _Case,
-    ) -> bytes:
+    ) -> None:
         """``ci_outputs.failed_blocks`` of ``case``'s rules for a result with no judge, from the report data,
-        as an element's text in UTF-8 (``_xml``): a rule's violations (``_located``'s blocks), or the rule's
-        own block when it failed without one (a judge rule's violations are the judge's: none here)."""
+        as an element's text in UTF-8 (``_xml``), added to ``parts``: a rule's violations (``_located``'s
+        blocks), or the rule's own block when it failed without one (a judge rule's violations are the
+        judge's: none here)."""
         located: dict[str, list[dict[str, Any]]] = {}
         for v in violations:
             found = located.get(v["rule_id"])
@@ -260,21 +310,21 @@ class JunitOutput(CheckOutput):
                 located[v["rule_id"]] = [v]
             else:
                 found.append(v)
-        parts: list[bytes] = []
+        shown = len(parts)
         for rule_id, i in zip(case.blocks, case.at, strict=True):
             rule = results[i]
             kind = rule["type"]
-            shown = located.get(rule_id, ()) if kind != "judge" else ()
-            if shown:
-                parts += (self._located(listed, tid, shown, results), _BETWEEN)  # type: ignore[arg-type]
+            located_here = located.get(rule_id, ()) if kind != "judge" else ()
+            if located_here:
+                self._located(parts, listed, tid, located_here, results)  # type: ignore[arg-type]
+                parts.append(_BETWEEN)
             elif rule["outcome"] == "failed":
                 why = rule.get("explanation", "")
                 indices = rule.get("call_indices", [])
                 block = unlocated_block(listed.calls, trace_id, rule_id, kind, indices, why)
                 parts += (_xml(block), _BETWEEN)
-        if parts:
+        if len(parts) > shown:
             parts.pop()  # the last block's separator
-        return b"".join(parts)
 
     def _violation_pieces(self, v: dict[str, Any], results: list[dict[str, Any]]) -> _Pieces:
         """``textview.violation_words`` of ``v`` as escaped UTF-8, kept in ``_pieces``."""
@@ -346,7 +396,6 @@ class JunitOutput(CheckOutput):
 # A violation's block but for its trace id and window: whether it is critical (its head says FAIL, else
 # WARN), what comes before the window, and after it: with the blank line before the next block, and without.
 _Pieces = tuple[bool, bytes, bytes, bytes]
-_MARKUP = frozenset('&<>"')  # what an attribute value or an element's text escapes, but for line breaks
 _DOT = " · ".encode()
 
 
@@ -358,14 +407,17 @@ class _Listed:
     hold no line break (``terminal`` shows one as ``\\n``), and of what ``xml_text`` replaces nothing:
     ``terminal`` has shown them printable."""
 
-    __slots__ = ("calls", "n", "body")
+    __slots__ = ("calls", "n", "body", "gap", "tail", "windows")
 
     def __init__(self, calls: Calls) -> None:
         self.calls = calls
-        self.n = calls.n
+        self.n = n = calls.n
         self.body: tuple[bytes, list[int]] | None = None
+        # Each offending call's window, made once a trace: several rules' violations often share one.
+        self.windows: dict[int | None, bytes] = {}
         encoded = calls.encoded()
         if encoded is not None:
+            self.gap, self.tail = window_ends(n)
             text = _markup(encoded[0])
             if text is encoded[0]:  # nothing to escape, the usual case: the same lines' ends
                 self.body = encoded
@@ -375,12 +427,14 @@ class _Listed:
                 self.body = (text, list(accumulate((len(line) + 1 for line in lines), initial=0)))
 
     def window(self, call: int | None) -> bytes:
-        """``window_text`` of ``call``, escaped (``_markup``)."""
+        """``window_text`` of ``call``, escaped (``_markup``), kept in ``windows``."""
         body, n = self.body, self.n
         if body is None or not (call is None or 0 <= call < n):
-            return _markup(window_text(self.calls, call).encode())
-        gap, tail = window_ends(n)
-        return cut_window(body[0], body[1], call, n, _MARK, gap, tail)
+            window = _markup(window_text(self.calls, call).encode())
+        else:
+            window = cut_window(body[0], body[1], call, n, _MARK, self.gap, self.tail)
+        self.windows[call] = window
+        return window
 
 
 _MARK = f"  {PLAIN.mark}".encode()
@@ -397,8 +451,9 @@ _WARN = f"{PLAIN.warn}: ".encode()
 _XML_BAD_BYTES = bytes(b for b in range(0x20) if b not in (0x09, 0x0A, 0x0D)) + b"\xef"
 _XML_BAD_TABLE = bytes(0 if b in _XML_BAD_BYTES else 1 for b in range(256))
 # ElementTree's escapes, "&" first: of text, and of attribute values, where a line break or tab is a
-# character reference so that it survives parsing.
-_TEXT_ESCAPES = ((b"&", b"&amp;"), (b"<", b"&lt;"), (b">", b"&gt;"))
+# character reference so that it survives parsing. A text's escape is looked for by its byte's value: ``in``
+# with a one-byte bytes first tries it as an integer, and raises and clears a TypeError each time.
+_TEXT_ESCAPES = ((ord("&"), b"&", b"&amp;"), (ord("<"), b"<", b"&lt;"), (ord(">"), b">", b"&gt;"))
 _ATTR_ESCAPES: tuple[tuple[str, str], ...] = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"))
 _ATTR_ESCAPES += (("\r", "&#13;"), ("\n", "&#10;"), ("\t", "&#09;"))
 
@@ -408,15 +463,15 @@ def _xml(text: str) -> bytes:
     cannot hold is looked for and markup escaped in the bytes, several times faster than the pattern and
     replacements over the text on a kilobyte block (UTF-8 holds no ASCII byte inside a character)."""
     out = text.encode("utf-8")
-    if b"\0" in out.translate(_XML_BAD_TABLE):
+    if 0 in out.translate(_XML_BAD_TABLE):  # (a byte's value: see ``_TEXT_ESCAPES``)
         out = xml_text(text).encode("utf-8")
     return _markup(out)
 
 
 def _markup(out: bytes) -> bytes:
     """UTF-8 text with its markup escaped as ElementTree escapes an element's text."""
-    for char, reference in _TEXT_ESCAPES:
-        if char in out:
+    for byte, char, reference in _TEXT_ESCAPES:
+        if byte in out:
             out = out.replace(char, reference)
     return out
 
