@@ -1,0 +1,96 @@
+"""Instructions a trace of `seqjudge check --format F`, counted by valgrind: a figure the machine's load does
+not move, for comparing formats (and checkouts) when wall-clock ratios are too noisy to.
+
+    python benchmarks/instructions.py [--formats jsonl,text,junit] [--workers 0] [--src OLD/src]
+
+The workload is benchmarks/engine.py's (b): traces of 20 calls against its 20 rules, as JSONL. Each format
+runs `check RULES TRACES --format F --workers W -o /dev/null` under cachegrind (no cache simulation,
+PYTHONHASHSEED=0) over a small and a large file; printed is the difference over the difference in traces,
+so that start-up drops out: 1,000 and 3,000 traces with --workers 0 (one process), 2,000 and 4,000 with
+workers (a file of 1,000 records or fewer is checked without them), the main process and the workers apart.
+Each count takes about a minute; the formats run two at a time. --src puts an older checkout's src first on
+PYTHONPATH, to count it the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import engine as workload  # noqa: E402  (benchmarks/engine.py: the same traces and rules)
+from outputs import write_traces  # noqa: E402
+
+SUMMARY = re.compile(rb"^summary:\s+(\d+)", re.MULTILINE)
+
+
+def counts(tmp: Path, fmt: str, n: int, workers: int, src: str | None) -> dict[int, int]:
+    """Instructions of each process (by pid) of one `check` over the first ``n`` traces."""
+    out = tmp / f"{fmt}-{n}"
+    out.mkdir()
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    if src:
+        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    argv = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}/cg.%p"]
+    argv += [sys.executable, "-c", "from seqjudge.cli import main; main()", "check"]
+    argv += [str(tmp / "rules.yaml"), str(tmp / f"traces{n}.jsonl"), "--format", fmt]
+    argv += ["--workers", str(workers), "-o", os.devnull]
+    proc = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"check --format {fmt} exited {proc.returncode}: {proc.stderr.decode()[-2000:]}")
+    found = {}
+    for path in out.glob("cg.*"):
+        match = SUMMARY.search(path.read_bytes())
+        if match:
+            found[int(path.suffix[1:])] = int(match.group(1))
+    return found
+
+
+def per_trace(tmp: Path, fmt: str, workers: int, src: str | None) -> str:
+    small, large = (1000, 3000) if workers == 0 else (2000, 4000)
+    a, b = counts(tmp, fmt, small, workers, src), counts(tmp, fmt, large, workers, src)
+    span = large - small
+    total = (sum(b.values()) - sum(a.values())) / span
+    line = f"  {fmt:8s} {total / 1000:8.1f}k"
+    if workers:
+        main = (b[min(b)] - a[min(a)]) / span  # the command's process starts first: the lowest pid
+        line += f"   main process {main / 1000:.1f}k, workers {(total - main) / 1000:.1f}k"
+    return line
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--formats", default="jsonl,text,junit")
+    parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--src", help="an older checkout's src, put first on PYTHONPATH")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (Debian: apt-get install -y valgrind)")
+    formats = args.formats.split(",")
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        (tmp / "rules.yaml").write_text(yaml.safe_dump(workload.rules_20()))
+        write_traces(tmp / "traces4000.jsonl", 4000)
+        lines = (tmp / "traces4000.jsonl").read_bytes().splitlines(keepends=True)
+        for n in (1000, 2000, 3000):  # the first n of the same traces
+            (tmp / f"traces{n}.jsonl").write_bytes(b"".join(lines[:n]))
+        with ThreadPoolExecutor(2) as pool:
+            rows = list(pool.map(lambda fmt: per_trace(tmp, fmt, args.workers, args.src), formats))
+    where = f" (PYTHONPATH={args.src})" if args.src else ""
+    print(f"instructions a trace, `check --format F --workers {args.workers}`, valgrind cachegrind{where}:")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
