@@ -283,7 +283,6 @@ class Calls:
         "_body",
         "_pieces",
         "_encoded",
-        "_cut",
     )
 
     def __init__(self, trace: Trace | PlainTrace) -> None:
@@ -320,7 +319,6 @@ class Calls:
         self._pieces: list[str] = []  # the body's lines, each after its newline
         # The body in UTF-8 and its lines' ends there (``encoded``).
         self._encoded: tuple[bytes, list[int]] | None = None
-        self._cut: tuple[bytes, list[int], bytes, bytes] | None = None  # ``window_bytes``'
         if 0 < n <= SCREEN_WHOLE:  # (no calls: ``_window`` says so)
             # One redaction screen over every call's arguments: most traces need no walk at all.
             numbers = _NUMBERS.get(n) or _numbers(n)
@@ -390,16 +388,10 @@ class Calls:
 
     def window_bytes(self, call: int | None, palette: Palette) -> bytes:
         """``window`` in UTF-8: cut from the call list encoded once, not a text encoded per window."""
-        n = self.n
-        cut = self._cut
-        if cut is None:
-            encoded = self.encoded()
-            if encoded is None:
-                return self.window(call, palette.mark).encode()
-            # Kept with the list's gap and tail lines: a trace's violations cut several windows from it.
-            cut = self._cut = (*encoded, *window_ends(n))
-        if call is None or 0 <= call < n:
-            return cut_window(cut[0], cut[1], call, n, palette.mark_after, cut[2], cut[3])
+        encoded = self.encoded()
+        if encoded is not None and (call is None or 0 <= call < self.n):
+            gap, tail = window_ends(self.n)
+            return cut_window(encoded[0], encoded[1], call, self.n, palette.mark_after, gap, tail)
         return self.window(call, palette.mark).encode()
 
     def encoded(self) -> tuple[bytes, list[int]] | None:
@@ -518,12 +510,19 @@ def cut_window(
     cut = ends[call + 1]
     if n <= SHORT_TRACE:
         return text[1:cut] + mark + text[cut:]
-    # WINDOW calls either side of the mark.
+    # WINDOW calls either side of the mark, in one join: fewer new objects than concatenating the pieces.
     start = call - WINDOW if call > WINDOW else 0
     end = call + WINDOW + 1
-    shown = text[ends[start] + 1 : cut] + mark
-    shown += text[cut:] if end >= n else text[cut : ends[end]] + tail
-    return gap + shown if start else shown
+    empty = text[:0]
+    return empty.join(
+        (
+            gap if start else empty,
+            text[ends[start] + 1 : cut],
+            mark,
+            text[cut:] if end >= n else text[cut : ends[end]],
+            empty if end >= n else tail,
+        )
+    )
 
 
 def _gap(indent: str, width: int) -> str:
@@ -576,6 +575,9 @@ def violation_text(
     return b"".join(parts)[:-2].decode()  # without the separator after the block
 
 
+_BETWEEN = b"\n\n"  # after each block
+
+
 def _blocks(
     parts: list[bytes],
     calls: Calls,
@@ -593,11 +595,9 @@ def _blocks(
     are made for each violation: keeping them by their key cost more (hashing the engine's new texts) than
     making them again.
 
-    The loop runs some 6 times a trace, so it does without a Python call a violation: its words are
-    ``violation_words``'s (junit's way to them), its window ``Calls.window_bytes``'s cut as ``cut_window``
-    cuts it, and a rule's result is found as ``_rule`` keeps it, written out here (the blocks' instructions a
-    trace fell by a fifth, 89k to 72k). ``test_text_blocks_are_the_violation_words_around_the_window`` holds
-    them to those functions."""
+    Its pieces are the ones junit uses too (``violation_words``, ``cut_window``), with the call list, its
+    ends and the gap and tail lines taken once a trace, and a rule's result found where ``_rule`` last
+    found it."""
     windows: dict[int | None, bytes] = {}  # by offending call: several rules' violations often share one
     fail, warn = palette.fail_head + id_head, palette.warn_head + id_head
     n = calls.n
@@ -613,22 +613,7 @@ def _blocks(
         window = windows.get(call)
         if window is None:
             if encoded is not None and call is not None and 0 <= call < n:
-                cut = ends[call + 1]
-                if n <= SHORT_TRACE:
-                    window = text[1:cut] + mark + text[cut:]
-                else:  # one join, not the concatenations of ``cut_window``: fewer new objects
-                    start = call - WINDOW if call > WINDOW else 0
-                    end = call + WINDOW + 1
-                    window = b"".join(
-                        (
-                            gap if start else b"",
-                            text[ends[start] + 1 : cut],
-                            mark,
-                            text[cut:] if end >= n else text[cut : ends[end]],
-                            b"" if end >= n else tail,
-                        )
-                    )
-                windows[call] = window
+                window = windows[call] = cut_window(text, ends, call, n, mark, gap, tail)
             else:  # no calls, past SCREEN_WHOLE, odd arguments, or a call the trace does not have
                 window = windows[call] = calls.window_bytes(call, palette)
         rule_id = v["rule_id"]
@@ -636,21 +621,13 @@ def _blocks(
         at = at_of(rule_id)
         if at is None or at >= count or (rule := rules[at])["rule_id"] != rule_id:
             rule = _rule(rules, rule_id)
-        group = rule.get("group") if rule else None
-        suggestion = v.get("suggestion")
-        parts.append(fail if v["severity"] == "critical" else warn)
-        parts.append(
-            f"{rule_id}{f' [{terminal(str(group))}]' if group else ''}\n\n"
-            f"   Rule: {rule['type'] if rule else '?'} ({v['violation_type']})\n"
-            f"   Expected: {v['expected_order']}\n   Actual: {v['actual_order']}\n\n   Trace:\n".encode()
-        )
-        parts.append(window)
-        parts.append(
-            (
-                f"\n\n   Why: {v['explanation']}\n   Suggestion: {suggestion}\n\n"
-                if suggestion
-                else f"\n\n   Why: {v['explanation']}\n\n"
-            ).encode()
+        before, after = violation_words(v, rule)
+        parts += (
+            fail if v["severity"] == "critical" else warn,
+            before.encode(),
+            window,
+            after.encode(),
+            _BETWEEN,
         )
 
 
