@@ -52,6 +52,11 @@ def counts(tmp: Path, fmt: str, n: int, workers: int, src: str | None) -> dict[i
         match = SUMMARY.search(path.read_bytes())
         if match:
             found[int(path.suffix[1:])] = int(match.group(1))
+    # A count that is missing would read as zero instructions: said, not printed as a figure.
+    if not found:
+        raise SystemExit(f"valgrind wrote no instruction count for check --format {fmt} over {n} traces")
+    if workers and len(found) < 2:
+        raise SystemExit(f"check --format {fmt} --workers {workers} over {n} traces started no worker")
     return found
 
 
