@@ -361,6 +361,22 @@ def test_junit_file_from_check_parses_and_counts_its_cases(tmp_path: Path) -> No
     assert {c.get("classname") for c in cases} == {xml_text(r["trace_id"]) for r in hostile_records()}
 
 
+def test_junit_suite_name_is_quoted_as_elementtree_quotes_it(tmp_path: Path) -> None:
+    # A file name holding both quotes, markup and a tab: the suite's name attribute reads back as the
+    # command's source, and its bytes are ElementTree's (double quotes, &quot;), as the cases' attributes.
+    rules, plain = hostile_suite(tmp_path)
+    traces = tmp_path / 'it\'s "a" <b>&\tc.jsonl'
+    plain.rename(traces)
+    out = tmp_path / "out.xml"
+    assert run(["check", str(rules), str(traces), "--format", "junit", "-o", str(out), "--workers", "0"]) == 1
+    written = out.read_bytes()
+    root = ET.fromstring(written)
+    [suite] = root
+    assert suite.get("name") == f"seqjudge check {traces}"
+    attribute = ET.tostring(ET.Element("testsuite", {"name": f"seqjudge check {traces}"}), encoding="utf-8")
+    assert attribute.split(b"<testsuite ")[-1].split(b" />")[0] in written.split(b"\n")[2]
+
+
 @pytest.mark.parametrize("failures_only", [[], ["--failures-only"]])
 @pytest.mark.parametrize("suite", [HOSTILE_RULES, ONE_GROUP], ids=["groups", "one-group"])
 def test_junit_from_joined_worker_chunks_is_the_single_process_file(

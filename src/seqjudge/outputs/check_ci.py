@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from itertools import accumulate, groupby
 from operator import itemgetter
 from typing import IO, Any
-from xml.sax.saxutils import quoteattr
 
 from pydantic_core import to_json
 
@@ -376,10 +375,12 @@ class JunitOutput(CheckOutput):
 
     def finish(self, totals: Totals) -> None:
         counts = " ".join(f'{k}="{v}"' for k, v in self._counts.items())
-        name = quoteattr(xml_text(f"seqjudge check {self.source}"))
+        # Quoted as ElementTree quotes an attribute (``_attr``), as the cases' are: xml.sax's quoteattr picks
+        # single quotes for a value with a double one, and importing it loads urllib and ssl at start-up.
+        name = _attr(f"seqjudge check {self.source}")
         self._write(
             f"<?xml version='1.0' encoding='utf-8'?>\n<testsuites name=\"seqjudge\" {counts}>\n"
-            f"  <testsuite name={name} {counts}>\n".encode()
+            f'  <testsuite name="{name}" {counts}>\n'.encode()
         )
         self._body.seek(0)
         while chunk := self._body.read(1 << 20):

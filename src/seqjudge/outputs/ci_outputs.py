@@ -28,16 +28,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from seqjudge.compare import Comparison, Decision
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement
 from seqjudge.errors import InputError
 from seqjudge.outputs.textview import Calls, trace_lines, violation_block
 from seqjudge.report import Violation
 from seqjudge.safetext import md_code, md_text
-from seqjudge.store import judge_data
 from seqjudge.trace import PlainTrace, Trace
+
+if TYPE_CHECKING:  # (the comparison and the store are for `report-ci`, not for `check`'s formats)
+    from seqjudge.compare import Comparison, Decision
 
 Pair = tuple[Trace, TraceResult]
 DEFAULT_GROUP = "rules"
@@ -66,6 +67,8 @@ def groups(result: TraceResult) -> dict[str, list[RuleDecision]]:
 
 
 def _judge_violations(result: TraceResult, rule_id: str) -> list[Violation]:
+    from seqjudge.store import judge_data  # here: `check --format junit` (no judge) does not load the store
+
     report = (judge_data(result.judge) or {}).get("report") or {}
     found = []
     for raw in report.get("violations") or []:
