@@ -34,6 +34,7 @@ from seqjudge.outputs.textview import (
     _args_text,
     _dump,
     report_bytes,
+    rule_result,
     trace_lines,
     verdict_line,
     violation_words,
@@ -509,3 +510,13 @@ def test_text_blocks_are_the_violation_words_around_the_window(palette: Palette,
             assert report_bytes(trace, report, palette) == expected + line.encode() + b"\n"
             seen += len(violations)
     assert seen > 200 and cut > 20
+
+
+def test_rule_result_is_found_wherever_the_last_report_had_it() -> None:
+    # Reports of one run list their rules in one order, so a rule is first looked for where it was found
+    # last; a report in another order, a shorter one or one without the rule must still be answered right.
+    a, b, c = ({"rule_id": r, "type": "before"} for r in ("a", "b", "c"))
+    assert rule_result([a, b, c], "c") is c
+    assert rule_result([c, a, b], "c") is c  # where "c" was is "b" now
+    assert rule_result([c], "c") is c and rule_result([a], "c") is None  # shorter; without it
+    assert rule_result([a, b, c, {"rule_id": "c", "type": "after"}], "c")["type"] == "after"  # (the last)

@@ -45,6 +45,7 @@ from seqjudge.outputs.textview import (
     Calls,
     Totals,
     cut_window,
+    rule_result,
     violation_words,
     window_ends,
     window_text,
@@ -82,7 +83,7 @@ def failed_and_reasons(
     return failed, list(reasons)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # (not frozen: a frozen one sets each field through object.__setattr__)
 class _Case:
     """A test case as ``JunitOutput.render`` writes it, but for the trace id and the FAIL blocks: what follows
     the class name (the trace id) when the case shows no block, and around its blocks when it does. The
@@ -95,7 +96,7 @@ class _Case:
     at: tuple[int, ...]  # where their entries sit in the report's rules
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Plan:
     """A trace's test cases, kept by what decides them (``JunitOutput.render``)."""
 
@@ -228,9 +229,13 @@ class JunitOutput(CheckOutput):
         grouped: dict[str, list[Decided]] = {}
         at: dict[str, int] = {}
         for i, r in enumerate(results):
-            decisions = grouped.setdefault(r["group"] or DEFAULT_GROUP, [])
-            if r["outcome"] in ("failed", "deferred"):
-                decisions.append((r["rule_id"], r["outcome"], r["severity"], None))
+            group = r["group"] or DEFAULT_GROUP
+            decisions = grouped.get(group)
+            if decisions is None:
+                decisions = grouped[group] = []
+            outcome = r["outcome"]
+            if outcome == "failed" or outcome == "deferred":
+                decisions.append((r["rule_id"], outcome, r["severity"], None))
                 at[r["rule_id"]] = i
         reasons = score_reasons(score, self.threshold, self.risk_level)
         cases = []
@@ -333,8 +338,7 @@ class JunitOutput(CheckOutput):
 
     def _violation_pieces(self, v: dict[str, Any], results: list[dict[str, Any]]) -> _Pieces:
         """``textview.violation_words`` of ``v`` as escaped UTF-8, kept in ``_pieces``."""
-        rule = next(r for r in results if r["rule_id"] == v["rule_id"])
-        before, after = violation_words(v, rule)
+        before, after = violation_words(v, rule_result(results, v["rule_id"]))
         tail = _xml(after)
         made = (v["severity"] == "critical", _xml(before), tail + _BETWEEN, tail)
         if len(self._pieces) >= 8192:

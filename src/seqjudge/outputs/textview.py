@@ -631,6 +631,15 @@ def _blocks(
         )
 
 
+def rule_result(rules: Sequence[Mapping[str, Any]], rule_id: str) -> Mapping[str, Any] | None:
+    """The result of rule ``rule_id`` among ``rules`` (a report's), looked for first where it was last found
+    (``_rule``); None when the report has none."""
+    at = _RULE_AT.get(rule_id)
+    if at is not None and at < len(rules) and (rule := rules[at])["rule_id"] == rule_id:
+        return rule
+    return _rule(rules, rule_id)
+
+
 def _rule(rules: Sequence[Mapping[str, Any]], rule_id: str) -> Mapping[str, Any] | None:
     """The result of rule ``rule_id`` among ``rules`` (a report lists each rule once; the last, should one
     come twice), its place kept in ``_RULE_AT``: the engine lists the rules in the rule set's order, so a
