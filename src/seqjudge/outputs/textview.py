@@ -618,7 +618,7 @@ def _blocks(
                 window = windows[call] = calls.window_bytes(call, palette)
         rule_id = v["rule_id"]
         rule: Mapping[str, Any] | None
-        at = at_of(rule_id)
+        at = at_of(rule_id)  # (``rule_result``, written out: a call a violation costs more than these lines)
         if at is None or at >= count or (rule := rules[at])["rule_id"] != rule_id:
             rule = _rule(rules, rule_id)
         before, after = violation_words(v, rule)
