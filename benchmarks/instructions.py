@@ -10,11 +10,19 @@ so that start-up drops out: 1,000 and 3,000 traces with --workers 0 (one process
 workers (a file of 1,000 records or fewer is checked without them), the main process and the workers apart.
 Each count takes about a minute; the formats run two at a time. --src puts an older checkout's src first on
 PYTHONPATH, to count it the same way.
+
+    python benchmarks/instructions.py --render [--traces 10000] [--formats jsonl,text,junit] [--src OLD/src]
+
+--render counts each format's ``render`` alone, in one process, over the report data of the first N traces:
+a fresh writer's first pass (its caches as cold as a worker's over its share of a run) and its second pass
+(warm), each with the first-level data-cache misses of cachegrind's cache model, the memory traffic that
+instruction counts leave out. Three counts a format (no pass, one, two), run at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -72,6 +80,56 @@ def per_trace(tmp: Path, fmt: str, workers: int, src: str | None) -> str:
     return line
 
 
+def render_child(fmt: str, rules: str, traces: str, passes: int) -> None:
+    """(--render's child, under valgrind) the report data of ``traces``, then ``passes`` passes of a fresh
+    ``fmt`` writer's render over them."""
+    import io
+
+    from seqjudge.checkpool import Checker
+    from seqjudge.ingest.plain import plain_trace
+    from seqjudge.outputs.registry import writer
+    from seqjudge.rules.engine import Engine
+    from seqjudge.rules.load import load_rules
+
+    ruleset = load_rules(Path(rules))
+    checker = Checker(Engine(ruleset), 0.85, "medium")
+    with open(traces, encoding="utf-8") as lines:
+        pairs = [(t, checker.data(t)) for t in (plain_trace(json.loads(line), None) for line in lines)]
+    shown = writer("check", fmt)(io.StringIO(), source=traces, ruleset=ruleset)
+    for _ in range(passes):
+        for trace, data in pairs:
+            shown.render(trace, data, None)
+
+
+def render_counts(tmp: Path, fmt: str, n: int, src: str | None) -> str:
+    """--render's line for ``fmt``: instructions and D1 misses a trace of a first and a second pass."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    if src:
+        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    runs = {}
+    for passes in (0, 1, 2):
+        out = tmp / f"render-{fmt}-{passes}"
+        argv = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--cachegrind-out-file={out}"]
+        argv += [sys.executable, __file__, "--render-child", fmt, str(tmp / "rules.yaml")]
+        argv += [str(tmp / f"traces{n}.jsonl"), str(passes)]
+        runs[passes] = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    found = {}
+    for passes, proc in runs.items():
+        _, err = proc.communicate()
+        text = (tmp / f"render-{fmt}-{passes}").read_text() if proc.returncode == 0 else ""
+        events = re.search(r"^events:(.*)$", text, re.MULTILINE)
+        summary = re.search(r"^summary:(.*)$", text, re.MULTILINE)
+        if not (events and summary):
+            raise SystemExit(f"no count for the render of {fmt}: {err.decode()[-2000:]}")
+        found[passes] = dict(zip(events.group(1).split(), map(int, summary.group(1).split()), strict=True))
+
+    def per(a: dict[str, int], b: dict[str, int]) -> str:
+        misses = b["D1mr"] + b["D1mw"] - a["D1mr"] - a["D1mw"]
+        return f"{(b['Ir'] - a['Ir']) / n / 1000:7.1f}k instructions, {misses / n:6.0f} D1 misses"
+
+    return f"  {fmt:8s} first pass {per(found[0], found[1])};  second {per(found[1], found[2])}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -79,13 +137,29 @@ def main() -> None:
     parser.add_argument("--formats", default="jsonl,text,junit")
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--src", help="an older checkout's src, put first on PYTHONPATH")
+    parser.add_argument("--render", action="store_true", help="count each format's render alone")
+    parser.add_argument("--traces", type=int, default=10000, help="--render's traces")
+    parser.add_argument("--render-child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.render_child:
+        fmt, rules, traces, passes = args.render_child
+        render_child(fmt, rules, traces, int(passes))
+        return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install -y valgrind)")
     formats = args.formats.split(",")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         (tmp / "rules.yaml").write_text(yaml.safe_dump(workload.rules_20()))
+        if args.render:
+            write_traces(tmp / f"traces{args.traces}.jsonl", args.traces)
+            rows = [render_counts(tmp, fmt, args.traces, args.src) for fmt in formats]
+            where = f" (PYTHONPATH={args.src})" if args.src else ""
+            print(
+                f"a fresh writer's render over {args.traces:,} traces' reports, a trace, cachegrind{where}:"
+            )
+            print("\n".join(rows))
+            return
         write_traces(tmp / "traces4000.jsonl", 4000)
         lines = (tmp / "traces4000.jsonl").read_bytes().splitlines(keepends=True)
         for n in (1000, 2000, 3000):  # the first n of the same traces
