@@ -1,14 +1,16 @@
 """Every `seqjudge check` output format side by side: wall time and peak memory, at two trace counts.
 
     python benchmarks/outputs.py [--traces 20000,100000] [--repeats 3] [--formats jsonl,json,text,...]
-                                 [--workers N]
+                                 [--workers N] [--as-is]
     python benchmarks/outputs.py --render [--traces 300] [--repeats 30] [--formats jsonl,text,junit]
     python benchmarks/outputs.py --same-output-as OLD/src [--traces 500]
 
 The workload is benchmarks/engine.py's (b): N traces of 20 calls against its 20 rules, as JSONL. Each format
 runs as its own `seqjudge check RULES TRACES --format F -o FILE` process, so that its peak
 resident memory (the largest process of the run: the command or one of its workers, from wait4) is its own.
-Printed per trace count: the median wall time of --repeats runs, the ratio to `jsonl` measured in the same
+Each `check` runs with its bytecode cached, as an installed seqjudge has it (--as-is: the environment's
+setting; with PYTHONDONTWRITEBYTECODE every run compiles the modules it imports again). Printed per trace
+count: the median wall time of --repeats runs, the ratio to `jsonl` measured in the same
 rounds (formats alternate within a round), the median CPU time (the command and its workers: user and system)
 and its ratio to `jsonl`'s, the median peak RSS and the output size. Memory that does not grow from the small
 count to the large one is what "streams" means here. On a machine shared with other work the CPU ratio is
@@ -59,14 +61,17 @@ def write_traces(path: Path, n: int) -> None:
             out.write(json.dumps({"trace_id": f"t{k}", "calls": workload.make_calls(20, rng)}) + "\n")
 
 
-def run_once(rules: Path, traces: Path, fmt: str, out: Path, workers: int | None) -> tuple[float, float, int]:
+def run_once(
+    rules: Path, traces: Path, fmt: str, out: Path, workers: int | None, env: dict[str, str] | None = None
+) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds (user and system, of the command and the workers it waited for) and peak
-    RSS in bytes (its largest process, workers included) of one `check` process."""
+    RSS in bytes (its largest process, workers included) of one `check` process; ``env``: its environment
+    (None: this one's)."""
     argv = [sys.executable, "-c", "from seqjudge.cli import main; main()"]
     argv += ["check", str(rules), str(traces), "--format", fmt]
     argv += ["-o", str(out)] + ([] if workers is None else ["--workers", str(workers)])
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -266,6 +271,9 @@ def main() -> None:
     ap.add_argument(
         "--same-output-as", metavar="OLD_SRC", help="compare the text/junit/markdown output with OLD_SRC's"
     )
+    ap.add_argument(
+        "--as-is", action="store_true", help="no bytecode cache of its own: the environment's setting"
+    )
     ap.add_argument("--write-outputs", metavar="FILE", help=argparse.SUPPRESS)  # --same-output-as's child
     args = ap.parse_args()
     if args.write_outputs or args.same_output_as:
@@ -287,6 +295,17 @@ def main() -> None:
         tmp = Path(d)
         rules = tmp / "rules20.yaml"
         rules.write_text(yaml.safe_dump(workload.rules_20()))
+        # Bytecode cached, as an installed seqjudge has it (benchmarks/startup.py does the same): with
+        # PYTHONDONTWRITEBYTECODE set, every run would compile each module it imports again, a cost no user
+        # pays twice and that grows with the modules a format imports. --as-is keeps the environment's way.
+        env = None
+        if not args.as_is:
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            env["PYTHONPYCACHEPREFIX"] = str(tmp / "bytecode")
+            warm = tmp / "warm.jsonl"
+            write_traces(warm, 1100)  # past check's INLINE: the workers' path is imported too
+            for fmt in formats:  # (fills the cache; untimed)
+                run_once(rules, warm, fmt, tmp / "warm.out", args.workers, env)
         table: dict[int, dict[str, tuple[float, float, float, float, int, int]]] = {}
         for n in counts:
             traces = tmp / f"traces_{n}.jsonl"
@@ -299,7 +318,7 @@ def main() -> None:
                 # Alternate the order: a neighbour's load then lands on every format alike.
                 for fmt in formats if r % 2 == 0 else list(reversed(formats)):
                     out = tmp / f"out.{fmt}"
-                    wall, cpu, peak = run_once(rules, traces, fmt, out, args.workers)
+                    wall, cpu, peak = run_once(rules, traces, fmt, out, args.workers, env)
                     walls[fmt].append(wall)
                     cpus[fmt].append(cpu)
                     rss[fmt].append(peak)

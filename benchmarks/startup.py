@@ -5,6 +5,7 @@
     python benchmarks/startup.py --importtime [--top 15]            # the slowest imports of each command
     python benchmarks/startup.py --as-is                            # the environment's bytecode setting
     python benchmarks/startup.py --instructions --src A --src B     # valgrind's instruction counts
+    python benchmarks/startup.py --formats jsonl,junit               # also `check` in those formats
 
 Each run is a new interpreter (`python -c "from seqjudge.cli import main; main()" ...`), so it pays what a
 user pays: the interpreter, the imports, the command. With --src the checkouts are put first on PYTHONPATH
@@ -53,12 +54,18 @@ TRACE = {
 }
 
 
-def commands(folder: Path) -> dict[str, list[str]]:
+def commands(folder: Path, formats: list[str]) -> dict[str, list[str]]:
+    """The commands timed: help, `check` of one trace, and the same `check` in each of ``formats`` (written to
+    a file, as CI writes them: a format's start-up is the imports of its writer)."""
     rules = folder / "rules.yaml"
     trace = folder / "trace.json"
     rules.write_text(RULES, encoding="utf-8")
     trace.write_text(json.dumps(TRACE), encoding="utf-8")
-    return {"--help": ["--help"], "check (1 trace)": ["check", str(rules), str(trace)]}
+    found = {"--help": ["--help"], "check (1 trace)": ["check", str(rules), str(trace)]}
+    for fmt in formats:
+        out = str(folder / f"out.{fmt}")
+        found[f"check --format {fmt}"] = ["check", str(rules), str(trace), "--format", fmt, "-o", out]
+    return found
 
 
 def environment(src: str | None, bytecode: str | None) -> dict[str, str]:
@@ -173,9 +180,14 @@ def main() -> None:
     parser.add_argument(
         "--instructions", action="store_true", help="count instructions under valgrind instead of timing"
     )
+    parser.add_argument(
+        "--formats",
+        default="",
+        help="also `check` of the trace in these formats (comma-separated, e.g. jsonl,junit)",
+    )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        cmds = commands(Path(tmp))
+        cmds = commands(Path(tmp), [f for f in options.formats.split(",") if f])
         bytecode = None if options.as_is else os.path.join(tmp, "bytecode")
         sources: list[str | None] = list(options.src) if options.src else [None]
         if options.importtime:
