@@ -280,17 +280,11 @@ class JunitOutput(CheckOutput):
         windows = listed.windows
         known = self._pieces
         pieces = None
-        body, n = listed.body, listed.n
         for v in violations:
             call = v["offending_call_index"]
             window = windows.get(call)
             if window is None:
-                if body is not None and call is not None and 0 <= call < n:
-                    window = windows[call] = cut_window(
-                        body[0], body[1], call, n, _MARK, listed.gap, listed.tail
-                    )
-                else:  # no mark, a call the trace does not have, or lines made one by one
-                    window = listed.window(call)
+                window = listed.window(call)
             pieces = known.get(_VIOLATION(v))
             if pieces is None:
                 pieces = self._violation_pieces(v, results)
