@@ -145,6 +145,8 @@ def main() -> None:
         fmt, rules, traces, passes = args.render_child
         render_child(fmt, rules, traces, int(passes))
         return
+    if args.render and args.traces < 1:  # a count a trace over no trace would be a division by zero
+        raise SystemExit(f"--traces must be at least 1 (got {args.traces})")
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install -y valgrind)")
     formats = args.formats.split(",")
