@@ -21,6 +21,7 @@ from seqjudge.checkpool import Checker
 from seqjudge.cli import run
 from seqjudge.ingest import load_traces
 from seqjudge.ingest.plain import plain_trace
+from seqjudge.outputs import check_ci
 from seqjudge.outputs.check_ci import JunitOutput, _xml, check_result
 from seqjudge.outputs.ci_outputs import run_cases, xml_text
 from seqjudge.outputs.textview import (
@@ -31,6 +32,7 @@ from seqjudge.outputs.textview import (
     WINDOW,
     Calls,
     Palette,
+    Totals,
     _args_text,
     _dump,
     report_bytes,
@@ -400,6 +402,93 @@ def test_junit_from_joined_worker_chunks_is_the_single_process_file(
     assert int(root.get("failures", "")) == sum(c.find("failure") is not None for c in cases) > 0
     assert int(root.get("skipped", "")) == sum(c.find("skipped") is not None for c in cases)
     assert b"\0" not in pooled
+
+
+@pytest.mark.parametrize("records", [3, 90], ids=["one-digit-counts", "longer-head"])
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_junit_into_a_file_is_the_file_it_writes_to_stdout(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    records: int,
+    workers: str,
+) -> None:
+    # Into an -o file the cases are written after room for the shortest head and moved along by what the
+    # head takes more (none with one-digit counts); to stdout they wait in a temporary file. Same bytes.
+    rules, traces = hostile_suite(tmp_path)
+    traces.write_text("".join(json.dumps(r) + "\n" for r in hostile_records(records)), encoding="utf-8")
+    argv = ["check", str(rules), str(traces), "--format", "junit", "--workers", workers]
+    monkeypatch.setattr(checkpool, "INLINE", 2)
+    monkeypatch.setattr(checkpool, "CHUNK", 2000)
+    monkeypatch.setattr(check_ci, "_MOVE", 4096)  # a move in many steps, each overlapping the one before
+    assert run([*argv, "-o", str(tmp_path / "out.xml")]) == 1
+    capsys.readouterr()
+    assert run(argv) == 1
+    printed = capsys.readouterr().out.encode("utf-8")
+    written = (tmp_path / "out.xml").read_bytes()
+    assert written == printed
+    root = ET.fromstring(written)
+    assert int(root.get("tests", "")) == len(root.findall("testsuite/testcase")) == 3 * records
+    assert b"\0" not in written
+
+
+def test_junit_moves_its_cases_past_what_the_file_held_before(tmp_path: Path) -> None:
+    rules, _ = hostile_suite(tmp_path, ONE_GROUP)
+    ruleset = load_rules(rules)
+    parts = [b"\x001 1 0\x00<c%d/>\n" % k for k in range(12)]  # 12 cases: two digits, the head moves
+    alone = JunitOutput(io.StringIO(), source="x", ruleset=ruleset)
+    alone.start()
+    for part in parts:
+        alone.write(part)
+    alone.finish(Totals())
+    expected = alone.out.getvalue().encode()  # type: ignore[attr-defined]
+    with (tmp_path / "out.xml").open("w+", encoding="utf-8") as file:
+        file.write("before\n")
+        out = JunitOutput(file, source="x", ruleset=ruleset)
+        out.start()
+        assert out._file is not None  # the cases go into the file itself
+        for part in parts:
+            out.write(part)
+        out.finish(Totals())
+        file.write("after\n")  # the stream is left at the file's end
+    assert (tmp_path / "out.xml").read_bytes() == b"before\n" + expected + b"after\n"
+    assert b'tests="12" failures="12"' in expected
+
+
+def test_junit_into_a_file_only_writable_waits_in_a_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A file we may not read back (open_output falls back to "w"): the cases cannot be moved in it.
+    rules, traces = hostile_suite(tmp_path)
+    opened = Path.open
+
+    def no_reading(path: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if mode == "w+":
+            raise PermissionError(13, "Permission denied")
+        return opened(path, mode, *args, **kwargs)
+
+    argv = ["check", str(rules), str(traces), "--format", "junit", "--workers", "0", "-o"]
+    assert run([*argv, str(tmp_path / "moved.xml")]) == 1
+    monkeypatch.setattr(Path, "open", no_reading)
+    assert run([*argv, str(tmp_path / "copied.xml")]) == 1
+    assert (tmp_path / "copied.xml").read_bytes() == (tmp_path / "moved.xml").read_bytes()
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_junit_run_that_fails_midway_leaves_no_half_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str
+) -> None:
+    # A bad record after cases were written: exit 2, and the file holds nothing, as before its cases went
+    # into it (never a hole where the head would have gone, nor cases without their suite).
+    rules, traces = hostile_suite(tmp_path)
+    lines = traces.read_text(encoding="utf-8").splitlines(keepends=True)
+    traces.write_text("".join(lines[:60]) + "{not json\n" + "".join(lines[60:]), encoding="utf-8")
+    monkeypatch.setattr(checkpool, "INLINE", 2)
+    monkeypatch.setattr(checkpool, "CHUNK", 2000)
+    out = tmp_path / "out.xml"
+    argv = ["check", str(rules), str(traces), "--format", "junit", "--workers", workers, "-o", str(out)]
+    assert run(argv) == 2
+    assert out.read_bytes() == b""
 
 
 # What XML cannot hold (C0 controls, U+FFFE, U+FFFF), the neighbours of U+FFFE in UTF-8 (U+F000 to U+FFFD

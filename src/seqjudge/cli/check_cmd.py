@@ -155,25 +155,29 @@ def check(
         stream: Generator[Trace | PlainTrace | Done | Batch, None, None]
         stream = load_checkable(traces, native_lines=pool, plain=not output_class.models, **options)
         # closing: an error ends the loop early, and a worker pool must shut down then, not at collection.
-        with contextlib.closing(stream):
-            # The head waits for the first trace: input that is bad from the start writes nothing.
-            started = False
-            for item in stream:
-                if isinstance(item, Batch):  # a worker's chunk, in a few builtins, not an item a trace
-                    assert isinstance(item.result, Checks)
+        try:
+            with contextlib.closing(stream):
+                # The head waits for the first trace: input that is bad from the start writes nothing.
+                started = False
+                for item in stream:
+                    if isinstance(item, Batch):  # a worker's chunk, in a few builtins, not an item a trace
+                        assert isinstance(item.result, Checks)
+                        if not started:
+                            shown.start()
+                            started = True
+                        shown.take_all(item.result, failures_only)
+                        continue
+                    checked = item.result if isinstance(item, Done) else checker.checked(item)
                     if not started:
                         shown.start()
                         started = True
-                    shown.take_all(item.result, failures_only)
-                    continue
-                checked = item.result if isinstance(item, Done) else checker.checked(item)
+                    shown.take(checked, failures_only)
                 if not started:
                     shown.start()
-                    started = True
-                shown.take(checked, failures_only)
-            if not started:
-                shown.start()
-            shown.finish(totals)
+                shown.finish(totals)
+        except BaseException:
+            shown.abandon()
+            raise
     if verbose:
         report_ingest(stats)
     if fmt != "text":  # the text view ends with these; machine formats keep stdout for their data

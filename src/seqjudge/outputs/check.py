@@ -106,6 +106,10 @@ class CheckOutput:
     def finish(self, totals: Totals) -> None:
         """Called once after the last trace."""
 
+    def abandon(self) -> None:
+        """Called instead of ``finish`` when the run ends early (an error, an interrupt): a writer that
+        wrote out of order puts the output back the way the others leave it, what was written so far."""
+
 
 class TextOutput(CheckOutput):
     """A block per violation and a line per trace, then the deferred note, the per-rule tally and totals.

@@ -21,7 +21,12 @@ def open_output(output: Path | None) -> Iterator[IO[str]]:
         yield sys.stdout
         return
     try:
-        handle = output.open("w", encoding="utf-8", buffering=BUFFER)
+        # Open to read as well: a writer may move what it wrote (junit's cases, after their head). A file
+        # we may only write is written as it comes.
+        try:
+            handle = output.open("w+", encoding="utf-8", buffering=BUFFER)
+        except PermissionError:
+            handle = output.open("w", encoding="utf-8", buffering=BUFFER)
     except OSError as exc:
         raise InputError(
             f"cannot write the output file ({exc.strerror})",
