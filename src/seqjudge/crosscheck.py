@@ -16,7 +16,17 @@ from pydantic import BaseModel, Field
 
 from seqjudge.defaults import REVIEW_REASONS as REVIEW_REASONS  # re-exported: its old home
 from seqjudge.defaults import ReviewReason
-from seqjudge.report import DEFAULT_THRESHOLD, Outcome, Report, RiskLevel, RuleResult, Verdict, score, verdict
+from seqjudge.report import (
+    DEFAULT_THRESHOLD,
+    Outcome,
+    Report,
+    RiskLevel,
+    RuleResult,
+    Verdict,
+    score,
+    score_reasons,
+    verdict,
+)
 
 
 class JudgedViolation(Protocol):
@@ -107,16 +117,6 @@ class TraceResult(BaseModel):
     @property
     def routed(self) -> bool:
         return bool(self.review_reasons)
-
-
-def score_reasons(value: float, threshold: float, risk_level: str) -> list[ReviewReason]:
-    """The review reasons a score alone gives (all there are when no judge ran)."""
-    reasons: list[ReviewReason] = []
-    if value < threshold:
-        reasons.append("below_threshold")
-    if risk_level == "high" and value < 1.0:
-        reasons.append("high_risk_imperfect")
-    return reasons
 
 
 def reconcile(

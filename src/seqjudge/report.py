@@ -10,7 +10,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_json
 
-from seqjudge.defaults import DEFAULT_THRESHOLD
+from seqjudge.defaults import DEFAULT_THRESHOLD, ReviewReason
 
 ViolationType = Literal[
     "out_of_order",
@@ -123,6 +123,17 @@ def verdict(
     if value < threshold or (risk_level == "high" and value < 1.0):
         return "review"
     return "pass"
+
+
+def score_reasons(value: float, threshold: float, risk_level: str) -> list[ReviewReason]:
+    """The review reasons a score alone gives (all there are when no judge ran): ``verdict``'s review
+    conditions, named."""
+    reasons: list[ReviewReason] = []
+    if value < threshold:
+        reasons.append("below_threshold")
+    if risk_level == "high" and value < 1.0:
+        reasons.append("high_risk_imperfect")
+    return reasons
 
 
 def report_line(data: dict[str, Any], *, finite: bool = False) -> bytes:

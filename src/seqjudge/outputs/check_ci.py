@@ -25,12 +25,11 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from itertools import accumulate, groupby
 from operator import itemgetter
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
 from seqjudge.checkpool import Checked, Origin
-from seqjudge.crosscheck import TraceResult, reconcile, score_reasons
 from seqjudge.errors import InputError
 from seqjudge.outputs.check import CheckOutput, deferred_note
 from seqjudge.outputs.ci_outputs import (
@@ -53,15 +52,23 @@ from seqjudge.outputs.textview import (
     window_ends,
     window_text,
 )
-from seqjudge.report import Report
+from seqjudge.report import score_reasons
 from seqjudge.safetext import terminal
 from seqjudge.trace import PlainTrace, Trace
+
+if TYPE_CHECKING:
+    from seqjudge.crosscheck import TraceResult
 
 NO_JUDGE = "seqjudge check runs no judge"
 
 
 def check_result(data: dict[str, Any], threshold: float, risk_level: str) -> TraceResult:
     """The trace's result as `check` decides it: the engine's report, reconciled without a judge."""
+    # Here, not at the top: the junit cases are made from the report data, and `check --format junit`
+    # starts sooner without the reconciliation's models (markdown's first failing trace comes here).
+    from seqjudge.crosscheck import reconcile
+    from seqjudge.report import Report
+
     report = Report.model_validate(data)
     result = reconcile(
         report,

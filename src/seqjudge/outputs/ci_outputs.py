@@ -30,17 +30,18 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from seqjudge.crosscheck import RuleDecision, TraceResult, agreement
 from seqjudge.errors import InputError
 from seqjudge.outputs.textview import Calls, trace_lines, violation_block
 from seqjudge.report import Violation
 from seqjudge.safetext import md_code, md_text
 from seqjudge.trace import PlainTrace, Trace
 
-if TYPE_CHECKING:  # (the comparison and the store are for `report-ci`, not for `check`'s formats)
+if TYPE_CHECKING:  # (the comparison, the store and the reconciliation's models are for `report-ci`, not
+    # for `check`'s formats, which make their cases from the report data)
     from seqjudge.compare import Comparison, Decision
+    from seqjudge.crosscheck import RuleDecision, TraceResult
 
-Pair = tuple[Trace, TraceResult]
+Pair = tuple[Trace, "TraceResult"]
 DEFAULT_GROUP = "rules"
 MAX_ANNOTATIONS = 10  # GitHub shows at most 10 error (and 10 warning) annotations per step
 MAX_ROWS = 25  # rows of a markdown table before "and N more"
@@ -473,6 +474,8 @@ def _details(summary: str, body: str) -> list[str]:
 
 def markdown_run(pairs: Sequence[Pair], *, name: str = "seqjudge run") -> str:
     """A pull-request comment (and job summary) for one run."""
+    from seqjudge.crosscheck import agreement
+
     digest = RunDigest()
     for trace, r in pairs:
         failed = [(d.rule_id, d.type, d.severity) for d in r.rules if d.final == "failed"]
