@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import random
+import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from seqjudge.ingest.plain import plain_trace
 from seqjudge.outputs import check_ci
 from seqjudge.outputs.check_ci import JunitOutput, _xml, check_result
 from seqjudge.outputs.ci_outputs import run_cases, xml_text
+from seqjudge.outputs.streams import open_output
 from seqjudge.outputs.textview import (
     INDENT,
     MARK,
@@ -472,6 +475,29 @@ def test_junit_into_a_file_only_writable_waits_in_a_temporary_file(
     monkeypatch.setattr(Path, "open", no_reading)
     assert run([*argv, str(tmp_path / "copied.xml")]) == 1
     assert (tmp_path / "copied.xml").read_bytes() == (tmp_path / "moved.xml").read_bytes()
+
+
+def test_junit_into_a_named_pipe_is_the_file_and_the_pipe_is_only_written(tmp_path: Path) -> None:
+    # A pipe is opened to write alone (opened to read too, it would keep this writer blocked rather than
+    # ended once its reader goes away): the cases wait in a temporary file, as for stdout.
+    rules, traces = hostile_suite(tmp_path)
+    argv = ["check", str(rules), str(traces), "--format", "junit", "--workers", "0", "-o"]
+    assert run([*argv, str(tmp_path / "file.xml")]) == 1
+    with open_output(tmp_path / "new.xml") as out:
+        assert out.buffer.readable()  # type: ignore[attr-defined]
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    read: list[bytes] = []
+    reader = threading.Thread(target=lambda: read.append(pipe.read_bytes()))
+    reader.start()
+    with open_output(pipe) as out:
+        assert not out.buffer.readable()  # type: ignore[attr-defined]
+    reader.join(10)
+    reader = threading.Thread(target=lambda: read.append(pipe.read_bytes()))
+    reader.start()
+    assert run([*argv, str(pipe)]) == 1
+    reader.join(10)
+    assert read == [b"", (tmp_path / "file.xml").read_bytes()]
 
 
 @pytest.mark.parametrize("workers", ["0", "2"])

@@ -21,11 +21,14 @@ def open_output(output: Path | None) -> Iterator[IO[str]]:
         yield sys.stdout
         return
     try:
-        # Open to read as well: a writer may move what it wrote (junit's cases, after their head). A file
-        # we may only write is written as it comes.
-        try:
-            handle = output.open("w+", encoding="utf-8", buffering=BUFFER)
-        except PermissionError:
+        # A regular file (or a new one) is opened to read as well: a writer may move what it wrote (junit's
+        # cases, after their head). Not a pipe or a device: a pipe opened to read too would keep its writer
+        # blocked, not ended, once its reader goes away. A file we may only write is written as it comes.
+        handle = None
+        if output.is_file() or not output.exists():
+            with contextlib.suppress(PermissionError):
+                handle = output.open("w+", encoding="utf-8", buffering=BUFFER)
+        if handle is None:
             handle = output.open("w", encoding="utf-8", buffering=BUFFER)
     except OSError as exc:
         raise InputError(
