@@ -477,6 +477,20 @@ def test_junit_into_a_file_only_writable_waits_in_a_temporary_file(
     assert (tmp_path / "copied.xml").read_bytes() == (tmp_path / "moved.xml").read_bytes()
 
 
+def test_junit_without_positioned_writes_waits_in_a_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Where os has no pread/pwrite (Windows), the cases cannot be moved: the temporary file's way.
+    rules, traces = hostile_suite(tmp_path)
+    argv = ["check", str(rules), str(traces), "--format", "junit", "--workers", "0", "-o"]
+    assert run([*argv, str(tmp_path / "moved.xml")]) == 1
+    monkeypatch.delattr(os, "pwrite")
+    with (tmp_path / "probe.xml").open("w+", encoding="utf-8") as file:
+        assert check_ci._rewritable(file) is None
+    assert run([*argv, str(tmp_path / "copied.xml")]) == 1
+    assert (tmp_path / "copied.xml").read_bytes() == (tmp_path / "moved.xml").read_bytes()
+
+
 def test_junit_into_a_named_pipe_is_the_file_and_the_pipe_is_only_written(tmp_path: Path) -> None:
     # A pipe is opened to write alone (opened to read too, it would keep this writer blocked rather than
     # ended once its reader goes away): the cases wait in a temporary file, as for stdout.

@@ -448,10 +448,11 @@ class JunitOutput(CheckOutput):
 
 def _rewritable(out: IO[str]) -> IO[bytes] | None:
     """``out``'s bytes when it is a regular file open to read as well as to write (``open_output``'s
-    files): what was written may be moved. None for stdout, a pipe, a device, a test's StringIO."""
+    files): what was written may be moved. None for stdout, a pipe, a device, a test's StringIO, and where
+    there is no positioned read and write (``_move``'s: not on Windows)."""
     buffer = getattr(out, "buffer", None)
     try:
-        if buffer is None or not (buffer.seekable() and buffer.readable()):
+        if buffer is None or not (buffer.seekable() and buffer.readable() and hasattr(os, "pwrite")):
             return None
         return buffer if stat.S_ISREG(os.fstat(buffer.fileno()).st_mode) else None  # type: ignore[no-any-return]
     except (OSError, ValueError):  # no descriptor (io.UnsupportedOperation is an OSError), or closed
