@@ -531,6 +531,23 @@ def test_junit_run_that_fails_midway_leaves_no_half_file(
     assert out.read_bytes() == b""
 
 
+def test_junit_run_that_fails_midway_says_its_own_error_when_the_file_cannot_be_put_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules, traces = hostile_suite(tmp_path)
+    lines = traces.read_text(encoding="utf-8").splitlines(keepends=True)
+    traces.write_text("".join(lines[:60]) + "{not json\n" + "".join(lines[60:]), encoding="utf-8")
+
+    def unwritable(self: JunitOutput) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(JunitOutput, "abandon", unwritable)
+    argv = ["check", str(rules), str(traces), "--format", "junit", "--workers", "0"]
+    assert run([*argv, "-o", str(tmp_path / "out.xml")]) == 2
+    err = capsys.readouterr().err
+    assert "line 61" in err and "No space" not in err
+
+
 # What XML cannot hold (C0 controls, U+FFFE, U+FFFF), the neighbours of U+FFFE in UTF-8 (U+F000 to U+FFFD
 # share its lead byte), markup, and anything else but lone surrogates (no UTF-8 for them).
 XML_TEXT = st.text(

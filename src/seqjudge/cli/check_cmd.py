@@ -176,7 +176,8 @@ def check(
                     shown.start()
                 shown.finish(totals)
         except BaseException:
-            shown.abandon()
+            with contextlib.suppress(OSError):  # the error that ended the run is the one to show
+                shown.abandon()
             raise
     if verbose:
         report_ingest(stats)

@@ -8,11 +8,13 @@ in the output (the deferred note), not turned into a review. The JUnit cases are
 data, not through those models and ElementTree (which cost twice the check of a failing trace): the same
 ``ci_outputs.case_plans`` decides each case, and the bytes are ElementTree's (tests/test_check_render.py).
 
-JUnit's counts sit in the opening tags, before the test cases, so the cases go to a temporary file as they
-come and are copied after the head in ``finish``: memory stays flat, the disk holds the cases once. Each
-trace's part carries its counts ahead of its cases, between NUL bytes (no output holds one: ``xml_text``
-replaces it, ``terminal`` escapes it), so a worker may join its chunk's parts (``CheckOutput.joins``) and
-``write`` takes the counts out of the joined bytes at once: no call per trace in this process.
+JUnit's counts sit in the opening tags, before the test cases, so the cases are written as they come after
+room for the head: in the output file itself when it is a file that may be read back (moved along in
+``finish`` when the head needs more room), else in a temporary file copied after the head in ``finish``.
+Memory stays flat, the disk holds the cases once. Each trace's part carries its counts ahead of its cases,
+between NUL bytes (no output holds one: ``xml_text`` replaces it, ``terminal`` escapes it), so a worker may
+join its chunk's parts (``CheckOutput.joins``) and ``write`` takes the counts out of the joined bytes at
+once: no call per trace in this process.
 """
 
 from __future__ import annotations
