@@ -17,11 +17,14 @@ count to the large one is what "streams" means here. On a machine shared with ot
 the steadier figure: wall time also counts the time the processes waited for a core.
 
 --render times, in this process, what each format adds to checking a trace: the CPU time of its writer's
-``render`` (a trace's part of the output, what the workers run) over the same traces' report data, and of
+``render`` (a trace's part of the output, what the workers run) over the traces' report data, and of
 checking them (``Checker.data``), each the least of --repeats rounds that alternate the formats, so that
-a busy machine's slow rounds drop out. Printed: microseconds a trace and (check + render) over (check +
-jsonl's render), the share of the check a format adds. Only public names are used, so the same command
-run with PYTHONPATH at an older checkout's src measures the renderers before a change, side by side.
+a busy machine's slow rounds drop out. Every render is over traces read and checked afresh, as a worker's
+are (a text rendered before has its hash kept, which a writer that looks texts up would get for free), with
+what is kept meanwhile frozen from the collector (a worker keeps no report). Printed: microseconds a trace
+and (check + render) over (check + jsonl's render), the share of the check a format adds. Only public names
+are used, so the same command run with PYTHONPATH at an older checkout's src measures the renderers before a
+change, side by side.
 Its default formats are those whose part grows with every trace (markdown and html show the first failing
 traces in full, up to a bound, so a figure over a few hundred traces says little about them).
 
@@ -44,6 +47,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -83,6 +87,7 @@ def run_once(
 
 def render_costs(formats: list[str], n: int, rounds: int) -> None:
     """``--render``: CPU microseconds a trace of checking and of each format's ``render``."""
+    import gc
     import io
 
     from seqjudge.checkpool import Checker
@@ -93,29 +98,36 @@ def render_costs(formats: list[str], n: int, rounds: int) -> None:
     from seqjudge.trace import Trace
 
     rng = random.Random(11)
-    records = [{"trace_id": f"t{k}", "calls": workload.make_calls(20, rng)} for k in range(n)]
-    traces = [plain_trace(record, None) for record in records]  # as `check` reads plain records
+    lines = [json.dumps({"trace_id": f"t{k}", "calls": workload.make_calls(20, rng)}) for k in range(n)]
     with tempfile.TemporaryDirectory() as d:
         rules = Path(d) / "rules20.yaml"
         rules.write_text(yaml.safe_dump(workload.rules_20()))
         ruleset = load_rules(rules)
     checker = Checker(Engine(ruleset), 0.85, "medium")
-    reports = [checker.data(trace) for trace in traces]
     shown = {f: writer("check", f)(io.StringIO(), source="traces.jsonl", ruleset=ruleset) for f in formats}
-    # A format that shows what only the models hold (html) is handed the models, as `check` does.
-    models = [Trace.model_validate(record) for record in records]
-    inputs = {f: list(zip(models if shown[f].models else traces, reports, strict=True)) for f in formats}
     best = dict.fromkeys(["check", *formats], float("inf"))
     for r in range(rounds):
-        start = time.process_time()
-        for trace in traces:
-            checker.data(trace)
-        best["check"] = min(best["check"], time.process_time() - start)
         for fmt in formats if r % 2 == 0 else list(reversed(formats)):
+            # Each render gets traces read and reports made afresh, as a worker's are: texts rendered before
+            # keep their hashes, and a writer that looks texts up would find them free the second time.
+            records = [json.loads(line) for line in lines]
+            # A format that shows what only the models hold (html) is handed the models, as `check` does.
+            if shown[fmt].models:
+                traces: list[Any] = [Trace.model_validate(record) for record in records]
+            else:
+                traces = [plain_trace(record, None) for record in records]  # as `check` reads plain records
             start = time.process_time()
-            for trace, data in inputs[fmt]:
+            reports = [checker.data(trace) for trace in traces]
+            best["check"] = min(best["check"], time.process_time() - start)
+            # What is kept here a worker drops once rendered: frozen, so that no collection walks it and
+            # counts as the render's time.
+            gc.freeze()
+            start = time.process_time()
+            for trace, data in zip(traces, reports, strict=True):
                 shown[fmt].render(trace, data, None)
             best[fmt] = min(best[fmt], time.process_time() - start)
+            gc.unfreeze()
+            del records, traces, reports
     us = {k: v / n * 1e6 for k, v in best.items()}
     print(f"CPU a trace, least of {rounds} rounds over {n:,} traces x 20 calls, 20 rules:")
     print(f"  check (engine and redaction) {us['check']:.1f} us")
