@@ -1,15 +1,17 @@
 """Instructions a trace of `seqjudge check --format F`, counted by valgrind: a figure the machine's load does
 not move, for comparing formats (and checkouts) when wall-clock ratios are too noisy to.
 
-    python benchmarks/instructions.py [--formats jsonl,text,junit] [--workers 0] [--src OLD/src]
+    python benchmarks/instructions.py [--formats jsonl,text,junit] [--workers 0] [--misses] [--src OLD/src]
 
 The workload is benchmarks/engine.py's (b): traces of 20 calls against its 20 rules, as JSONL. Each format
-runs `check RULES TRACES --format F --workers W -o /dev/null` under cachegrind (no cache simulation,
+runs `check RULES TRACES --format F --workers W -o FILE` under cachegrind (no cache simulation,
 PYTHONHASHSEED=0) over a small and a large file; printed is the difference over the difference in traces,
 so that start-up drops out: 1,000 and 3,000 traces with --workers 0 (one process), 2,000 and 4,000 with
 workers (a file of 1,000 records or fewer is checked without them), the main process and the workers apart.
 Each count takes about a minute; the formats run two at a time. --src puts an older checkout's src first on
-PYTHONPATH, to count it the same way.
+PYTHONPATH, to count it the same way. --misses also models a cache of this machine's second level (its
+size, ways and line from sysfs, as cachegrind's last level) and prints its data misses a trace: what a
+process loses when what it kept was pushed out by the work between two uses (twice as slow a minute).
 
     python benchmarks/instructions.py --render [--traces 10000] [--formats jsonl,text,junit] [--src OLD/src]
 
@@ -39,28 +41,37 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import engine as workload  # noqa: E402  (benchmarks/engine.py: the same traces and rules)
 from outputs import write_traces  # noqa: E402
 
-SUMMARY = re.compile(rb"^summary:\s+(\d+)", re.MULTILINE)
 
-
-def counts(tmp: Path, fmt: str, n: int, workers: int, src: str | None) -> dict[int, int]:
-    """Instructions of each process (by pid) of one `check` over the first ``n`` traces."""
+def counts(
+    tmp: Path, fmt: str, n: int, workers: int, src: str | None, l2: str | None
+) -> dict[int, dict[str, int]]:
+    """Each process's (by pid) cachegrind events of one `check` over the first ``n`` traces: instructions,
+    and with ``l2`` (cachegrind's --LL=size,ways,line) the data misses of a cache of that shape."""
     out = tmp / f"{fmt}-{n}"
     out.mkdir()
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     if src:
         env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-    argv = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}/cg.%p"]
+    argv = ["valgrind", "--tool=cachegrind", f"--cachegrind-out-file={out}/cg.%p"]
+    argv += ["--cache-sim=yes", f"--LL={l2}"] if l2 else ["--cache-sim=no"]
     argv += [sys.executable, "-c", "from seqjudge.cli import main; main()", "check"]
     argv += [str(tmp / "rules.yaml"), str(tmp / f"traces{n}.jsonl"), "--format", fmt]
-    argv += ["--workers", str(workers), "-o", os.devnull]
+    # Into a regular file, as benchmarks/outputs.py writes: junit writes its cases in place there, where a
+    # device or a pipe makes it keep them in a temporary file and copy them at the end.
+    argv += ["--workers", str(workers), "-o", str(out / "output")]
     proc = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"check --format {fmt} exited {proc.returncode}: {proc.stderr.decode()[-2000:]}")
+    (out / "output").unlink()
     found = {}
     for path in out.glob("cg.*"):
-        match = SUMMARY.search(path.read_bytes())
-        if match:
-            found[int(path.suffix[1:])] = int(match.group(1))
+        text = path.read_text()
+        events = re.search(r"^events:(.*)$", text, re.MULTILINE)
+        summary = re.search(r"^summary:(.*)$", text, re.MULTILINE)
+        if events and summary:
+            found[int(path.suffix[1:])] = dict(
+                zip(events.group(1).split(), map(int, summary.group(1).split()), strict=True)
+            )
     # A count that is missing would read as zero instructions: said, not printed as a figure.
     if not found:
         raise SystemExit(f"valgrind wrote no instruction count for check --format {fmt} over {n} traces")
@@ -69,16 +80,39 @@ def counts(tmp: Path, fmt: str, n: int, workers: int, src: str | None) -> dict[i
     return found
 
 
-def per_trace(tmp: Path, fmt: str, workers: int, src: str | None) -> str:
+def per_trace(tmp: Path, fmt: str, workers: int, src: str | None, l2: str | None) -> str:
     small, large = (1000, 3000) if workers == 0 else (2000, 4000)
-    a, b = counts(tmp, fmt, small, workers, src), counts(tmp, fmt, large, workers, src)
+    a, b = counts(tmp, fmt, small, workers, src, l2), counts(tmp, fmt, large, workers, src, l2)
     span = large - small
-    total = (sum(b.values()) - sum(a.values())) / span
-    line = f"  {fmt:8s} {total / 1000:8.1f}k"
+
+    def total(found: dict[int, dict[str, int]], *events: str) -> int:
+        return sum(counted[e] for counted in found.values() for e in events)
+
+    line = f"  {fmt:8s} {(total(b, 'Ir') - total(a, 'Ir')) / span / 1000:8.1f}k"
     if workers:
-        main = (b[min(b)] - a[min(a)]) / span  # the command's process starts first: the lowest pid
-        line += f"   main process {main / 1000:.1f}k, workers {(total - main) / 1000:.1f}k"
+        main = (
+            b[min(b)]["Ir"] - a[min(a)]["Ir"]
+        ) / span  # the command's process starts first: the lowest pid
+        workers_ir = (total(b, "Ir") - total(a, "Ir")) / span - main
+        line += f"   main process {main / 1000:.1f}k, workers {workers_ir / 1000:.1f}k"
+    if l2:
+        misses = (total(b, "DLmr", "DLmw") - total(a, "DLmr", "DLmw")) / span
+        line += f"   {misses:5.0f} misses of the {l2.split(',')[0]}-byte cache"
     return line
+
+
+def l2_shape() -> str:
+    """This machine's second-level cache as cachegrind's --LL takes it (size,ways,line), from sysfs; 1 MB,
+    8 ways and 64-byte lines (these machines') where it is not there."""
+    index = Path("/sys/devices/system/cpu/cpu0/cache/index2")
+    try:
+        size = (index / "size").read_text().strip()
+        ways = int((index / "ways_of_associativity").read_text())
+        line = int((index / "coherency_line_size").read_text())
+        factor = {"K": 1 << 10, "M": 1 << 20}.get(size[-1], 1)
+        return f"{int(size.rstrip('KM')) * factor},{ways},{line}"
+    except (OSError, ValueError):
+        return f"{1 << 20},8,64"
 
 
 def render_child(fmt: str, rules: str, traces: str, passes: int) -> None:
@@ -150,6 +184,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--src", help="an older checkout's src, put first on PYTHONPATH")
     parser.add_argument("--render", action="store_true", help="count each format's render alone")
+    parser.add_argument("--misses", action="store_true", help="also count second-level cache misses")
     parser.add_argument("--traces", type=int, default=10000, help="--render's traces")
     parser.add_argument("--render-child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -179,7 +214,8 @@ def main() -> None:
         for n in (1000, 2000, 3000):  # the first n of the same traces
             (tmp / f"traces{n}.jsonl").write_bytes(b"".join(lines[:n]))
         with ThreadPoolExecutor(2) as pool:
-            rows = list(pool.map(lambda fmt: per_trace(tmp, fmt, args.workers, args.src), formats))
+            l2 = l2_shape() if args.misses else None
+            rows = list(pool.map(lambda fmt: per_trace(tmp, fmt, args.workers, args.src, l2), formats))
     where = f" (PYTHONPATH={args.src})" if args.src else ""
     print(f"instructions a trace, `check --format F --workers {args.workers}`, valgrind cachegrind{where}:")
     print("\n".join(rows))
