@@ -90,9 +90,8 @@ def per_trace(tmp: Path, fmt: str, workers: int, src: str | None, l2: str | None
 
     line = f"  {fmt:8s} {(total(b, 'Ir') - total(a, 'Ir')) / span / 1000:8.1f}k"
     if workers:
-        main = (
-            b[min(b)]["Ir"] - a[min(a)]["Ir"]
-        ) / span  # the command's process starts first: the lowest pid
+        # The command's process starts first: the lowest pid.
+        main = (b[min(b)]["Ir"] - a[min(a)]["Ir"]) / span
         workers_ir = (total(b, "Ir") - total(a, "Ir")) / span - main
         line += f"   main process {main / 1000:.1f}k, workers {workers_ir / 1000:.1f}k"
     if l2:

@@ -111,14 +111,13 @@ def render_costs(formats: list[str], n: int, rounds: int) -> None:
             # Each render gets traces read and reports made afresh, as a worker's are: texts rendered before
             # keep their hashes, and a writer that looks texts up would find them free the second time.
             records = [json.loads(line) for line in lines]
-            # A format that shows what only the models hold (html) is handed the models, as `check` does.
-            if shown[fmt].models:
-                traces: list[Any] = [Trace.model_validate(record) for record in records]
-            else:
-                traces = [plain_trace(record, None) for record in records]  # as `check` reads plain records
+            traces: list[Any] = [plain_trace(record, None) for record in records]  # as `check` reads them
             start = time.process_time()
             reports = [checker.data(trace) for trace in traces]
             best["check"] = min(best["check"], time.process_time() - start)
+            # A format that shows what only the models hold (html) is handed the models, as `check` does.
+            if shown[fmt].models:
+                traces = [Trace.model_validate(record) for record in records]
             # What is kept here a worker drops once rendered: frozen, so that no collection walks it and
             # counts as the render's time.
             gc.freeze()
@@ -298,7 +297,10 @@ def main() -> None:
     if "jsonl" not in formats:
         formats.insert(0, "jsonl")  # the reference every ratio is taken against
     if args.render:
-        render_costs(formats, int(args.traces or 300), args.repeats or 30)
+        n, rounds = int(args.traces or 300), 30 if args.repeats is None else args.repeats
+        if n < 1 or rounds < 1:  # a time a trace over no trace, or the least of no round, is no figure
+            raise SystemExit(f"--render needs at least 1 trace and 1 round (got {n} and {rounds})")
+        render_costs(formats, n, rounds)
         return
     args.traces = args.traces or "20000,100000"
     args.repeats = args.repeats or 3
