@@ -1,7 +1,8 @@
-"""Issue 17, point 7: the README's commands work as written.
+"""Issue 17, point 7: the README's commands work as written, and so do the reference pages' (issue 37, 11).
 
-Every fenced shell block of README.md is run line by line, in order (as bash would, see shell_commands), in a
-folder that holds
+Every fenced shell block of README.md, then of each page of docs/ in PAGES' order, is run line by line, in
+order (as bash would, see shell_commands); a line a page repeats word for word from one before it is run
+once. They run in a folder that holds
 what the commands name (the repository's golden suites, and `rules.yaml`, `traces.jsonl`, `tools.json`,
 `seqjudge.yaml`, ... made from them and from the README's own examples). Lines that need a model, or data
 from outside the repository, or run other programs (make, pip) are skipped, each with its reason; every
@@ -27,6 +28,10 @@ from shell_commands import BIN, Outcome, clean_env, fenced_blocks, logical_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The reference pages the README links to, in the order their commands build on each other (a run before
+# its review items, a baseline before a comparison). tests/test_readme.py::test_every_page_is_run holds it.
+PAGES = ("check", "traces", "rules", "judge", "run", "calibration", "ci", "spark")
+DOCS = {name: (ROOT / "docs" / f"{name}.md").read_text(encoding="utf-8") for name in PAGES}
 SKIP_REASONS = {
     "no seqjudge command",
     "asks the LLM judge",
@@ -74,10 +79,24 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Outco
     (work / ".venv" / "bin").mkdir(parents=True)
     (work / ".venv" / "bin" / "seqjudge").symlink_to(BIN / "seqjudge")
     results = []
-    for block in fenced_blocks(README, ("sh",)):
-        for line in logical_lines(block):
-            results.append(run_line(line, work))
+    seen: set[str] = set()
+    for page in (README, *DOCS.values()):
+        for block in fenced_blocks(page, ("sh",)):
+            for line in logical_lines(block):
+                if line not in seen:
+                    seen.add(line)
+                    results.append(run_line(line, work))
     return work, results
+
+
+def test_every_page_is_run() -> None:
+    """Every page of docs/ is in PAGES (a new page's commands are run too), and the README links to each."""
+    assert sorted(p.stem for p in (ROOT / "docs").glob("*.md") if p.stem in PAGES) == sorted(PAGES)
+    unrun = [p.name for p in (ROOT / "docs").glob("*.md") if p.stem not in PAGES and "```sh" in p.read_text()]
+    assert unrun == [], f"pages with shell blocks that tests/test_readme.py does not run: {unrun}"
+    for name in PAGES:
+        assert f"(docs/{name}.md)" in README, name
+    assert "(benchmarks/README.md)" in README
 
 
 def test_every_runnable_readme_command_works(outcomes: tuple[Path, list[Outcome]]) -> None:
@@ -189,7 +208,8 @@ def test_no_seed_jargon_in_what_users_read() -> None:
         for line, text in _strings_people_read(path)
         if SEED_JARGON.search(text)
     ]
-    for doc in ("README.md", "examples/README.md", "prompts/examples/default.yaml"):
+    docs = ["README.md", "examples/README.md", "prompts/examples/default.yaml", "benchmarks/README.md"]
+    for doc in docs + [f"docs/{name}.md" for name in PAGES]:
         text = (ROOT / doc).read_text(encoding="utf-8")
         found += [f"{doc}: {m.group(0)}" for m in SEED_JARGON.finditer(text)]
     assert found == []
