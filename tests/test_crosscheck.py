@@ -77,7 +77,10 @@ def test_agree_fail() -> None:
     d = decision(res, "verify-first")
     assert (d.engine, d.judge, d.final, d.agree) == ("failed", "failed", "failed", True)
     assert res.verdict == "fail" and "judge_engine_disagreement" not in res.review_reasons
-    assert res.review_reasons == ["below_threshold"]
+    # A critical fail that stands is no score doubt: not "below_threshold", and not queued by default.
+    assert res.review_reasons == []
+    queued = reconcile(check(trace("Delete"), RULES), judged({"verify-first": "critical"}), queue_fails=True)
+    assert queued.verdict == "fail" and queued.review_reasons == ["engine_fail"]
 
 
 def test_engine_fails_judge_passes_keeps_the_engine_outcome() -> None:
