@@ -77,7 +77,10 @@ def test_agree_fail() -> None:
     d = decision(res, "verify-first")
     assert (d.engine, d.judge, d.final, d.agree) == ("failed", "failed", "failed", True)
     assert res.verdict == "fail" and "judge_engine_disagreement" not in res.review_reasons
-    assert res.review_reasons == ["below_threshold"]
+    # A critical fail that stands is no score doubt: not "below_threshold", and not queued by default.
+    assert res.review_reasons == []
+    queued = reconcile(check(trace("Delete"), RULES), judged({"verify-first": "critical"}), queue_fails=True)
+    assert queued.verdict == "fail" and queued.review_reasons == ["engine_fail"]
 
 
 def test_engine_fails_judge_passes_keeps_the_engine_outcome() -> None:
@@ -176,3 +179,34 @@ def test_agreement_by_type_and_rule() -> None:
     assert fig["by_type"]["before"]["agreed"] == 2 and fig["by_type"]["before"]["decisions"] == 3
     assert fig["by_rule"]["no-admin"]["rate"] == 1.0
     assert "judge" not in fig["by_type"]  # judge rules are decided, not cross-checked
+
+
+class _Route:
+    def __init__(self, route: str) -> None:
+        self.route_to = route
+
+    def route(self, rule_id: str, said: str, confidence: float | None) -> str:
+        return self.route_to
+
+
+def test_each_reason_says_what_put_the_trace_in_review() -> None:
+    """Issue 37.8: a judge fail that stands is `judge_fail` (queued only when asked), an uncertified one
+    `uncertified_judge_fail` (always: issue 32.1), never `below_threshold`."""
+    engine = check(trace("Verify", "Delete"), RULES)
+    fail = judged({"confirm": "critical"})
+    stands = reconcile(engine, fail)
+    assert stands.verdict == "fail" and stands.review_reasons == []
+    assert reconcile(engine, fail, queue_fails=True).review_reasons == ["judge_fail"]
+    advisory = reconcile(engine, fail, gate=_Route("advisory"))
+    assert (advisory.verdict, advisory.score, advisory.review_reasons) == (
+        "review",
+        1.0,
+        ["uncertified_judge_fail"],
+    )
+    assert decision(advisory, "confirm").final == "deferred"
+    # An uncertified pass decides nothing and sends nothing.
+    quiet = reconcile(engine, judged({}), gate=_Route("advisory"))
+    assert (quiet.verdict, quiet.review_reasons) == ("pass", [])
+    # Below a certified threshold: low_confidence.
+    unsure = reconcile(engine, fail, gate=_Route("review"))
+    assert (unsure.verdict, unsure.review_reasons) == ("review", ["low_confidence"])

@@ -1,5 +1,6 @@
 """Issue 18 part 4: a run's `judge` rules gate by the matching certificate's confidence thresholds, are
-advisory without one (reported, never gating, said in the summary), and --strict makes that an error."""
+advisory without one (never gating, their fails sent to review, said in the summary), and --strict makes
+that an error."""
 
 from __future__ import annotations
 
@@ -134,11 +135,20 @@ def test_without_a_matching_certificate_judge_rules_are_advisory(tmp_path: Path,
         d = judge_decision(res)
         assert (d.final, d.route) == ("deferred", "advisory") and d.judge is not None
         assert "low_confidence" not in res.review_reasons and "judge_rule_undecided" not in res.review_reasons
+        # Issue 32.1: advice never gates, but what the judge found is never dropped: a trace it failed is in
+        # review, never `pass`.
+        assert ("uncertified_judge_fail" in res.review_reasons) == (d.judge == "failed")
+        if d.judge == "failed":
+            assert res.verdict in ("review", "fail")
         failed_by_judge += d.judge == "failed"
     note = next(n for n in summary.notes if "advisory" in n)
-    assert JUDGE_RULE in note and "never gate" in note
+    assert JUDGE_RULE in note and "never gate" in note and "uncertified_judge_fail" in note
     assert failed_by_judge and summary.advisory_fails[JUDGE_RULE] == failed_by_judge
-    assert f"the judge failed {JUDGE_RULE} on {failed_by_judge} trace(s)" in " ".join(summary.notes)
+    notes = " ".join(summary.notes)
+    said = f"sent to review (uncertified_judge_fail), not to the verdict: {JUDGE_RULE} on {failed_by_judge}"
+    assert said in notes
+    with Store(tmp_path / "s.db") as db:
+        assert len(db.review_items(reason="uncertified_judge_fail")) == failed_by_judge
     with pytest.raises(InputError) as err:
         judge_run(tmp_path / "strict", strict=True)
     assert "no calibration certificate" in str(err.value) and "--strict" in str(err.value)

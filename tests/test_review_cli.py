@@ -70,7 +70,7 @@ def test_the_whole_workflow(
     assert "verify-first: engine passed · judge passed" in call1
     assert "password=[redacted]" in call1 and "hunter2" not in out
     assert "← violation" not in out  # replaced by the outcomes
-    assert "Reasons: below_threshold, judge_engine_disagreement" in out
+    assert "Reasons: judge_engine_disagreement" in out
     disagreement = out[out.index("Disagreement:") :]
     assert "read-before-update: engine failed (call 2, 3), judge passed" in disagreement
     assert "engine: GetCustomer succeeded only after UpdateCustomer" in disagreement

@@ -102,7 +102,7 @@ def test_show_one_trace_and_latest(stored: dict[str, Any], capsys: pytest.Captur
     assert rows["read-before-update"][3:] == ["failed", "passed", "failed", "DISAGREE"]
     assert rows["verify-first"][3:] == ["passed", "passed", "passed", "agree"]
     assert rows["confirm-delete"][3:] == ["deferred", "failed", "failed"]
-    assert "review reasons: below_threshold, judge_engine_disagreement" in out
+    assert "review reasons: judge_engine_disagreement" in out
     assert run(["runs", "show", "latest", "--trace", "t9", "--store", str(stored["path"])]) == 2
     assert "no trace 't9'" in capsys.readouterr().err
 
@@ -153,7 +153,7 @@ def test_export_csv_latest_to_stdout(stored: dict[str, Any], capsys: pytest.Capt
         ("t1", "fail", "scored"),
     ]
     assert rows[1]["rules_failed"] == "read-before-update;confirm-delete"
-    assert rows[1]["review_reasons"] == "below_threshold;judge_engine_disagreement"
+    assert rows[1]["review_reasons"] == "judge_engine_disagreement"
     assert rows[1]["tokens_in"] == "200"
 
 

@@ -173,9 +173,9 @@ def pair(trace_id: str, kind: str) -> tuple[Trace, TraceResult]:
     if kind == "nojudge":
         trace = make_trace(trace_id)
         return trace, make_result(trace)
-    if kind == "nojudge-failing":  # no model, and an engine rule failed: routed for the engine's reason
+    if kind == "nojudge-failing":  # no model, an engine rule failed: queued as with `review: {fails: true}`
         trace = make_trace(trace_id, good=False)
-        return trace, make_result(trace)
+        return trace, make_result(trace, queue_fails=True)
     if kind == "unscored":
         trace = make_trace(trace_id)
         return trace, make_result(trace, judge_result(trace_id, status="unscored", raw="garbage"))
@@ -507,7 +507,9 @@ def test_review_filters_resolution_and_labels(db: Store) -> None:
     db.save_result(run2, *pair("t1", "split"))
     assert [i.trace_id for i in db.review_items(reason="judge_rule_undecided")] == ["t2"]
     assert [i.run_id for i in db.review_items(run="latest")] == [run2]
-    assert len(db.review_items(reason="below_threshold")) == 2  # both copies of t1 score 0.0
+    # Both copies of t1 fail a critical rule: a fail, not a score doubt, so never "below_threshold".
+    assert db.review_items(reason="below_threshold") == []
+    assert len(db.review_items(reason="judge_engine_disagreement")) == 2
     first = db.review_items(run=run1, reason="judge_engine_disagreement")[0]
     detail = db.review_item(first.id)
     assert detail.trace.trace_id == "t1" and detail.result.engine.trace_id == "t1"
@@ -529,16 +531,26 @@ def test_review_filters_resolution_and_labels(db: Store) -> None:
     assert first.id not in [i.id for i in db.review_items()]
     assert [i.id for i in db.review_items(status="resolved")] == [first.id]
     assert len(db.review_items(status="all")) == 3
-    # The same trace resolved later in another run: one label per trace, the latest decision.
+    # The same trace resolved the other way in another run: no silent pick (issue 37.8), but an error
+    # naming both decisions, who made them and when; one run's labels still export.
     later = db.review_items(run=run2)[0]
     db.resolve_review(later.id, verdict="pass", note="on second thought", reviewer="bo")
+    out = io.StringIO()
+    with pytest.raises(InputError, match="trace t1 has conflicting resolutions") as err:
+        db.export_labels(out)
+    assert f"item {first.id} (run {run1}): fail (read-before-update=fail) by ana at " in str(err.value)
+    assert f"item {later.id} (run {run2}): pass by bo at " in str(err.value) and out.getvalue() == ""
+    assert db.export_labels(out, run=run2) == 1
+    assert json.loads(out.getvalue())["labeler"] == "bo"
+    # Resolutions that agree are one label keeping every rule label and every reviewer.
+    db.resolve_review(first.id, verdict="pass", rules={"verify-first": "pass"}, reviewer="ana")
     out = io.StringIO()
     assert db.export_labels(out) == 1
     assert json.loads(out.getvalue()) == {
         "trace_id": "t1",
         "verdict": "pass",
-        "rules": {},
-        "labeler": "bo",
+        "rules": {"verify-first": "pass"},
+        "labeler": "bo, ana",
         "note": "on second thought",
     }
     out = io.StringIO()

@@ -235,7 +235,13 @@ def _save(
     """What the online runner does with a decided trace: reconcile (``gate``: ``runner.run_gate``'s) and
     store it."""
     result = reconcile(
-        report, judged, threshold=cfg.threshold, risk_level=cfg.risk_level, judge_skipped=None, gate=gate
+        report,
+        judged,
+        threshold=cfg.threshold,
+        risk_level=cfg.risk_level,
+        judge_skipped=None,
+        gate=gate,
+        queue_fails=cfg.review.fails,
     )
     result = apply_audit(result, cfg.audit_rate, cfg.audit_seed)
     # Every trace reaching here was redacted with the run's names at submit time.

@@ -6,7 +6,8 @@ decision its gate would not let stand (a pass below the auto-pass threshold, a f
 auto-fail threshold, a decision without a confidence, every decision of a stage no certificate matches,
 every rule of an unscored reply) is asked again of the next stage, and only those rules: a stronger judge
 is paid only for what the cheaper one could not settle. The last stage's answer is routed by its own gate
-as a one-judge run's is: to review (``low_confidence``), or advice only when it has no certificate.
+as a one-judge run's is: to review (``low_confidence``), or advice only when it has no certificate (a fail
+of it still goes to review: ``uncertified_judge_fail``).
 
 Deterministic rules are the engine's and are cross-checked by the first stage only: escalating them would
 buy nothing the engine does not already know.
@@ -196,7 +197,8 @@ def stage_notes(stages: Sequence[Stage]) -> list[str]:
         advisory = stage.gate.advisory if stage.gate is not None else ()
         if advisory:
             last = (
-                "the last judge: its decisions on them are advice only"
+                "the last judge: its decisions on them are advice only, and its fails go to review "
+                "(uncertified_judge_fail)"
                 if n == len(stages) - 1
                 else ("it settles none of them and passes them on")
             )

@@ -32,7 +32,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from seqjudge.crosscheck import RuleDecision, TraceResult, agreement
+from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, gating_verdict
 from seqjudge.errors import InputError
 from seqjudge.report import Verdict
 from seqjudge.store import StoredResult
@@ -399,9 +399,10 @@ def compare(
         resamples=resamples,
         seed=seed,
     )
+    # On what gates: a trace in review only for an uncertified judge's fail (advice) passes here.
     pass_rate = {
-        "baseline": sum(1 for t in matched_ids if base[t].verdict == "pass") / len(matched_ids),
-        "candidate": sum(1 for t in matched_ids if cand[t].verdict == "pass") / len(matched_ids),
+        "baseline": sum(1 for t in matched_ids if gating_verdict(base[t]) == "pass") / len(matched_ids),
+        "candidate": sum(1 for t in matched_ids if gating_verdict(cand[t]) == "pass") / len(matched_ids),
     }
 
     judge = _judge_test(base, cand, matched_ids, judge_ids, alpha, level, resamples, seed, noise)

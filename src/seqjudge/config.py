@@ -52,6 +52,20 @@ class Thresholds(BaseModel):
     high: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
+class ReviewOptions(BaseModel):
+    """What goes to the review queue beyond what is in doubt (docs/review.md).
+
+    ``fails``: whether a trace whose fail verdict stands (a deterministic critical rule failed, reason
+    ``engine_fail``; or a certified judge's critical fail, ``judge_fail``) is queued too. Off by default:
+    such a fail is already decided, reported as ``fail`` in every output and by the exit code, and no
+    person's resolution can change it; queued, it buried the traces a person must decide (34 of the demo's
+    38 items). Turn it on to have people see, and label, every fail (a new rule's false positives)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fails: bool = False
+
+
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -92,6 +106,7 @@ class RunConfig(BaseModel):
     # Audit sampling (seqjudge.audit): the share of auto-passed traces sent to review, and the draw's seed.
     audit_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     audit_seed: int = DEFAULT_AUDIT_SEED
+    review: ReviewOptions = Field(default_factory=ReviewOptions)
 
     def traces_named(self) -> str:
         """The trace path(s), for messages."""

@@ -3,7 +3,9 @@
 A deterministic rule's final outcome is always the engine's: the judge cross-checks it, and a disagreement
 marks the trace for review and counts against the judge's reliability. A `judge` rule's final outcome is the
 judge's; it stays `deferred` without a scored judge: routed to review when the judge ran but did not score,
-and only named in the run's summary when no judge could run at all (no model configured or no key).
+and only named in the run's summary when no judge could run at all (no model configured or no key). A
+judge decision that does not gate (no certificate, or below its certified threshold) stays `deferred` too,
+and routes its trace to review when it could matter: nothing a judge finds is dropped.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ class Judged(Protocol):
 
 class JudgeRouting(Protocol):
     """What a judge rule decision does (``seqjudge.judge_gate.JudgeGate`` is one): ``gate`` (it stands),
-    ``review`` (below its certified confidence threshold) or ``advisory`` (no certificate: reported only)."""
+    ``review`` (below its certified confidence threshold) or ``advisory`` (no certificate: it decides no
+    verdict or score, and a fail of it sends the trace to review as ``uncertified_judge_fail``)."""
 
     def route(self, rule_id: str, said: str, confidence: float | None) -> str: ...
 
@@ -77,7 +80,8 @@ class RuleDecision(BaseModel):
     judge_explanation: str | None = None
     judge_call_indices: list[int] = Field(default_factory=list)
     confidence: float | None = None  # the judge's confidence in ``judge`` (None: none given, or not asked)
-    route: Literal["review", "advisory"] | None = None  # a judge rule decision that did not gate, and why
+    # A judge rule decision that did not gate, and why; either way its trace is not passed unseen.
+    route: Literal["review", "advisory"] | None = None
 
 
 class StageRecord(BaseModel):
@@ -127,9 +131,12 @@ def reconcile(
     risk_level: RiskLevel = "medium",
     judge_skipped: str | None = None,
     gate: JudgeRouting | None = None,
+    queue_fails: bool = False,
 ) -> TraceResult:
     """Reconcile one trace. ``judge`` is a JudgeResult or None (not run: say why in ``judge_skipped``).
-    ``gate``: how the judge's decisions on `judge` rules gate (None: they all stand)."""
+    ``gate``: how the judge's decisions on `judge` rules gate (None: they all stand). ``queue_fails``
+    (``review: {fails: true}``): a trace whose fail verdict stands is queued too (``engine_fail``,
+    ``judge_fail``); by default it is not, since no person's decision is pending on it."""
     asked: set[str] = set(judge.rule_ids) if judge is not None else set()
     report = judge.report if judge is not None and judge.status == "scored" else None
     confidences = _confidences(judge) if report is not None else {}
@@ -184,8 +191,12 @@ def reconcile(
         for d in decisions
     ]
     value, _, _, _ = score(finals)
-    critical = any(d.final == "failed" and d.severity == "critical" for d in decisions)
-    reasons = score_reasons(value, threshold, risk_level)
+    critical = [d for d in decisions if d.final == "failed" and d.severity == "critical"]
+    # Each reason names what put the trace in the queue. A critical fail stands (verdict fail): it is no
+    # "below threshold" doubt, and it is queued only when the project asks a person to see every fail.
+    reasons: list[ReviewReason] = [] if critical else score_reasons(value, threshold, risk_level)
+    if critical and queue_fails:
+        reasons.append("engine_fail" if any(d.type != "judge" for d in critical) else "judge_fail")
     if any(d.agree is False for d in decisions):
         reasons.append("judge_engine_disagreement")
     if judge is not None and judge.status == "unscored":
@@ -199,7 +210,10 @@ def reconcile(
         reasons.append("judge_rule_undecided")
     if any(d.route == "review" for d in decisions):
         reasons.append("low_confidence")
-    final_verdict: Verdict = verdict(value, critical, threshold=threshold, risk_level=risk_level)
+    # Advice never gates, and is never unseen: a fail no certificate vouches for goes to a person.
+    if any(d.route == "advisory" and d.judge == "failed" for d in decisions):
+        reasons.append("uncertified_judge_fail")
+    final_verdict: Verdict = verdict(value, bool(critical), threshold=threshold, risk_level=risk_level)
     if final_verdict == "pass" and reasons:
         final_verdict = "review"
     return TraceResult(
@@ -212,6 +226,19 @@ def reconcile(
         judge=judge,
         judge_skipped=judge_skipped,
     )
+
+
+# Reasons that are advice, not a gate: a trace in review for these alone would pass on what gates
+# (``compare`` must not count it as a regression).
+ADVISORY_REASONS: frozenset[str] = frozenset({"uncertified_judge_fail", "audit"})
+
+
+def gating_verdict(result: TraceResult) -> Verdict:
+    """The verdict on what gates alone: a trace in review only for advice (``ADVISORY_REASONS``) passes."""
+    reasons = set(result.review_reasons)
+    if result.verdict == "review" and reasons and reasons <= ADVISORY_REASONS:
+        return "pass"
+    return result.verdict
 
 
 def _confidences(judge: Judged | None) -> dict[str, float]:

@@ -19,13 +19,17 @@ DEFAULT_STORE_PATH = Path(DEFAULT_STORE)
 CONFIG_FILE = "seqjudge.yaml"
 
 # Why a trace is routed to a person (seqjudge.crosscheck).
+# Each names what put the trace there (docs/review.md lists them with what a reviewer does about each).
 ReviewReason = Literal[
-    "below_threshold",
+    "below_threshold",  # no critical rule failed, but the score is below the threshold
     "high_risk_imperfect",
     "judge_engine_disagreement",
-    "unscored",
+    "unscored",  # the judge's reply was unscored (invalid, refused, or the call failed)
     "judge_rule_undecided",
     "low_confidence",  # a judge rule decision below its certified confidence threshold (seqjudge.judge_gate)
+    "uncertified_judge_fail",  # the judge failed a `judge` rule no calibration certificate covers
+    "engine_fail",  # a deterministic critical rule failed (queued only with `review: {fails: true}`)
+    "judge_fail",  # a certified judge's critical fail stands (queued only with `review: {fails: true}`)
     "audit",  # a sampled auto-pass (seqjudge.audit): its verdict stays pass
 ]
 REVIEW_REASONS: tuple[str, ...] = ReviewReason.__args__  # type: ignore[attr-defined]

@@ -7,8 +7,10 @@ prompt template, rule set and confidence source, at the run's risk level:
   and the confidence is below it (then review too). A rule the calibration could not certify has no
   auto-pass threshold: every pass of it goes to review.
 - advisory (no certificate matches: the model, prompt or rules changed since calibration, or there never was
-  one): the judge's decision is reported and never gates (its final outcome stays ``deferred``, it sends
-  nothing to review) and the run's summary says so. ``--strict`` makes that an error.
+  one): the judge's decision never gates (its final outcome stays ``deferred``: no verdict, no score, never
+  a regression in ``compare``), but it is not unseen: a fail sends its trace to review (reason
+  ``uncertified_judge_fail``, verdict ``review``), and the run's summary says so. ``--strict`` makes a
+  missing certificate an error.
 Without a model nothing here applies (the judge rules are deferred, ``seqjudge.runner``).
 """
 
@@ -54,9 +56,9 @@ class JudgeGate:
         if not self.advisory:
             return None
         return (
-            f"judge rule(s) {', '.join(self.advisory)} are advisory: {self.why}; their decisions are "
-            "reported and never gate (`seqjudge calibrate DATASET` with this model certifies them; "
-            "--strict makes this an error)"
+            f"judge rule(s) {', '.join(self.advisory)} are advisory: {self.why}; their decisions never "
+            "gate, and a trace they fail goes to review (uncertified_judge_fail), not to the verdict "
+            "(`seqjudge calibrate DATASET` with this model certifies them; --strict makes this an error)"
         )
 
 

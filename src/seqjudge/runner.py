@@ -76,6 +76,7 @@ class RunSummary:
     judge_skipped: str | None
     verdicts: Counter[str] = field(default_factory=Counter)
     reasons: Counter[str] = field(default_factory=Counter)
+    queued: int = 0  # traces routed to review: the review items of the run (``TraceResult.routed``)
     judge_status: Counter[str] = field(default_factory=Counter)
     violated: Counter[str] = field(default_factory=Counter)
     tokens: dict[str, int] = field(
@@ -135,6 +136,7 @@ class RunSummary:
             "fail": self.verdicts["fail"],
             "review": self.verdicts["review"],
             "review_reasons": dict(self.reasons),
+            "review_items": self.queued,
             "judge": dict(self.judge_status),
             "tokens": dict(self.tokens),
             "cost": self.cost_totals(),
@@ -368,6 +370,7 @@ async def run_traces(
             judge_skipped=skipped if provider is None else None,
             # A cascade's decisions gate by the certificate of the judge whose answer is final.
             gate=cascade_routing(stages, records) if records else routing,
+            queue_fails=cfg.review.fails,
         )
         if records:
             result = result.model_copy(update={"stages": records})
@@ -526,7 +529,9 @@ def _finish(summary: RunSummary, gates: Sequence[LimitedProvider], cache: Any) -
     summary.agreement = summary.tally.figures()
     if summary.advisory_fails:
         fails = ", ".join(f"{rule} on {n} trace(s)" for rule, n in summary.advisory_fails.most_common())
-        summary.notes.append(f"advice only, not gating: the judge failed {fails}")
+        summary.notes.append(
+            f"uncertified judge fails, sent to review (uncertified_judge_fail), not to the verdict: {fails}"
+        )
     if gates:
         summary.calls = gates[0].stats.as_dict()
         for g in gates[1:]:  # a cascade's calls, all judges together
@@ -605,6 +610,7 @@ def _stops(failures: list[Any], gate: LimitedProvider) -> bool:
 
 def _count(summary: RunSummary, result: TraceResult) -> None:
     summary.verdicts[result.verdict] += 1
+    summary.queued += result.routed  # what the store queues (``save_result``): one item per routed trace
     for reason in result.review_reasons:
         summary.reasons[reason] += 1
     for d in result.rules:

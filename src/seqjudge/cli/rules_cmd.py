@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 
 from seqjudge.cli.app import app
+from seqjudge.cli.options import StoreOpt
+from seqjudge.defaults import DEFAULT_STORE_PATH
 from seqjudge.errors import InputError
 
 
@@ -22,13 +24,16 @@ def lint_command(
             help="Tool catalog to check tool names against (default: the rule file's `catalog:`).",
         ),
     ] = None,
+    store: StoreOpt = DEFAULT_STORE_PATH,
 ) -> int:
-    """Check a rule file: syntax, every rule, precedence cycles and, with a catalog, tool names.
+    """Check a rule file: syntax, every rule, precedence cycles and, with a catalog, tool names; and whether
+    a calibration certificate beside the store covers its `judge` rules.
 
     Exits 2 if there is any error (including a file that does not load), else 0.
     """
     from seqjudge import inputs
-    from seqjudge.rules.lint import LintProblem, lint
+    from seqjudge.certificate import certificates_dir
+    from seqjudge.rules.lint import LintProblem, certificate_problems, lint
     from seqjudge.rules.load import SeqjudgeDeprecationWarning, load_rules_located
 
     source = str(rules)
@@ -48,6 +53,7 @@ def lint_command(
     catalog_path = inputs.catalog_path(ruleset, catalog)
     cat = inputs.read_catalog(catalog_path) if catalog_path is not None else None
     problems = lint(ruleset, cat, locations=locations)
+    problems += certificate_problems(ruleset, certificates_dir(store))
     if deprecated:
         problems.append(
             LintProblem(

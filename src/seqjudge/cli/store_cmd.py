@@ -370,10 +370,13 @@ def review_export(
     store: StoreOpt = DEFAULT_STORE_PATH,
 ) -> int:
     """Write resolved items as golden-dataset labels ({trace_id, verdict, rules, labeler, note} per line)."""
+    from seqjudge.store.review import write_labels
+
     with _open(store) as db:
-        out: IO[str]
-        with open_output(labels) as out:
-            count = db.export_labels(out, run=run)
+        found = db.review_labels(run=run)  # before the output is opened: a conflict leaves it as it was
+    out: IO[str]
+    with open_output(labels) as out:
+        count = write_labels(out, found)
     where = "stdout" if str(labels) == "-" else str(labels)
     print(f"wrote {count} label(s) to {where}", file=sys.stderr)
     return 0

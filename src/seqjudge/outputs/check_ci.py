@@ -88,10 +88,10 @@ def failed_and_reasons(
 ) -> tuple[list[tuple[str, str, str]], list[str]]:
     """``check_result``'s failed rules as (id, type, severity) and review reasons, read from the report data
     without reconciling: with no judge a rule's final outcome is the engine's and the reasons are the
-    score's (for a trace that did not pass)."""
+    score's (for a trace in review: a critical fail is no score doubt, ``reconcile``)."""
     failed = [(r["rule_id"], r["type"], r["severity"]) for r in data["rules"] if r["outcome"] == "failed"]
     score = data["sequence_correctness_score"]
-    reasons = score_reasons(score, threshold, risk_level) if data["verdict"] != "pass" else []
+    reasons = score_reasons(score, threshold, risk_level) if data["verdict"] == "review" else []
     return failed, list(reasons)
 
 

@@ -46,7 +46,10 @@ def run_text(summary: RunSummary, out: IO[str] | None = None) -> None:
         for line in stage_lines(summary):
             w(line + "\n")
     if summary.reasons:
-        w("routed to review: " + ", ".join(f"{k} {v}" for k, v in summary.reasons.most_common()) + "\n")
+        # The reasons per trace (one trace may have several), then the items: `review list`'s count.
+        items = f"{summary.queued} review item{'s' if summary.queued != 1 else ''}"
+        w("routed to review: " + ", ".join(f"{k} {v}" for k, v in summary.reasons.most_common()))
+        w(f" ({items})\n")
     overall = summary.agreement.get("overall") or {}
     if overall.get("decisions"):
         kappa = overall["kappa"]

@@ -32,9 +32,19 @@ from seqjudge.rules.problems import suggest
 from seqjudge.rules.select import Selector, compile_operand, expand_name, operand_names
 
 if TYPE_CHECKING:  # the engine imports this module for find_cycles; only lint() with a catalog needs one
+    from pathlib import Path
+
     from seqjudge.rules.catalog import Catalog
 
-__all__ = ["Cycle", "LintProblem", "find_cycles", "lint", "rule_tool_names", "strong_components"]
+__all__ = [
+    "Cycle",
+    "LintProblem",
+    "certificate_problems",
+    "find_cycles",
+    "lint",
+    "rule_tool_names",
+    "strong_components",
+]
 
 
 @dataclass
@@ -421,6 +431,39 @@ def lint(
         out.append(LintProblem("warning", None, None, JUDGE_ONLY_WARNING, JUDGE_ONLY_HINT, code="judge_only"))
 
     return [p for p in out if p.level == "error"] + [p for p in out if p.level == "warning"]
+
+
+def certificate_problems(ruleset: RuleSet, folder: Path) -> list[LintProblem]:
+    """A warning naming the `judge` rules no calibration certificate in ``folder`` covers for these rules
+    and this prompt template (any model: lint knows none; a run with another model is still uncertified)."""
+    from seqjudge.certificate import load_certificates, rules_hash, template_hash
+
+    judge_rules = [r.rule_id for r in ruleset.rules if r.type == "judge"]
+    if not judge_rules:
+        return []
+    key = (template_hash(), rules_hash(ruleset))
+    covered = {
+        entry.rule_id
+        for cert in load_certificates(folder)
+        if (cert.template_hash, cert.rules_hash) == key
+        for entry in cert.rules
+    }
+    missing = [rid for rid in judge_rules if rid not in covered]
+    if not missing:
+        return []
+    return [
+        LintProblem(
+            "warning",
+            missing[0],
+            None,
+            f"judge rule(s) {', '.join(missing)} have no calibration certificate in {folder} for these "
+            "rules: a run's judge findings on them are advisory, so a trace the judge fails goes to review "
+            "(uncertified_judge_fail) and never to the verdict, the score or compare's gate",
+            "`seqjudge calibrate DATASET --model MODEL` on a labelled dataset certifies them for that model "
+            "(--store says where the certificates are)",
+            code="uncertified_judge",
+        )
+    ]
 
 
 # A rule set of `judge` rules alone is decided by the model alone: text in a trace that talks the judge

@@ -152,31 +152,59 @@ class ReviewMixin(ResultsMixin):
         ]
 
     def export_labels(self, out: IO[str], *, run: str | None = None) -> int:
-        """Write resolved items as golden-dataset label lines ``{trace_id, verdict, rules, labeler, note}``.
+        """Write ``review_labels`` as JSONL lines. Returns the number of lines written."""
+        return write_labels(out, self.review_labels(run=run))
 
-        One line per trace id: when the same trace was resolved in several runs, the latest resolution
-        wins (a golden dataset labels each trace once). Returns the number of lines written."""
-        latest: dict[str, ReviewItem] = {}
+    def review_labels(self, *, run: str | None = None) -> list[dict[str, Any]]:
+        """Resolved items as golden-dataset labels (trace_id, verdict, rules, labeler, note), one per trace.
+
+        A golden dataset labels each trace once. When a trace was resolved in several runs, resolutions that
+        agree (same verdict, no rule labelled both ways) are one label: every rule label of each, every
+        reviewer. Resolutions that conflict are an error naming who decided what and when: keeping either
+        one would silently drop a person's decision."""
+        by_trace: dict[str, list[ReviewItem]] = {}
         for item in self.review_items(run=run, status="resolved"):
-            assert item.resolution is not None
-            seen = latest.get(item.trace_id)
-            if seen is None or (
-                seen.resolution and item.resolution.resolved_at >= seen.resolution.resolved_at
-            ):
-                latest[item.trace_id] = item
-        for item in latest.values():
-            res = item.resolution
-            assert res is not None
-            out.write(
-                _dumps(
-                    {
-                        "trace_id": item.trace_id,
-                        "verdict": res.verdict,
-                        "rules": res.rules,
-                        "labeler": res.reviewer,
-                        "note": res.note,
-                    }
-                )
-                + "\n"
-            )
-        return len(latest)
+            by_trace.setdefault(item.trace_id, []).append(item)
+        return [_label(trace_id, items) for trace_id, items in by_trace.items()]
+
+
+def write_labels(out: IO[str], labels: list[dict[str, Any]]) -> int:
+    """``review_labels``'s labels as JSONL lines; returns how many."""
+    for label in labels:
+        out.write(_dumps(label) + "\n")
+    return len(labels)
+
+
+def _label(trace_id: str, items: list[ReviewItem]) -> dict[str, Any]:
+    """One trace's label from its resolved items (oldest first), or an InputError if they conflict."""
+    resolved = [(item, item.resolution) for item in items if item.resolution is not None]
+    resolved.sort(key=lambda pair: pair[1].resolved_at)
+    rules: dict[str, str] = {}
+    conflict = len({res.verdict for _, res in resolved}) > 1
+    for _, res in resolved:
+        for rule_id, outcome in res.rules.items():
+            conflict = conflict or rules.get(rule_id, outcome) != outcome
+            rules[rule_id] = outcome
+    if conflict:
+        told = "; ".join(
+            f"item {item.id} (run {item.run_id}): {res.verdict}"
+            + (f" ({', '.join(f'{k}={v}' for k, v in sorted(res.rules.items()))})" if res.rules else "")
+            + f" by {res.reviewer} at {res.resolved_at.isoformat(timespec='seconds')}"
+            for item, res in resolved
+        )
+        raise InputError(
+            f"trace {trace_id} has conflicting resolutions: {told}",
+            where="review export",
+            hint="a golden dataset labels each trace once: resolve the items again so that they agree "
+            "(`seqjudge review resolve ITEM --verdict ... --reviewer ...` replaces an item's resolution), "
+            "or export one run's labels with --run RUN",
+        )
+    reviewers = list(dict.fromkeys(res.reviewer for _, res in resolved))
+    notes = list(dict.fromkeys(res.note for _, res in resolved if res.note))
+    return {
+        "trace_id": trace_id,
+        "verdict": resolved[-1][1].verdict,
+        "rules": rules,
+        "labeler": ", ".join(reviewers),
+        "note": " | ".join(notes),
+    }
