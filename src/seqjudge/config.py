@@ -164,7 +164,8 @@ def load_config(path: str | Path) -> RunConfig:
 
 def judge_rule_ids(ruleset: Any, mode: str) -> list[str]:
     """The rules the judge is asked about: every rule (``full``: the exact rules are cross-checked), or only
-    the `judge` rules (``contextual``: the engine decides the exact rules, the judge what needs reading)."""
+    the rules the judge may have to decide (``contextual``: the engine decides the exact rules, the judge
+    what needs reading: `judge` rules, and the rules the engine may leave undetermined on a trace)."""
     if mode not in JUDGE_MODES:
         raise InputError(f"judge mode is {mode!r}", where="--judge-mode", hint="use full or contextual")
-    return [r.rule_id for r in ruleset.rules if mode == "full" or r.type == "judge"]
+    return [r.rule_id for r in ruleset.rules if mode == "full" or r.judge_may_decide]

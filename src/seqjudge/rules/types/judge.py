@@ -64,8 +64,9 @@ class JudgeRule(RuleBase):
     criteria: JudgeCriteria | None = None
     examples: list[JudgeExample] = Field(default_factory=list)
 
-    rank = 9
+    rank = 10
     operand_fields = ("applies_to",)
+    judge_may_decide = True
 
     @field_validator("applies_to")
     @classmethod

@@ -1,0 +1,200 @@
+"""Where a value could have come from in one trace: the sources a ``lineage`` rule looks in, read once.
+
+A ``lineage`` rule (``seqjudge.rules.types.lineage``) asks, for each call it checks, whether an argument's
+value appeared earlier in the trace: in a successful call's output (at a JMESPath into it), in the user's
+messages, in the trace's context, or in a literal set. This module holds what every such rule of a check
+shares: the outputs parsed once per trace (``Sources``, kept on the trace's index, whatever the number of
+rules), the values found at one path of one tool's outputs, and the text of the user's messages.
+
+Values are compared as text after the rule's normalisers: a string as it is, any other scalar as its
+compact JSON (``5``, ``true``), so the id ``"5"`` and the number ``5`` are the same value here, as they
+are to a person reading the trace. ``None`` is no value. A list or object is the values of its leaves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import regex
+
+from seqjudge.trace import PlainTrace, Trace
+
+__all__ = [
+    "NORMALIZERS",
+    "OutputValues",
+    "Sources",
+    "compile_path",
+    "leaves",
+    "normalizer",
+    "sources_of",
+]
+
+# What a rule may declare in ``normalize:``; applied in this order, to the checked value and every source.
+NORMALIZERS: dict[str, Callable[[str], str]] = {
+    "trim": str.strip,  # surrounding white space
+    "lowercase": str.casefold,  # case
+    "strip_hash": lambda s: s[1:] if s.startswith("#") else s,  # "#W123" and "W123" are one id
+}
+# Nested values deeper than this are not looked into (check_trace_data bounds a stored trace at 100).
+_MAX_DEPTH = 100
+# An output longer than this is not parsed: the value is then undetermined in it, never assumed absent.
+MAX_OUTPUT_CHARS = 1_000_000
+
+
+@lru_cache(maxsize=512)
+def compile_path(path: str) -> Any:
+    """A JMESPath expression, compiled once per distinct text (``ValueError`` with the parser's words)."""
+    import jmespath  # here: only rule files with lineage rules pay for its import
+    from jmespath.exceptions import JMESPathError
+
+    try:
+        return jmespath.compile(path)
+    except JMESPathError as exc:
+        raise ValueError(f"{path!r} is not a valid JMESPath expression ({exc})") from None
+
+
+class Normalizer:
+    """A rule's normalisers as one function; ``names`` (in the table's order) key what it produced."""
+
+    __slots__ = ("names", "_fns")
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = tuple(n for n in NORMALIZERS if n in names)  # the table's order, whatever the rule's
+        self._fns = [NORMALIZERS[n] for n in self.names]
+
+    def __call__(self, text: str) -> str:
+        for fn in self._fns:
+            text = fn(text)
+        return text
+
+
+@lru_cache(maxsize=64)
+def normalizer(names: tuple[str, ...]) -> Normalizer:
+    return Normalizer(names)
+
+
+def _scalar_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, dict | list):
+        return None
+    return json.dumps(value)
+
+
+def leaves(value: Any, depth: int = 0) -> Iterator[str]:
+    """The texts of the scalar values in ``value`` (itself, or its leaves), None left out."""
+    text = _scalar_text(value)
+    if text is not None:
+        yield text
+    elif depth < _MAX_DEPTH:
+        if isinstance(value, dict):
+            for item in value.values():
+                yield from leaves(item, depth + 1)
+        elif isinstance(value, list):
+            for item in value:
+                yield from leaves(item, depth + 1)
+
+
+_UNREAD = object()  # an output that is not JSON (or too long to parse): a path into it finds nothing sure
+
+
+def _parsed(output: Any) -> Any:
+    """An output as data: JSON text decoded, anything else as it is; ``_UNREAD`` for text that is not JSON."""
+    if not isinstance(output, str):
+        return output
+    if len(output) > MAX_OUTPUT_CHARS:
+        return _UNREAD
+    text = output.strip()
+    if not text or text[0] not in '[{"-0123456789tfn':
+        return _UNREAD
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _UNREAD
+
+
+@dataclass(slots=True)
+class OutputValues:
+    """The values one call's output holds at one path (or anywhere, with no path), or why none are sure.
+
+    ``values`` None: the output could not be read at that path (not JSON, or too long); ``text`` then holds
+    a plain-text output a value may still be found in as a whole word (only with no path)."""
+
+    position: int
+    values: frozenset[str] | None
+    text: str | None = None
+
+
+@dataclass(slots=True)
+class Sources:
+    """One trace's sources, parsed at their first use and shared by every lineage rule of the check."""
+
+    outputs: list[Any]  # each call's output as given
+    user: list[tuple[int | None, str]]  # (calls made before it, text) of each user message
+    context: dict[str, Any]
+    _parsed: dict[int, Any] = field(default_factory=dict)
+    _at_path: dict[tuple[int, str | None, tuple[str, ...]], OutputValues] = field(default_factory=dict)
+    _user_text: dict[tuple[str, tuple[str, ...]], str] = field(default_factory=dict)
+
+    def output_values(self, i: int, path: str | None, norm: Normalizer) -> OutputValues:
+        """The values of call ``i``'s output at ``path``, normalised: computed once per (call, path,
+        normalisers) and trace, however many rules ask."""
+        key = (i, path, norm.names)
+        hit = self._at_path.get(key)
+        if hit is not None:
+            return hit
+        if i in self._parsed:
+            data = self._parsed[i]
+        else:
+            data = self._parsed[i] = _parsed(self.outputs[i])
+        if data is _UNREAD:
+            raw = self.outputs[i]
+            found = OutputValues(i, None, norm(raw) if path is None and isinstance(raw, str) else None)
+        else:
+            at = compile_path(path).search(data) if path is not None else data
+            found = OutputValues(i, frozenset(norm(t) for t in leaves(at)))
+        self._at_path[key] = found
+        return found
+
+    def user_text(self, text: str, norm: Normalizer) -> str:
+        """A user message's text, normalised (once per message and normalisers)."""
+        key = (text, norm.names)
+        hit = self._user_text.get(key)
+        if hit is None:
+            hit = self._user_text[key] = norm(text)
+        return hit
+
+    def context_values(self, path: str, norm: Normalizer) -> frozenset[str]:
+        return frozenset(norm(t) for t in leaves(compile_path(path).search(self.context)))
+
+
+def _message_text(content: Any) -> str:
+    """A message's words: its text, or the text blocks of a list of content blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [_message_text(b.get("text") if isinstance(b, dict) else b) for b in content]
+        return "\n".join(p for p in parts if p)
+    if isinstance(content, dict):
+        return _message_text(content.get("text"))
+    return ""
+
+
+def sources_of(trace: Trace | PlainTrace) -> Sources:
+    """The sources of one trace (nothing parsed yet)."""
+    if isinstance(trace, PlainTrace):
+        raw = trace.raw_calls or []
+        outputs = [c.get("output") if isinstance(c, dict) else None for c in raw]
+        return Sources(outputs, [], trace.context)
+    user = [(m.at, _message_text(m.content)) for m in trace.messages if m.role == "user"]
+    return Sources([c.output for c in trace.calls], user, trace.context)
+
+
+@lru_cache(maxsize=4096)
+def word_pattern(value: str) -> Any:
+    """``value`` as a whole word: not inside a longer run of letters, digits or underscores."""
+    return regex.compile(r"(?<![\w])" + regex.escape(value) + r"(?![\w])")
