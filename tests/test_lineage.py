@@ -99,7 +99,15 @@ def test_a_value_the_user_gave_is_derived_only_from_a_message_before_the_call() 
 def test_an_output_that_is_not_json_at_a_path_is_undetermined_never_a_pass() -> None:
     rule = outcome({"calls": [lookup("", output="Order #W1 is pending"), cancel("#W1")]})
     assert rule["outcome"] == "deferred"
-    assert "lookup (call 1) output is not JSON" in rule["explanation"]
+    assert "the output of lookup (call 1) is text, so `order.id` cannot be read" in rule["explanation"]
+
+
+def test_a_cut_output_leaves_a_value_it_lacks_undetermined() -> None:
+    """tau's traces keep 1,500 characters of an output and a cut mark: a value past the cut is unknown."""
+    cut = '{"orders": {"#W1": {"items": 2}, "#W2": {"ite …'
+    src = {"from": [{"output": "lookup"}]}
+    assert outcome({"calls": [lookup("", output=cut), cancel("#W3")]}, **src)["outcome"] == "deferred"
+    assert outcome({"calls": [lookup("", output=cut), cancel("#W2")]}, **src)["outcome"] == "passed"
 
 
 def test_plain_text_output_without_a_path_is_searched_as_words() -> None:
@@ -245,15 +253,15 @@ def test_an_undetermined_value_is_the_judges_to_decide() -> None:
 
 
 # -- the property test against a brute-force reference --------------------------------------------------
-def _ref_leaves(value: Any) -> list[str]:
+def _ref_leaves(value: Any, keys: bool = False) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, bool | int | float):
         return [json.dumps(value)]
     if isinstance(value, dict):
-        return [x for v in value.values() for x in _ref_leaves(v)]
+        return [x for k, v in value.items() for x in ([k] if keys else []) + _ref_leaves(v, keys)]
     if isinstance(value, list):
-        return [x for v in value for x in _ref_leaves(v)]
+        return [x for v in value for x in _ref_leaves(v, keys)]
     return []
 
 
@@ -284,17 +292,25 @@ def reference_lineage(trace: dict[str, Any], path: str | None) -> str:
                 if src["tool_name"] != "lookup" or src.get("status", "ok") != "ok":
                     continue
                 out = src.get("output")
-                try:
-                    data = json.loads(out) if isinstance(out, str) else out
-                    readable = not (isinstance(out, str) and not out.strip())
-                except ValueError:
-                    readable = False
-                if readable:
-                    at = _ref_at(data, path) if path else data
-                    found = found or value in _ref_leaves(at)
-                elif path is None and isinstance(out, str):
-                    found = found or bool(re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)", out))
-                else:
+                if not isinstance(out, str):
+                    at = _ref_at(out, path) if path else out
+                    found = found or value in _ref_leaves(at, keys=path is None)
+                    continue
+                cut = out.endswith("…")
+                if out.startswith("{") and not cut:
+                    try:
+                        data = json.loads(out)
+                    except ValueError:
+                        cut = True
+                    else:
+                        at = _ref_at(data, path) if path else data
+                        found = found or value in _ref_leaves(at, keys=path is None)
+                        continue
+                # text: searched for the value as a word when there is no path; not finding it settles
+                # nothing when the text is cut or a path was asked for
+                if path is None and re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)", out):
+                    found = True
+                elif cut or path is not None:
                     maybe = True
             for m in trace.get("messages", []):
                 if m["role"] == "user" and m["at"] <= i:
@@ -321,13 +337,16 @@ def lineage_traces(draw: st.DrawFn) -> dict[str, Any]:
         if kind == "say":
             messages.append({"role": "user", "content": f"about {draw(IDS)} please", "at": len(calls)})
         elif kind == "lookup":
-            shape = draw(st.sampled_from(["nested", "flat", "cut", "text", "list", "number"]))
+            shapes = ["nested", "flat", "keyed", "cut", "text", "cut text", "list", "number"]
+            shape = draw(st.sampled_from(shapes))
             order = draw(IDS)
             output: Any = {
                 "nested": json.dumps({"order": {"id": order}}),
                 "flat": json.dumps({"id": order}),
+                "keyed": json.dumps({"orders": {order: {"n": 1}}}),
                 "cut": json.dumps({"order": {"id": order}})[:-3],
                 "text": f"found order {order}",
+                "cut text": f"found order {order} and …",
                 "list": json.dumps({"order": {"id": [order, "W2"]}}),
                 "number": json.dumps({"order": {"id": 7}}),
             }[shape]
@@ -349,3 +368,23 @@ def test_the_engine_matches_the_brute_force_reference(trace: dict[str, Any], pat
     source: dict[str, Any] = {"output": "lookup", **({"path": path} if path else {})}
     got = outcome(trace, **{"from": [source, {"user": True}]})["outcome"]
     assert got == reference_lineage(trace, path)
+
+
+# -- the provenance pack of the bundled tau suites --------------------------------------------------------
+GOLDEN = Path(__file__).resolve().parents[1] / "golden_traces"
+
+
+@pytest.mark.parametrize(
+    ("suite", "failed"), [("tau-retail", {}), ("tau-airline", {"payment-id-has-a-source": 1})]
+)
+def test_the_provenance_pack_on_the_bundled_suites(suite: str, failed: dict[str, int]) -> None:
+    """The suites' READMEs ("Provenance pack") say what fails and why; these are their counts."""
+    from seqjudge import load_rules, load_traces
+
+    engine = Engine(load_rules(GOLDEN / suite / "provenance.yaml"))
+    counts: dict[str, int] = {}
+    for trace in load_traces(GOLDEN / suite / "traces.jsonl"):
+        for rule in engine.check(trace).rules:
+            if rule.outcome == "failed":
+                counts[rule.rule_id] = counts.get(rule.rule_id, 0) + 1
+    assert counts == failed

@@ -85,48 +85,59 @@ def _scalar_text(value: Any) -> str | None:
     return json.dumps(value)
 
 
-def leaves(value: Any, depth: int = 0) -> Iterator[str]:
-    """The texts of the scalar values in ``value`` (itself, or its leaves), None left out."""
+def leaves(value: Any, depth: int = 0, keys: bool = False) -> Iterator[str]:
+    """The texts of the scalar values in ``value`` (itself, or its leaves), None left out; with ``keys``,
+    the keys of its objects too (an output that lists records by id, ``{"variants": {"953...": {...}}}``,
+    holds those ids as keys)."""
     text = _scalar_text(value)
     if text is not None:
         yield text
     elif depth < _MAX_DEPTH:
         if isinstance(value, dict):
-            for item in value.values():
-                yield from leaves(item, depth + 1)
+            for key, item in value.items():
+                if keys:
+                    yield key
+                yield from leaves(item, depth + 1, keys)
         elif isinstance(value, list):
             for item in value:
-                yield from leaves(item, depth + 1)
+                yield from leaves(item, depth + 1, keys)
 
 
-_UNREAD = object()  # an output that is not JSON (or too long to parse): a path into it finds nothing sure
+# Outputs as read: decoded JSON, or one of these for text.
+_TEXT = object()  # plain text, whole: a value is in it as a word or not at all
+_CUT = object()  # text that is not all there: JSON that does not parse, or text that ends in a cut mark
+_CUT_MARKS = ("…", "...", "[truncated]", "(truncated)")
 
 
 def _parsed(output: Any) -> Any:
-    """An output as data: JSON text decoded, anything else as it is; ``_UNREAD`` for text that is not JSON."""
+    """An output as data: JSON text decoded, anything else as it is; ``_TEXT`` or ``_CUT`` for text."""
     if not isinstance(output, str):
         return output
-    if len(output) > MAX_OUTPUT_CHARS:
-        return _UNREAD
     text = output.strip()
-    if not text or text[0] not in '[{"-0123456789tfn':
-        return _UNREAD
+    if len(output) > MAX_OUTPUT_CHARS or text.endswith(_CUT_MARKS):
+        return _CUT
+    if not text or text[0] not in "[{":
+        return _TEXT  # a bare number or word is text too: searched for the value as a word
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
-        return _UNREAD
+        return _CUT  # it starts as JSON and does not parse: cut, or not JSON after all
 
 
 @dataclass(slots=True)
 class OutputValues:
     """The values one call's output holds at one path (or anywhere, with no path), or why none are sure.
 
-    ``values`` None: the output could not be read at that path (not JSON, or too long); ``text`` then holds
-    a plain-text output a value may still be found in as a whole word (only with no path)."""
+    ``values`` None: the output is text; ``text`` is it (normalised) when it may be searched for a value as
+    a whole word (there is no path), and ``sure`` says whether not finding it there settles anything (whole
+    plain text, no path) or leaves the value undetermined (a cut or broken output, or a path into text).
+    ``why`` words what could not be read."""
 
     position: int
     values: frozenset[str] | None
     text: str | None = None
+    sure: bool = True
+    why: str = ""
 
 
 @dataclass(slots=True)
@@ -151,12 +162,17 @@ class Sources:
             data = self._parsed[i]
         else:
             data = self._parsed[i] = _parsed(self.outputs[i])
-        if data is _UNREAD:
+        if data is _TEXT or data is _CUT:
             raw = self.outputs[i]
-            found = OutputValues(i, None, norm(raw) if path is None and isinstance(raw, str) else None)
+            text = norm(raw) if path is None else None
+            cut = data is _CUT
+            why = "is cut or not valid JSON" if cut else f"is text, so `{path}` cannot be read in it"
+            found = OutputValues(i, None, text, sure=not cut and path is None, why=why)
         else:
+            # With no path, "anywhere in the output": keys included. A path selects values (JMESPath's
+            # keys(@) selects keys where that is what is meant).
             at = compile_path(path).search(data) if path is not None else data
-            found = OutputValues(i, frozenset(norm(t) for t in leaves(at)))
+            found = OutputValues(i, frozenset(norm(t) for t in leaves(at, keys=path is None)))
         self._at_path[key] = found
         return found
 

@@ -203,14 +203,12 @@ def _search(
                     if value in out.values:
                         s.where = f"{names[p]} (call {p + 1})" + (f" at `{spec.path}`" if spec.path else "")
                         return s
-                elif out.text is not None:
-                    if word_pattern(value).search(out.text):
-                        s.where = f"the text of {names[p]} (call {p + 1})"
-                        return s
-                else:
-                    s.unsure.append(
-                        f"{names[p]} (call {p + 1}) output is not JSON, so `{spec.path}` cannot be read"
-                    )
+                    continue
+                if out.text is not None and word_pattern(value).search(out.text):
+                    s.where = f"the text of {names[p]} (call {p + 1})"
+                    return s
+                if not out.sure:
+                    s.unsure.append(f"the output of {names[p]} (call {p + 1}) {out.why}")
             at = f" at `{spec.path}`" if spec.path else ""
             s.looked.append(f"{seen} successful earlier {sel.text} output(s){at}")
         elif spec.user:
