@@ -26,6 +26,7 @@ from seqjudge.trace import PlainTrace, Trace
 __all__ = [
     "NORMALIZERS",
     "OutputValues",
+    "SourceIndex",
     "Sources",
     "compile_path",
     "leaves",
@@ -45,9 +46,27 @@ _MAX_DEPTH = 100
 MAX_OUTPUT_CHARS = 1_000_000
 
 
+_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class _Key:
+    """A path that is one plain name, read as a dict lookup (JMESPath's meaning of it, without its
+    interpreter: most ``argument:`` paths are one name, read once per checked call)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def search(self, data: Any) -> Any:
+        return data.get(self.name) if isinstance(data, dict) else None
+
+
 @lru_cache(maxsize=512)
 def compile_path(path: str) -> Any:
     """A JMESPath expression, compiled once per distinct text (``ValueError`` with the parser's words)."""
+    if _NAME.fullmatch(path) and path not in ("true", "false", "null"):
+        return _Key(path)
     import jmespath  # here: only rule files with lineage rules pay for its import
     from jmespath.exceptions import JMESPathError
 
@@ -78,8 +97,12 @@ def normalizer(names: tuple[str, ...]) -> Normalizer:
 
 
 def _scalar_text(value: Any) -> str | None:
-    if isinstance(value, str):
-        return value
+    """A scalar as its JSON text (a string as it is); None for null, lists and objects."""
+    kind = type(value)
+    if kind is str:
+        return value  # type: ignore[no-any-return]
+    if kind is int:
+        return str(value)  # (json.dumps of an int, without its encoder)
     if value is None or isinstance(value, dict | list):
         return None
     return json.dumps(value)
@@ -141,15 +164,38 @@ class OutputValues:
 
 
 @dataclass(slots=True)
+class SourceIndex:
+    """One source (the successful calls of one operand, read at one path, under one set of normalisers)
+    over a whole trace, so that a lookup is a dict access and a bisection, never a walk of the calls:
+    ``first`` maps each value to the earliest call whose output holds it; ``texts`` are the calls whose
+    output is text to search for a word; ``unsure`` the calls whose output could not be read, with why;
+    ``steps`` the step of each successful source call, in order (to count those before a call)."""
+
+    first: dict[str, int]
+    texts: list[tuple[int, str]]
+    unsure: list[tuple[int, str]]
+    steps: list[int]
+
+
+@dataclass(slots=True)
 class Sources:
     """One trace's sources, parsed at their first use and shared by every lineage rule of the check."""
 
-    outputs: list[Any]  # each call's output as given
+    calls: list[Any]  # the trace's calls: Call models, or a plain record's call objects (``plain``)
+    plain: bool
     user: list[tuple[int | None, str]]  # (calls made before it, text) of each user message
     context: dict[str, Any]
     _parsed: dict[int, Any] = field(default_factory=dict)
     _at_path: dict[tuple[int, str | None, tuple[str, ...]], OutputValues] = field(default_factory=dict)
     _user_text: dict[tuple[str, tuple[str, ...]], str] = field(default_factory=dict)
+    _indexes: dict[Any, SourceIndex] = field(default_factory=dict)
+
+    def output(self, i: int) -> Any:
+        """Call ``i``'s output as given (read only for the calls a lineage rule looks at)."""
+        call = self.calls[i]
+        if self.plain:
+            return call.get("output") if isinstance(call, dict) else None
+        return call.output
 
     def output_values(self, i: int, path: str | None, norm: Normalizer) -> OutputValues:
         """The values of call ``i``'s output at ``path``, normalised: computed once per (call, path,
@@ -161,9 +207,9 @@ class Sources:
         if i in self._parsed:
             data = self._parsed[i]
         else:
-            data = self._parsed[i] = _parsed(self.outputs[i])
+            data = self._parsed[i] = _parsed(self.output(i))
         if data is _TEXT or data is _CUT:
-            raw = self.outputs[i]
+            raw = self.output(i)
             text = norm(raw) if path is None else None
             cut = data is _CUT
             why = "is cut or not valid JSON" if cut else f"is text, so `{path}` cannot be read in it"
@@ -174,6 +220,39 @@ class Sources:
             at = compile_path(path).search(data) if path is not None else data
             found = OutputValues(i, frozenset(norm(t) for t in leaves(at, keys=path is None)))
         self._at_path[key] = found
+        return found
+
+    def index(
+        self,
+        key: Any,
+        positions: list[int],
+        ok: list[bool],
+        steps: list[int],
+        path: str | None,
+        norm: Normalizer,
+    ) -> SourceIndex:
+        """The ``SourceIndex`` of the calls at ``positions`` (sorted), built once per ``key`` and trace."""
+        hit = self._indexes.get(key)
+        if hit is not None:
+            return hit
+        first: dict[str, int] = {}
+        texts: list[tuple[int, str]] = []
+        unsure: list[tuple[int, str]] = []
+        ok_steps: list[int] = []
+        for p in positions:
+            if not ok[p]:
+                continue  # a failed call's output is an error, never a source
+            ok_steps.append(steps[p])
+            out = self.output_values(p, path, norm)
+            if out.values is not None:
+                for value in out.values:
+                    first.setdefault(value, p)
+                continue
+            if out.text is not None:
+                texts.append((p, out.text))
+            if not out.sure:
+                unsure.append((p, out.why))
+        found = self._indexes[key] = SourceIndex(first, texts, unsure, ok_steps)
         return found
 
     def user_text(self, text: str, norm: Normalizer) -> str:
@@ -203,11 +282,10 @@ def _message_text(content: Any) -> str:
 def sources_of(trace: Trace | PlainTrace) -> Sources:
     """The sources of one trace (nothing parsed yet)."""
     if isinstance(trace, PlainTrace):
-        raw = trace.raw_calls or []
-        outputs = [c.get("output") if isinstance(c, dict) else None for c in raw]
-        return Sources(outputs, [], trace.context)
+        # A plain record has no messages; its calls are the decoded objects (outputs kept as they came).
+        return Sources(trace.raw_calls or [], True, [], trace.context)
     user = [(m.at, _message_text(m.content)) for m in trace.messages if m.role == "user"]
-    return Sources([c.output for c in trace.calls], user, trace.context)
+    return Sources(trace.calls, False, user, trace.context)
 
 
 @lru_cache(maxsize=4096)

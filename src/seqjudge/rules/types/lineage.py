@@ -24,6 +24,7 @@ The outputs are parsed once per trace whatever the number of lineage rules (``se
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
     from seqjudge.rules.select import Selector
 
 _VALUE_CHARS = 80  # a value quoted in a message is cut to this many characters
+# A source as the evaluator uses it: as written, its operand compiled, its listed values normalised.
+Compiled = tuple["LineageSource", "Selector | None", "frozenset[str] | None"]
 
 
 class LineageSource(BaseModel):
@@ -156,8 +159,16 @@ class LineageRule(RuleBase):
         return None  # it orders no tools against each other (a value's source is not a tool order)
 
     def compile(self, c: SelectorFactory) -> Evaluator:
-        sources = [(s, c(s.output) if s.output is not None else None) for s in self.from_]
-        return partial(lineage, self, c(self.tool), sources)
+        norm = normalizer(tuple(self.normalize))
+        sources = [
+            (
+                s,
+                c(s.output) if s.output is not None else None,
+                frozenset(norm(t) for t in leaves(s.values)) if s.values is not None else None,
+            )
+            for s in self.from_
+        ]
+        return partial(lineage, self, c(self.tool), sources, self._sources(operand_text))
 
 
 def _cut(value: str) -> str:
@@ -179,7 +190,7 @@ class _Search:
 def _search(
     value: str,
     i: int,
-    sources: list[tuple[LineageSource, Selector | None]],
+    sources: list[Compiled],
     found: Sources,
     norm: Normalizer,
     v: View,
@@ -187,29 +198,28 @@ def _search(
     s = _Search()
     steps = v.index.steps
     names = v.index.names
-    for spec, sel in sources:
+    for spec, sel, listed in sources:
         if sel is not None:
             every, _ = v.positions(sel)
-            ok = v.index.ok
-            seen = 0
-            for p in every:
-                if steps[p] >= steps[i]:
-                    break  # positions are sorted and steps never decrease
-                if not ok[p]:
-                    continue  # a failed call's output is an error, never a source
-                seen += 1
-                out = found.output_values(p, spec.path, norm)
-                if out.values is not None:
-                    if value in out.values:
-                        s.where = f"{names[p]} (call {p + 1})" + (f" at `{spec.path}`" if spec.path else "")
-                        return s
-                    continue
-                if out.text is not None and word_pattern(value).search(out.text):
+            key = (sel, spec.path, norm.names)
+            src = found.index(key, every, v.index.ok, steps, spec.path, norm)
+            step = steps[i]
+            p = src.first.get(value)
+            if p is not None and steps[p] < step:
+                s.where = f"{names[p]} (call {p + 1})" + (f" at `{spec.path}`" if spec.path else "")
+                return s
+            for p, text in src.texts:
+                if steps[p] >= step:
+                    break  # in call order, steps never decrease
+                if word_pattern(value).search(text):
                     s.where = f"the text of {names[p]} (call {p + 1})"
                     return s
-                if not out.sure:
-                    s.unsure.append(f"the output of {names[p]} (call {p + 1}) {out.why}")
+            for p, why in src.unsure:
+                if steps[p] >= step:
+                    break
+                s.unsure.append(f"the output of {names[p]} (call {p + 1}) {why}")
             at = f" at `{spec.path}`" if spec.path else ""
+            seen = bisect_left(src.steps, step)
             s.looked.append(f"{seen} successful earlier {sel.text} output(s){at}")
         elif spec.user:
             n = 0
@@ -229,17 +239,15 @@ def _search(
                 s.where = f"the context at `{spec.context}`"
                 return s
             s.looked.append(f"the context at `{spec.context}`")
-        else:
-            if value in {norm(t) for t in leaves(spec.values)}:
+        elif listed is not None:
+            if value in listed:
                 s.where = "the rule's listed values"
                 return s
             s.looked.append("the rule's listed values")
     return s
 
 
-def lineage(
-    rule: LineageRule, checked: Selector, sources: list[tuple[LineageSource, Selector | None]], v: View
-) -> Finding:
+def lineage(rule: LineageRule, checked: Selector, sources: list[Compiled], words: str, v: View) -> Finding:
     calls, _ = v.positions(checked)
     arg = compile_path(rule.argument)
     norm = normalizer(tuple(rule.normalize))
@@ -270,13 +278,13 @@ def lineage(
                     Flaw(
                         "missing_prerequisite",
                         i,
-                        f"{rule.argument} of {checked.text} from one of: {rule._sources(operand_text)}",
+                        f"{rule.argument} of {checked.text} from one of: {words}",
                         f"{at_i}: {rule.argument} {shown!r} has no source",
                         f"{at_i} used {rule.argument} {shown!r}, which appears in none of: {where}.",
-                        f"Take {rule.argument} from one of ({rule._sources(operand_text)}) before {at_i}: "
+                        f"Take {rule.argument} from one of ({words}) before {at_i}: "
                         "a value the agent was never given may be invented, or another record's.",
                         (
-                            rule._sources(operand_text),
+                            words,
                             checked.text,
                             i,
                             f"{checked.text} acted on a {rule.argument} of unknown origin",
