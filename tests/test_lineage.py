@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seqjudge.cli import run as cli
-from seqjudge.config import judge_rule_ids
+from seqjudge.config import asked_on, judge_rule_ids
 from seqjudge.crosscheck import reconcile
 from seqjudge.ingest.plain import plain_trace
 from seqjudge.rules.engine import Engine
@@ -221,12 +221,32 @@ def test_lint_checks_source_tools_against_the_catalog(
     assert "lokup" in out.out + out.err
 
 
+def test_lint_refuses_an_argument_the_catalog_does_not_have(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "rules.yaml").write_text(json.dumps({"rules": [{**RULE, "argument": "orderid"}]}))
+    tools = [
+        {"name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}},
+        {"name": "cancel", "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}},
+    ]
+    (tmp_path / "tools.json").write_text(json.dumps(tools))
+    assert cli(["lint", str(tmp_path / "rules.yaml"), "--catalog", str(tmp_path / "tools.json")]) == 2
+    assert "Did you mean 'order_id'" in capsys.readouterr().out
+
+
 # -- the judge decides what the engine could not ----------------------------------------------------------
-def test_a_contextual_judge_is_asked_about_lineage_rules() -> None:
+def test_a_judge_is_asked_about_a_lineage_rule_on_the_traces_the_engine_left_undetermined() -> None:
     rs = RuleSet.model_validate(
         {"rules": [RULE, {"id": "b", "type": "before", "first": "lookup", "then": "cancel"}]}
     )
-    assert judge_rule_ids(rs, "contextual") == ["order-from-lookup"]
+    contextual = judge_rule_ids(rs, "contextual")
+    assert contextual == []  # no judge rule: nothing to ask about by default
+    engine = Engine(rs)
+    unsure = engine.check(Trace.model_validate({"calls": [lookup("", output="not json"), cancel("#W1")]}))
+    sure = engine.check(Trace.model_validate({"calls": [lookup("#W1"), cancel("#W1")]}))
+    assert asked_on(contextual, unsure.rules) == ["order-from-lookup"]
+    assert asked_on(contextual, sure.rules) == []
+    assert asked_on(judge_rule_ids(rs, "full"), unsure.rules) == ["order-from-lookup", "b"]
 
 
 class _Judged:
@@ -388,3 +408,24 @@ def test_the_provenance_pack_on_the_bundled_suites(suite: str, failed: dict[str,
             if rule.outcome == "failed":
                 counts[rule.rule_id] = counts.get(rule.rule_id, 0) + 1
     assert counts == failed
+
+
+def test_the_judge_prompt_keeps_what_a_lineage_rule_reads(tmp_path: Path) -> None:
+    """Deferred to the judge, a lineage rule is worded with its sources, and the outputs of its source tools
+    and the messages are kept whole where other outputs are cut."""
+    from seqjudge.judge.prompt import render
+
+    long = json.dumps({"order": {"id": "#W1"}, "pad": "x" * 2000})
+    trace = Trace.model_validate(
+        {
+            "calls": [lookup("", output=long), {"tool_name": "other", "output": "y" * 2000}, cancel("#W1")],
+            "messages": [{"role": "user", "content": "cancel #W1", "at": 0}],
+        }
+    )
+    prompt = render(trace, ruleset())
+    text = prompt.static + prompt.dynamic
+    assert "## Rule `order-from-lookup` (lineage, critical)" in text
+    assert "must appear earlier in: `lookup` output at `order.id`, the user's messages" in text
+    assert "x" * 1500 not in text  # read at a path: the usual cut
+    anywhere = render(trace, ruleset(**{"from": [{"output": "lookup"}]}))
+    assert "x" * 1500 in anywhere.text() and "y" * 1500 not in anywhere.text()

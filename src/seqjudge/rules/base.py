@@ -193,9 +193,6 @@ class RuleBase(BaseModel):
 
     rank: ClassVar[int]
     operand_fields: ClassVar[tuple[str, ...]]
-    # Whether the engine may leave the rule to the judge (outcome `deferred`): always for a `judge` rule,
-    # on some traces for a `lineage` rule; a contextual judge is asked about these.
-    judge_may_decide: ClassVar[bool] = False
     operand_list_fields: ClassVar[tuple[str, ...]] = ()
 
     id: str | None = None

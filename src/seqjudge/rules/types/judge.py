@@ -66,7 +66,6 @@ class JudgeRule(RuleBase):
 
     rank = 10
     operand_fields = ("applies_to",)
-    judge_may_decide = True
 
     @field_validator("applies_to")
     @classmethod

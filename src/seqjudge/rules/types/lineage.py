@@ -119,7 +119,6 @@ class LineageRule(RuleBase):
 
     rank = 9
     operand_fields = ("tool",)
-    judge_may_decide = True
 
     _v = field_validator("tool")(lambda cls, v: check_operand(v))
 
@@ -144,15 +143,12 @@ class LineageRule(RuleBase):
         return ", ".join(s.words(tools) for s in self.from_)
 
     def requirement(self, say: Wording) -> str:
-        norm = f" Values are compared after: {', '.join(self.normalize)}." if self.normalize else ""
+        norm = f", compared after {', '.join(self.normalize)}" if self.normalize else ""
         return (
-            f"For every call (any status) to {say.words(self.tool)}, each value of its argument "
-            f"`{self.argument}` must appear earlier in one of: {self._sources(say.words)} (outputs of "
-            "successful calls in an earlier step only; failed calls' outputs are never sources; text is "
-            f"searched for the value as a whole word).{norm} Not checked if no such call "
-            "carries the argument. Violation: `missing_prerequisite` at each call whose value has no "
-            "source. When the engine reports it `deferred` (a source output it could not read), decide "
-            "from the trace whether the value came from that output."
+            f"Each value of `{self.argument}` in every call (any status) to {say.words(self.tool)} must "
+            f"appear earlier in: {self._sources(say.words)}{norm} (successful calls' outputs only). Not "
+            "checked without such a call. Violation: `missing_prerequisite` at each call whose value has "
+            "no source; if the engine could not read a source, judge from the trace."
         )
 
     def ordering(self) -> Ordering | None:
