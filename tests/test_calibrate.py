@@ -275,15 +275,14 @@ def test_label_contradicting_the_engine_is_reported_not_an_error(
     assert data["ok"] and data["contradictions"][0]["engine"] == "passed"
 
 
-def test_tau_airline_reports_its_four_contradictions_by_design() -> None:
-    found = cross_check(load_dataset(GOLDEN / "tau-airline"))
-    # README: "four labels that contradict it by design" (reservation details read before the change).
-    assert len(found) == 4
-    assert {c.rule_id for c in found} == {
-        "reservation-details-before-baggage-change",
-        "reservation-details-before-cancel",
-    }
-    assert all(c.label == "pass" and c.engine == "failed" for c in found)
+def test_tau_airline_labels_agree_with_the_engine_on_every_deterministic_rule() -> None:
+    """Issue 33, point 3: the four labels that once contradicted the engine by design (a reservation the
+    trace itself booked counts as read) agree with it, because the suite's rules say what the policy means
+    (lineage rules: the id came from a lookup of it or from the trace's own booking)."""
+    dataset = load_dataset(GOLDEN / "tau-airline")
+    assert cross_check(dataset) == []
+    lineage = {r.rule_id for r in dataset.ruleset.rules if r.type == "lineage"}
+    assert {"reservation-details-before-cancel", "reservation-details-before-baggage-change"} <= lineage
 
 
 def _edit_labels(root: Path, edit: Any) -> None:

@@ -21,7 +21,7 @@ from seqjudge.rules.load import load_rules
 ROOT = Path(__file__).resolve().parents[1]
 STARTER = {"seqjudge.yaml", "rules.yaml", "catalog.json", "traces.jsonl"}
 COMMON_TYPES = {"require", "before", "blocklist", "max_calls", "eventually", "never_after", "after"}
-COMMON_TYPES |= {"sequence", "judge"}
+COMMON_TYPES |= {"sequence", "lineage", "judge"}
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +50,13 @@ def test_init_then_run_and_check_with_no_arguments(
     assert reports["cancel-done-right"]["verdict"] == "pass"
     assert reports["refund-without-checks"]["verdict"] == "fail"
     failed = {rule for rule, outcome in outcomes["refund-without-checks"].items() if outcome == "failed"}
-    assert failed == {"identity-verified", "verify-before-write", "read-order-before-write", "one-email"}
+    assert failed == {
+        "identity-verified",
+        "verify-before-write",
+        "read-order-before-write",
+        "one-email",
+        "order-id-from-a-source",  # B-200: neither looked up nor given by the customer
+    }
     assert "failed" not in outcomes["cancel-done-right"].values()
     ruleset = load_rules(tmp_path / "rules.yaml")
     assert {r.type for r in ruleset.rules} == COMMON_TYPES  # one rule of each common type

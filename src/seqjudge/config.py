@@ -179,7 +179,16 @@ def load_config(path: str | Path) -> RunConfig:
 
 def judge_rule_ids(ruleset: Any, mode: str) -> list[str]:
     """The rules the judge is asked about: every rule (``full``: the exact rules are cross-checked), or only
-    the `judge` rules (``contextual``: the engine decides the exact rules, the judge what needs reading)."""
+    the `judge` rules (``contextual``: the engine decides the exact rules, the judge what needs reading).
+    A rule the engine leaves undetermined on one trace (``deferred``) is asked about on that trace too:
+    ``asked_on``."""
     if mode not in JUDGE_MODES:
         raise InputError(f"judge mode is {mode!r}", where="--judge-mode", hint="use full or contextual")
     return [r.rule_id for r in ruleset.rules if mode == "full" or r.type == "judge"]
+
+
+def asked_on(rule_ids: list[str], engine_rules: Any) -> list[str]:
+    """The rules a judge is asked about on one trace: ``rule_ids`` (the run's, ``judge_rule_ids``), and any
+    rule the engine could not settle on this trace (a lineage value in an output it could not read)."""
+    extra = [r.rule_id for r in engine_rules if r.outcome == "deferred" and r.rule_id not in rule_ids]
+    return rule_ids + extra if extra else rule_ids

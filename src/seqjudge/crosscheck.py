@@ -153,8 +153,10 @@ def reconcile(
         final: Outcome = r.outcome
         agree: bool | None = None
         route: Literal["review", "advisory"] | None = None
-        if r.type == "judge":
-            # A judge rule the engine found not exercised (no call of its applies_to) stays so.
+        if r.type == "judge" or r.outcome == "deferred":
+            # A judge rule the engine found not exercised (no call of its applies_to) stays so; a rule
+            # the engine could not settle on this trace (a lineage value in an output it could not read)
+            # is the judge's to decide, as a judge rule is.
             if said is not None and r.outcome == "deferred":
                 final = said
                 routed = (
@@ -204,9 +206,7 @@ def reconcile(
     # With no judge at all (no model, no key) a deferred judge rule is named once in the run's summary,
     # not routed trace by trace: the verdict is then the engine's, as `seqjudge check` gives it. A decision
     # routed by the certificate (review, advisory) is not undecided: its route says what happens to it.
-    if judge_skipped is None and any(
-        d.type == "judge" and d.final == "deferred" and d.route is None for d in decisions
-    ):
+    if judge_skipped is None and any(d.final == "deferred" and d.route is None for d in decisions):
         reasons.append("judge_rule_undecided")
     if any(d.route == "review" for d in decisions):
         reasons.append("low_confidence")

@@ -39,7 +39,7 @@ from seqjudge.cascade import (
     judge_cascade,
     stage_notes,
 )
-from seqjudge.config import RunConfig, judge_rule_ids
+from seqjudge.config import RunConfig, asked_on, judge_rule_ids
 from seqjudge.crosscheck import AgreementTally, StageRecord, TraceResult, reconcile
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.judge.confidence import check_source
@@ -350,16 +350,17 @@ async def run_traces(
         redacted = redact_trace(trace, cfg.redact)
         judged = None
         records: list[StageRecord] = []
-        if gate is not None and rule_ids:
+        asked = asked_on(rule_ids, report.rules)
+        if gate is not None and asked:
             if _stopping(gates):
                 return  # stopping: leave the trace for --resume
             if stages:
-                cascaded = await judge_cascade(stages, rule_ids, judge_only, ask(redacted))
+                cascaded = await judge_cascade(stages, asked, judge_only, ask(redacted))
                 if cascaded is None:
                     return  # the run is stopping: leave the trace for --resume
                 judged, records = cascaded
             else:
-                judged = await _judge(redacted, ruleset, gate, cfg, cache, rule_ids, catalog, examples, fatal)
+                judged = await _judge(redacted, ruleset, gate, cfg, cache, asked, catalog, examples, fatal)
                 if judged is None:
                     return  # the run is stopping: leave the trace for --resume
         result = reconcile(

@@ -79,6 +79,15 @@ rules:
     then: send_email
     within: 1
 
+  - id: order-id-from-a-source              # lineage: the value acted on came from somewhere, earlier
+    type: lineage
+    tool: Write
+    argument: order_id                      # a JMESPath into the call's arguments
+    from:
+      - {output: get_order, path: order_id} # what a lookup returned (a JMESPath into its output)
+      - {user: true}                        # or what the customer wrote
+    normalize: [trim, lowercase]
+
   - id: confirm-before-write                # judge: only the LLM judge decides it (deferred without a model)
     type: judge
     description: Obtain the customer's explicit yes before any write.
@@ -128,7 +137,7 @@ TRACES = [
         "calls": [
             _call("find_customer", email="ana@example.com"),
             _call("verify_identity", customer_id="C-1", answer="Lisbon"),
-            _call("get_order", order_id="A-100"),
+            {**_call("get_order", order_id="A-100"), "output": '{"order_id": "A-100", "status": "pending"}'},
             _call("cancel_order", order_id="A-100", reason="ordered by mistake"),
             _call("send_email", customer_id="C-1", subject="Your order A-100 is cancelled"),
         ],
@@ -153,7 +162,7 @@ TRACES = [
             _call("send_email", customer_id="C-2", subject="Refund, again"),
         ],
         "messages": [
-            {"role": "user", "content": "Refund order B-200 now.", "at": 0},
+            {"role": "user", "content": "Refund my last order now.", "at": 0},
             {"role": "assistant", "content": "Done, refunded.", "at": 2},
         ],
         "context": {"channel": "chat"},

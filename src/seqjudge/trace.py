@@ -218,7 +218,7 @@ class PlainTrace:
     these (``seqjudge check`` in its JSON formats); ``load_traces`` always yields ``Trace``.
     """
 
-    __slots__ = ("trace_id", "context", "names", "ok", "args", "metadata")
+    __slots__ = ("trace_id", "context", "names", "ok", "args", "metadata", "raw_calls")
 
     def __init__(
         self,
@@ -235,6 +235,8 @@ class PlainTrace:
         self.names = names
         self.ok = ok
         self.args = args
+        # The record's calls as decoded, for the rules that read outputs (lineage); nothing copied.
+        self.raw_calls: list[Any] | None = None
 
     @property
     def steps(self) -> list[int]:

@@ -76,7 +76,9 @@ def plain_trace(value: Any, error_pattern: re.Pattern[str] | None) -> PlainTrace
         names.append(name)
         ok.append(good)
         args.append(arguments)
-    return PlainTrace(trace_id, context, names, ok, args, metadata)
+    plain = PlainTrace(trace_id, context, names, ok, args, metadata)
+    plain.raw_calls = calls  # the outputs stay where they are, for lineage rules
+    return plain
 
 
 def _call(

@@ -109,13 +109,20 @@ EVERYTHING = Evidence(messages=False, outputs=None)
 
 def evidence_of(rules: Sequence[Any], aliases: dict[str, list[str]]) -> Evidence:
     judged = [r for r in rules if r.type == "judge"]
+    # A lineage rule reads its sources: the messages for a `user` source, and the outputs of the tools of
+    # a source read anywhere in their output (no path). A source read at a path keeps the usual cut: the
+    # value is at a known place, which the engine reads exactly, and keeping every such output whole
+    # would double the prompt of a suite that reads each lookup's id.
+    lineage = [r for r in rules if r.type == "lineage"]
+    messages = bool(judged) or any(s.user for r in lineage for s in r.from_)
     if any(getattr(r, "applies_to", None) is None for r in judged):
-        return Evidence(messages=bool(judged), outputs=None)
+        return Evidence(messages=messages, outputs=None)
     tools: set[str] = set()
-    for r in judged:
-        for name in operand_names(r.applies_to):
+    anywhere = [s.output for r in lineage for s in r.from_ if s.output is not None and s.path is None]
+    for op in [r.applies_to for r in judged] + anywhere:
+        for name in operand_names(op):
             tools.update(expand_name(name, aliases))
-    return Evidence(messages=bool(judged), outputs=frozenset(tools))
+    return Evidence(messages=messages, outputs=frozenset(tools))
 
 
 @dataclass(frozen=True)

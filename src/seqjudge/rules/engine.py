@@ -248,6 +248,7 @@ class Engine:
         if type(trace) is PlainTrace:  # (TraceIndex.of's case, without its call: every call is its own step)
             names = trace.names
             index = TraceIndex(names, trace.ok, trace.args, list(range(len(names))), self.singles)
+            index.source = trace
         else:
             index = TraceIndex.of(trace, self.singles)
         whole = View(index, explain=explain_all)

@@ -22,6 +22,7 @@ from itertools import repeat
 from operator import contains
 from typing import Any
 
+from seqjudge.rules.lineage import Sources, sources_of
 from seqjudge.rules.select import Selector
 from seqjudge.trace import PlainTrace, Trace
 
@@ -96,6 +97,8 @@ class TraceIndex:
         "by_name",
         "ok_by_name",
         "_sel",
+        "source",
+        "_lineage",
     )
 
     def __init__(
@@ -157,6 +160,10 @@ class TraceIndex:
             self.ok_by_name = ok_by_name
         else:
             self.ok_by_name = by_name
+        # The trace itself, for the rules that read more than names, statuses and arguments (lineage: its
+        # outputs and messages, parsed once for all of them at the first ask: ``lineage_sources``).
+        self.source: Trace | PlainTrace | None = None
+        self._lineage: Sources | None = None
         sel = self._sel = _Positions()
         sel.names, sel.ok, sel.args = names, ok, args
         ok_by_name = sel.ok_by_name = self.ok_by_name
@@ -169,15 +176,27 @@ class TraceIndex:
         if isinstance(trace, PlainTrace):
             names = trace.names
             # (PlainTrace.steps, without the property's call: every call is its own step)
-            return cls(names, trace.ok, trace.args, list(range(len(names))), singles)
-        calls = trace.calls
-        return cls(
-            [c.tool_name for c in calls],
-            [c.status == "ok" for c in calls],
-            [c.arguments for c in calls],
-            trace.steps,
-            singles,
-        )
+            index = cls(names, trace.ok, trace.args, list(range(len(names))), singles)
+        else:
+            calls = trace.calls
+            index = cls(
+                [c.tool_name for c in calls],
+                [c.status == "ok" for c in calls],
+                [c.arguments for c in calls],
+                trace.steps,
+                singles,
+            )
+        index.source = trace
+        return index
+
+    def lineage_sources(self) -> Sources:
+        """The trace's outputs, user messages and context as lineage rules read them (built once)."""
+        found = self._lineage
+        if found is None:
+            if self.source is None:
+                raise ValueError("this index was built without its trace: lineage rules cannot read outputs")
+            found = self._lineage = sources_of(self.source)
+        return found
 
     def positions(self, sel: Selector) -> tuple[list[int], list[int]]:
         """(every matching position, the successful ones), sorted, for the whole trace."""

@@ -17,6 +17,7 @@ needs a weaker edge may still be satisfiable, so ``lint`` reports it as a warnin
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -534,7 +535,19 @@ def _argument_problems(ruleset: RuleSet, catalog: Catalog, locs: dict[str, str])
                         check(rule, argument, names, f"args_match.{argument}", "the operand selects no call")
         for argument in getattr(rule, "same", None) or []:
             check(rule, argument, rule_tool_names(rule), "same:", "no call is in any group")
+        if rule.type == "lineage":
+            # The argument path's first name must be an argument of the checked tools (a lineage rule's
+            # other operands are its sources, whose arguments it does not read).
+            head = _PATH_HEAD.match(rule.argument)  # type: ignore[attr-defined]
+            if head:
+                tools = operand_names(rule.tool)  # type: ignore[attr-defined]
+                check(
+                    rule, head.group(0), tools, "argument:", "no call carries it and the rule checks nothing"
+                )
     return out
+
+
+_PATH_HEAD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _alias_closure(name: str, aliases: dict[str, list[str]], used: set[str]) -> None:

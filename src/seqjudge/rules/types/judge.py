@@ -64,7 +64,7 @@ class JudgeRule(RuleBase):
     criteria: JudgeCriteria | None = None
     examples: list[JudgeExample] = Field(default_factory=list)
 
-    rank = 9
+    rank = 10
     operand_fields = ("applies_to",)
 
     @field_validator("applies_to")

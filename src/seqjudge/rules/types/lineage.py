@@ -1,0 +1,298 @@
+"""``lineage``: a call's argument must carry a value that appeared earlier in the trace, in a named source.
+
+Ordering rules see that *a* lookup came first; they cannot see that the id the agent acted on *came from*
+somewhere: a cancellation of an order id the agent never looked up or was told, or an id the model made
+up, is a well-formed call on the wrong record. ``lineage`` checks each call of ``tool`` (every attempt: a
+failed cancellation of an invented id is still an act on it): each value at ``argument`` must appear in
+one of the sources ``from`` names, before the call:
+
+- ``{output: TOOLS, path: P}``: the output of a successful call of TOOLS in an earlier step, at the
+  JMESPath P (no path: anywhere in it). A failed call's output is never a source: it is an error, not a
+  record. A plain-text output (not JSON) is searched for the value as a whole word when there is no path;
+  with a path, a value not found elsewhere is then *undetermined*;
+- ``{user: true}``: a user message before the call, searched for the value as a whole word;
+- ``{context: P}``: the trace's context at the JMESPath P;
+- ``{values: [...]}``: a literal set.
+
+Three outcomes: derived (passed, naming the call and path it came from), not derived (failed: one
+violation per value, naming every place looked in), undetermined (``deferred``: decided by the judge, as a
+``judge`` rule is, with the evidence in the explanation; never a pass). ``normalize`` lists what makes two
+spellings one value (``trim``, ``lowercase``, ``strip_hash``), applied to the value and to every source.
+
+The outputs are parsed once per trace whatever the number of lineage rules (``seqjudge.rules.lineage``).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from seqjudge.rules.base import (
+    Evaluator,
+    Operand,
+    Ordering,
+    RuleBase,
+    SelectorFactory,
+    Wording,
+    check_operand,
+    operand_text,
+)
+from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw
+from seqjudge.rules.evaluate import at as _at
+from seqjudge.rules.lineage import NORMALIZERS, compile_path, leaves, normalizer, word_pattern
+
+if TYPE_CHECKING:
+    from seqjudge.rules.index import View
+    from seqjudge.rules.lineage import Normalizer, Sources
+    from seqjudge.rules.select import Selector
+
+_VALUE_CHARS = 80  # a value quoted in a message is cut to this many characters
+# A source as the evaluator uses it: as written, its operand compiled, its listed values normalised.
+Compiled = tuple["LineageSource", "Selector | None", "frozenset[str] | None"]
+
+
+class LineageSource(BaseModel):
+    """One place a value may come from: exactly one of ``output`` (with ``path``), ``user``, ``context``
+    or ``values``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    output: Operand | None = None
+    path: str | None = None
+    user: Literal[True] | None = None
+    context: str | None = None
+    values: list[str | int | float | bool] | None = None
+
+    @field_validator("output")
+    @classmethod
+    def _operand(cls, value: Operand | None) -> Operand | None:
+        return None if value is None else check_operand(value)
+
+    @field_validator("path", "context")
+    @classmethod
+    def _path(cls, value: str | None) -> str | None:
+        if value is not None:
+            compile_path(value)  # ValueError with JMESPath's own words
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> LineageSource:
+        kinds = [k for k in ("output", "user", "context", "values") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError(
+                "a source is exactly one of output (with an optional path), user: true, context: PATH or "
+                f"values: [...]; this one has {', '.join(kinds) or 'none'}"
+            )
+        if self.path is not None and self.output is None:
+            raise ValueError("path: goes with output: (the JMESPath into that tool's output)")
+        if self.values is not None and not self.values:
+            raise ValueError("values: lists no value, so no value can come from it")
+        return self
+
+    def words(self, tools: Any = operand_text) -> str:
+        """The source in a few words ("get_order_details output at `order_id`"), tools worded by ``tools``."""
+        if self.output is not None:
+            at = f" at `{self.path}`" if self.path else ""
+            return f"{tools(self.output)} output{at}"
+        if self.user:
+            return "the user's messages"
+        if self.context is not None:
+            return f"the context at `{self.context}`"
+        return "the listed values " + ", ".join(repr(v) for v in self.values or [])
+
+
+Normalize = Literal["trim", "lowercase", "strip_hash"]
+assert set(Normalize.__args__) == set(NORMALIZERS)  # type: ignore[attr-defined]
+
+
+class LineageRule(RuleBase):
+    type: Literal["lineage"]
+    tool: Operand
+    argument: str = Field(min_length=1)
+    from_: list[LineageSource] = Field(alias="from", min_length=1)
+    normalize: list[Normalize] = Field(default_factory=list)
+
+    model_config = ConfigDict(extra="forbid", serialize_by_alias=True, validate_by_name=True)
+
+    rank = 9
+    operand_fields = ("tool",)
+
+    _v = field_validator("tool")(lambda cls, v: check_operand(v))
+
+    @field_validator("argument")
+    @classmethod
+    def _argument(cls, value: str) -> str:
+        compile_path(value)
+        return value
+
+    def operands(self) -> list[Operand]:
+        # The source tools are operands too: lint, the catalog check and the judge's validation see them.
+        return [*super().operands(), *(s.output for s in self.from_ if s.output is not None)]
+
+    def default_id(self) -> str:
+        return f"lineage:{operand_text(self.tool)}.{self.argument}"
+
+    def describe(self) -> str:
+        sources = self._sources(operand_text)
+        return f"{self.argument} of {operand_text(self.tool)} must come from one of: {sources}"
+
+    def _sources(self, tools: Any) -> str:
+        return ", ".join(s.words(tools) for s in self.from_)
+
+    def requirement(self, say: Wording) -> str:
+        norm = f", compared after {', '.join(self.normalize)}" if self.normalize else ""
+        return (
+            f"Each value of `{self.argument}` in every call (any status) to {say.words(self.tool)} must "
+            f"appear earlier in: {self._sources(say.words)}{norm} (successful calls' outputs only). Not "
+            "checked without such a call. Violation: `missing_prerequisite` at each call whose value has "
+            "no source; if the engine could not read a source, judge from the trace."
+        )
+
+    def ordering(self) -> Ordering | None:
+        return None  # it orders no tools against each other (a value's source is not a tool order)
+
+    def compile(self, c: SelectorFactory) -> Evaluator:
+        norm = normalizer(tuple(self.normalize))
+        sources = [
+            (
+                s,
+                c(s.output) if s.output is not None else None,
+                frozenset(norm(t) for t in leaves(s.values)) if s.values is not None else None,
+            )
+            for s in self.from_
+        ]
+        return partial(lineage, self, c(self.tool), sources, self._sources(operand_text))
+
+
+def _cut(value: str) -> str:
+    return value if len(value) <= _VALUE_CHARS else value[: _VALUE_CHARS - 1] + "…"
+
+
+class _Search:
+    """Where one value was looked for before one call: found (``where``), unsure (``unsure``), and every
+    place looked in (``looked``), for the messages."""
+
+    __slots__ = ("where", "unsure", "looked")
+
+    def __init__(self) -> None:
+        self.where: str | None = None
+        self.unsure: list[str] = []
+        self.looked: list[str] = []
+
+
+def _search(
+    value: str,
+    i: int,
+    sources: list[Compiled],
+    found: Sources,
+    norm: Normalizer,
+    v: View,
+) -> _Search:
+    s = _Search()
+    steps = v.index.steps
+    names = v.index.names
+    for spec, sel, listed in sources:
+        if sel is not None:
+            every, _ = v.positions(sel)
+            key = (sel, spec.path, norm.names)
+            src = found.index(key, every, v.index.ok, steps, spec.path, norm)
+            step = steps[i]
+            p = src.first.get(value)
+            if p is not None and steps[p] < step:
+                s.where = f"{names[p]} (call {p + 1})" + (f" at `{spec.path}`" if spec.path else "")
+                return s
+            for p, text in src.texts:
+                if steps[p] >= step:
+                    break  # in call order, steps never decrease
+                if word_pattern(value).search(text):
+                    s.where = f"the text of {names[p]} (call {p + 1})"
+                    return s
+            for p, why in src.unsure:
+                if steps[p] >= step:
+                    break
+                s.unsure.append(f"the output of {names[p]} (call {p + 1}) {why}")
+            at = f" at `{spec.path}`" if spec.path else ""
+            seen = bisect_left(src.steps, step)
+            s.looked.append(f"{seen} successful earlier {sel.text} output(s){at}")
+        elif spec.user:
+            n = 0
+            for at_, text in found.user:
+                if at_ is not None and at_ > i:
+                    continue
+                n += 1
+                if word_pattern(value).search(found.user_text(text, norm)):
+                    if at_ is None:
+                        s.unsure.append("a user message of unknown position holds it")
+                        continue
+                    s.where = "a user message before it"
+                    return s
+            s.looked.append(f"{n} user message(s) before it")
+        elif spec.context is not None:
+            if value in found.context_values(spec.context, norm):
+                s.where = f"the context at `{spec.context}`"
+                return s
+            s.looked.append(f"the context at `{spec.context}`")
+        elif listed is not None:
+            if value in listed:
+                s.where = "the rule's listed values"
+                return s
+            s.looked.append("the rule's listed values")
+    return s
+
+
+def lineage(rule: LineageRule, checked: Selector, sources: list[Compiled], words: str, v: View) -> Finding:
+    calls, _ = v.positions(checked)
+    arg = compile_path(rule.argument)
+    norm = normalizer(tuple(rule.normalize))
+    found = v.index.lineage_sources()
+    flaws: list[Flaw] = []
+    unsure: list[str] = []
+    derived: list[str] = []
+    involved: list[int] = []
+    for i in calls:
+        raw = list(dict.fromkeys(leaves(arg.search(v.index.args[i]))))
+        if not raw:
+            continue  # this call does not carry the argument
+        involved.append(i)
+        for text in raw:
+            s = _search(norm(text), i, sources, found, norm, v)
+            at_i = _at(v, i)
+            shown = _cut(text)
+            if s.where is not None:
+                derived.append(f"{rule.argument} {shown!r} of {at_i} came from {s.where}")
+            elif s.unsure:
+                unsure.append(
+                    f"{rule.argument} {shown!r} of {at_i}: found in no readable source, but "
+                    + "; ".join(s.unsure)
+                )
+            else:
+                where = "; ".join(s.looked)
+                flaws.append(
+                    Flaw(
+                        "missing_prerequisite",
+                        i,
+                        f"{rule.argument} of {checked.text} from one of: {words}",
+                        f"{at_i}: {rule.argument} {shown!r} has no source",
+                        f"{at_i} used {rule.argument} {shown!r}, which appears in none of: {where}.",
+                        f"Take {rule.argument} from one of ({words}) before {at_i}: "
+                        "a value the agent was never given may be invented, or another record's.",
+                        (
+                            words,
+                            checked.text,
+                            i,
+                            f"{checked.text} acted on a {rule.argument} of unknown origin",
+                        ),
+                    )
+                )
+    if not involved:
+        return Finding("not_exercised", f"{checked.text} is never called with `{rule.argument}`.")
+    if flaws:
+        return Finding("failed", " ".join(f.explanation for f in flaws), involved, flaws)
+    if unsure:
+        return Finding("deferred", "Undetermined: " + " ".join(u + "." for u in unsure), involved)
+    if not v.explain:
+        return BARE_PASS
+    return Finding("passed", "; ".join(derived) + ".", involved)
