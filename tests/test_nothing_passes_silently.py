@@ -1,0 +1,85 @@
+"""Issue 37 ("Nothing passes silently, second pass"), points 1-4: a pass that checked nothing.
+
+1. A judge that was asked for (--model, `model:` in seqjudge.yaml, SEQJUDGE_MODEL, --escalate) and cannot
+   run is exit 2, not an engine-only green run; with no model at all the engine still runs alone (exit 0).
+2. `check` counts and names every deferred `judge` rule, `applies_to` or not.
+3. The pytest helper fails on a trace that exercised no rule, and its `strict` means the CLI's --strict.
+4. `compare` says "not applicable" for a paired judge test over no judge-decided pair, and warns when a run
+   is compared with itself.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from seqjudge.cli import run
+
+ROOT = Path(__file__).resolve().parents[1]
+MISSING_KEY = "model openai:gpt-4o is configured but OPENAI_API_KEY is not set"
+PASSING = {"trace_id": "t1", "calls": [{"tool_name": "A"}, {"tool_name": "B"}]}
+RULES = "rules:\n  - {id: a-first, type: before, first: A, then: B}\n"
+
+
+@pytest.fixture
+def suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A suite whose one trace passes its one exact rule, in the working directory, with no key or model."""
+    for key in ("SEQJUDGE_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "SEQJUDGE_STORE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rules.yaml").write_text(RULES, encoding="utf-8")
+    (tmp_path / "t.jsonl").write_text(json.dumps(PASSING) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+# -- 1. a requested judge that cannot run -------------------------------------------------------------------
+
+
+def test_run_without_a_model_still_passes_on_the_engine_alone(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["run", "rules.yaml", "t.jsonl", "--store", "s.db"]) == 0
+    assert "judge skipped: no model configured" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("strict", [[], ["--strict"]])
+def test_a_model_flag_without_its_key_is_exit_2(
+    suite: Path, capsys: pytest.CaptureFixture[str], strict: list[str]
+) -> None:
+    code = run(["run", "rules.yaml", "t.jsonl", "--store", "s.db", "--model", "openai:gpt-4o", *strict])
+    err = capsys.readouterr().err
+    assert code == 2 and MISSING_KEY in err and "Traceback" not in err
+    assert not (suite / "s.db").exists()  # refused before a run was stored
+
+
+def test_a_model_from_seqjudge_yaml_without_its_key_is_exit_2(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (suite / "seqjudge.yaml").write_text(
+        "rules: rules.yaml\ntraces: t.jsonl\nstore: s.db\nmodel: openai:gpt-4o\n", encoding="utf-8"
+    )
+    assert run(["run", "seqjudge.yaml"]) == 2
+    assert MISSING_KEY in capsys.readouterr().err
+
+
+def test_a_model_from_seqjudge_model_without_its_key_is_exit_2_in_run_and_demo(
+    suite: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEQJUDGE_MODEL", "openai:gpt-4o")
+    assert run(["run", "rules.yaml", "t.jsonl", "--store", "s.db"]) == 2
+    assert MISSING_KEY in capsys.readouterr().err
+    assert run(["demo", str(ROOT / "golden_traces"), "--store", "demo.db"]) == 2
+    assert MISSING_KEY in capsys.readouterr().err
+
+
+def test_escalate_without_a_runnable_judge_is_exit_2(suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["run", "rules.yaml", "t.jsonl", "--store", "s.db"]
+    # no model at all: the cascade has no first judge (today: the engine ran alone and passed)
+    assert run([*base, "--escalate", "anthropic:claude-sonnet-4-5"]) == 2
+    err = capsys.readouterr().err
+    assert "--escalate" in err and "no model configured" in err
+    # a first judge without its key
+    assert run([*base, "--model", "openai:gpt-4o", "--escalate", "anthropic:claude-sonnet-4-5"]) == 2
+    assert MISSING_KEY in capsys.readouterr().err
