@@ -83,3 +83,44 @@ def test_escalate_without_a_runnable_judge_is_exit_2(suite: Path, capsys: pytest
     # a first judge without its key
     assert run([*base, "--model", "openai:gpt-4o", "--escalate", "anthropic:claude-sonnet-4-5"]) == 2
     assert MISSING_KEY in capsys.readouterr().err
+
+
+# -- 2. check names every deferred judge rule, applies_to or not ---------------------------------------------
+
+
+JUDGE_RULES = (
+    "rules:\n"
+    "  - {id: a-first, type: before, first: A, then: B}\n"
+    "  - {id: polite, type: judge, description: The agent stays polite.}\n"
+    "  - {id: b-confirmed, type: judge, description: B is confirmed first., applies_to: B}\n"
+    "  - {id: c-sane, type: judge, description: C is sane., applies_to: C}\n"
+)
+
+
+def test_check_counts_the_starter_suites_deferred_judge_rule(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["init", "starter"]) == 0
+    capsys.readouterr()
+    run(["check", "starter/rules.yaml", "starter/traces.jsonl", "--format", "json"])
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert summary["deferred_rules"] == {"confirm-before-write": 2}  # its judge rule has applies_to
+    run(["check", "starter/rules.yaml", "starter/traces.jsonl"])
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if "deferred" in x]
+    assert (
+        line.startswith("2 judge-rule decision(s) deferred") and "confirm-before-write on 2 trace(s)" in line
+    )
+
+
+def test_check_counts_judge_rules_with_and_without_applies_to(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (suite / "rules.yaml").write_text(JUDGE_RULES, encoding="utf-8")
+    for fmt in ("json", "text"):
+        assert run(["check", "rules.yaml", "t.jsonl", "--format", fmt]) == 0
+    out_json, out_text = capsys.readouterr().out.split("\n}\n", 1)
+    # c-sane's tool C is never called: not exercised on the trace, so not deferred either
+    assert json.loads(out_json + "\n}")["summary"]["deferred_rules"] == {"polite": 1, "b-confirmed": 1}
+    assert "2 judge-rule decision(s) deferred" in out_text
+    assert "polite on 1 trace(s)" in out_text and "b-confirmed on 1 trace(s)" in out_text
+
