@@ -124,3 +124,64 @@ def test_check_counts_judge_rules_with_and_without_applies_to(
     assert "2 judge-rule decision(s) deferred" in out_text
     assert "polite on 1 trace(s)" in out_text and "b-confirmed on 1 trace(s)" in out_text
 
+
+# -- 3. the pytest helper passes on nothing no more ----------------------------------------------------------
+
+
+HELPER_RULES = {"rules": [{"id": "a-first", "type": "before", "first": "A", "then": "B"}]}
+
+
+def test_assert_sequence_fails_on_a_trace_that_no_rule_checked() -> None:
+    from seqjudge.testing import assert_sequence, assert_sequences
+
+    for empty in ([], ["totally_unrelated_tool"]):
+        with pytest.raises(
+            AssertionError, match=r"no rule was checked on this trace \(a-first: not_exercised\)"
+        ):
+            assert_sequence(empty, HELPER_RULES)
+        assert assert_sequence(empty, HELPER_RULES, allow_unexercised=True).verdict == "pass"
+    with pytest.raises(AssertionError, match="1 of 2 trace"):
+        assert_sequences([["A", "B"], []], HELPER_RULES)
+    with pytest.raises(AssertionError, match="no trace to check"):
+        assert_sequences([], HELPER_RULES)
+    assert assert_sequences([], HELPER_RULES, allow_unexercised=True) == []
+    # a judge rule the engine defers checks nothing either: there is no judge here
+    judge_only = {"rules": [{"id": "polite", "type": "judge", "description": "The agent is polite."}]}
+    with pytest.raises(AssertionError, match="polite: deferred"):
+        assert_sequence(["A"], judge_only)
+
+
+def test_strict_means_what_the_command_lines_strict_means(tmp_path: Path) -> None:
+    from seqjudge.testing import assert_sequence, assert_sequences
+
+    with pytest.raises(AssertionError) as info:
+        assert_sequence(["totally_unrelated_tool"], HELPER_RULES, strict=True, allow_unexercised=True)
+    message = str(info.value)
+    assert "--strict: 1 rule(s) exercised on no trace, 2 referenced tool(s) called in no trace" in message
+    assert "tool 'A' (rule a-first): no trace calls it" in message
+    # over several traces, as `check --strict` over a file: a rule exercised on one of them is exercised
+    two = {"rules": [*HELPER_RULES["rules"], {"id": "c-once", "type": "max_calls", "tool": "C", "max": 1}]}
+    assert len(assert_sequences([["A", "B"], ["C"]], two, strict=True)) == 2
+    with pytest.raises(AssertionError, match=r"1 referenced tool\(s\) called in no trace\n.*tool 'C'"):
+        assert_sequence(["A", "B"], two, strict=True)
+    # the rule file's catalog, as on the command line: a call outside it fails under strict
+    (tmp_path / "catalog.json").write_text(json.dumps({"tools": [{"name": "A"}, {"name": "B"}]}))
+    (tmp_path / "rules.yaml").write_text("catalog: catalog.json\n" + RULES, encoding="utf-8")
+    assert assert_sequence(["A", "B", "Z"], tmp_path / "rules.yaml").verdict == "pass"
+    with pytest.raises(AssertionError, match=r"1 trace\(s\) calling tools outside the catalog"):
+        assert_sequence(["A", "B", "Z"], tmp_path / "rules.yaml", strict=True)
+
+
+def test_strict_still_fails_on_warnings_unless_told_not_to() -> None:
+    from seqjudge.testing import assert_sequence
+
+    rules = {"rules": [{"id": "one-c", "type": "max_calls", "tool": "C", "max": 1, "severity": "warning"}]}
+    chatty = ["C", "C"]
+    assert assert_sequence(chatty, rules, threshold=0.0).verdict == "pass"
+    with pytest.raises(AssertionError, match="WARN"):
+        assert_sequence(chatty, rules, threshold=0.0, strict=True)
+    assert (
+        assert_sequence(chatty, rules, threshold=0.0, strict=True, fail_on_warnings=False).verdict == "pass"
+    )
+    with pytest.raises(AssertionError, match="WARN"):
+        assert_sequence(chatty, rules, threshold=0.0, fail_on_warnings=True)
