@@ -185,3 +185,61 @@ def test_strict_still_fails_on_warnings_unless_told_not_to() -> None:
     )
     with pytest.raises(AssertionError, match="WARN"):
         assert_sequence(chatty, rules, threshold=0.0, fail_on_warnings=True)
+
+
+# -- 4. compare: no green judge test without a judge decision; a run compared with itself warns -------------
+
+
+NO_JUDGE_DECISION_RULES = (
+    "rules:\n"
+    "  - {id: a-first, type: before, first: A, then: B}\n"
+    "  - {id: c-confirmed, type: judge, description: C is confirmed first., applies_to: C}\n"
+)
+
+
+def test_compare_says_not_applicable_when_no_judge_rule_was_decided(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (suite / "rules.yaml").write_text(NO_JUDGE_DECISION_RULES, encoding="utf-8")
+    traces = [
+        {**PASSING, "trace_id": f"t{i}"} for i in range(3)
+    ]  # none calls C: the judge rule decides nothing
+    (suite / "t.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces), encoding="utf-8")
+    store = ["--store", "s.db"]
+    assert run(["run", "rules.yaml", "t.jsonl", *store, "--label", "main"]) == 0
+    assert run(["baseline", "save", "latest", "--name", "main", *store]) == 0
+    assert run(["run", "rules.yaml", "t.jsonl", *store, "--label", "change"]) == 0
+    capsys.readouterr()
+    args = ["compare", "main", "latest", *store]
+    assert run([*args, "--markdown", "comment.md"]) == 0
+    out, err = capsys.readouterr()
+    (line,) = [x for x in out.splitlines() if "judge_paired" in x]
+    assert line.lstrip().startswith(
+        "n/a   judge_paired: not applicable: no trace has its judge rules decided"
+    )
+    assert "3 with no judge rule exercised" in line and "McNemar" not in line
+    assert "same run" not in err
+    markdown = (suite / "comment.md").read_text(encoding="utf-8")
+    (md_line,) = [x for x in markdown.splitlines() if "`judge_paired`" in x]
+    assert md_line.startswith("- ➖ ") and "not applicable" in md_line
+    assert run([*args, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (decision,) = [d for d in data["decisions"] if d["rule"] == "judge_paired"]
+    assert decision["applies"] is False and decision["fired"] is False
+    assert data["judge"]["paired"] == 0 and data["judge"]["unexercised"] == 3
+    assert run(["report", "latest", "--compare", "main", "-o", "report.html", *store]) == 0
+    page = (suite / "report.html").read_text(encoding="utf-8")
+    assert '<span class="badge neutral">n/a</span> <code>judge_paired</code> not applicable' in page
+
+
+def test_compare_warns_when_a_run_is_compared_with_itself(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = ["--store", "s.db"]
+    assert run(["run", "rules.yaml", "t.jsonl", *store]) == 0
+    assert run(["baseline", "save", "latest", "--name", "main", *store]) == 0
+    capsys.readouterr()
+    for refs in (["main", "main"], ["main", "latest"]):
+        assert run(["compare", *refs, *store]) == 0
+        err = capsys.readouterr().err
+        assert "warning: the baseline 'main' and the candidate" in err and "are the same run" in err
