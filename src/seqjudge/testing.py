@@ -158,16 +158,8 @@ def assert_sequence(
     names that it does not call, a call outside the rule file's catalog) and, unless ``fail_on_warnings`` is
     False, on any violation. ``allow_unexercised``: a trace on which no rule was checked passes."""
     __tracebackhide__ = True  # pytest shows the user's line, not this one
-    return assert_sequences(
-        [to_trace(trace)],
-        rules,
-        threshold=threshold,
-        risk_level=risk_level,
-        strict=strict,
-        allow_unexercised=allow_unexercised,
-        fail_on_warnings=fail_on_warnings,
-        head=False,
-    )[0]
+    options = (threshold, risk_level, strict, allow_unexercised, fail_on_warnings)
+    return _assert_all([to_trace(trace)], load_ruleset(rules), *options, head=False)[0]
 
 
 def assert_sequences(
@@ -179,20 +171,35 @@ def assert_sequences(
     strict: bool = False,
     allow_unexercised: bool = False,
     fail_on_warnings: bool | None = None,
-    head: bool = True,
 ) -> list[Report]:
     """Every trace of a file, folder or iterable; one ``AssertionError`` listing every failing trace, and
     under ``strict`` what ``--strict`` fails on over them all. No trace at all fails unless
     ``allow_unexercised``. ``strict``, ``allow_unexercised``, ``fail_on_warnings``: as in
-    ``assert_sequence``; ``head=False`` leaves out the "N of M trace(s)" line (``assert_sequence``'s)."""
+    ``assert_sequence``."""
     __tracebackhide__ = True
-    from seqjudge.rules.engine import Engine
-
     if isinstance(traces, Trace | Mapping | str | Path):
         items = _traces(traces)
     else:
         items = [t if isinstance(t, Trace) else to_trace(t) for t in traces]
-    ruleset = load_ruleset(rules)
+    options = (threshold, risk_level, strict, allow_unexercised, fail_on_warnings)
+    return _assert_all(items, load_ruleset(rules), *options, head=True)
+
+
+def _assert_all(
+    items: list[Trace],
+    ruleset: RuleSet,
+    threshold: float,
+    risk_level: RiskLevel,
+    strict: bool,
+    allow_unexercised: bool,
+    fail_on_warnings: bool | None,
+    *,
+    head: bool,
+) -> list[Report]:
+    """The assertion of both helpers; ``head``: begin the message with "N of M trace(s) did not pass"."""
+    __tracebackhide__ = True
+    from seqjudge.rules.engine import Engine
+
     engine = Engine(ruleset)
     reports = [engine.check(t, threshold=threshold, risk_level=risk_level) for t in items]
     warnings_fail = strict if fail_on_warnings is None else fail_on_warnings
