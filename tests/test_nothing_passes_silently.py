@@ -74,6 +74,16 @@ def test_a_model_from_seqjudge_model_without_its_key_is_exit_2_in_run_and_demo(
     assert MISSING_KEY in capsys.readouterr().err
 
 
+def test_a_batch_run_without_its_key_is_exit_2_and_a_dry_run_needs_none(
+    suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["run", "rules.yaml", "t.jsonl", "--store", "s.db", "--model", "openai:gpt-4o"]
+    assert run([*base, "--batch"]) == 2  # was exit 3, a provider error, for a missing key
+    assert MISSING_KEY in capsys.readouterr().err
+    assert run([*base, "--dry-run"]) == 0  # estimates call nothing and store nothing
+    assert not (suite / "s.db").exists()
+
+
 def test_escalate_without_a_runnable_judge_is_exit_2(suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = ["run", "rules.yaml", "t.jsonl", "--store", "s.db"]
     # no model at all: the cascade has no first judge (today: the engine ran alone and passed)

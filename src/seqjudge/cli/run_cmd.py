@@ -197,6 +197,10 @@ def run(
         est = estimate_run(cfg, ruleset, traces, catalog=catalog_obj, examples=examples_obj, skip=skip)
         writer("estimate", fmt)(est)
         return 0
+    from seqjudge.judge.providers.registry import skipped_judge
+
+    # A judge asked for that cannot run is exit 2 (run_traces says so too): here, before a store is created.
+    skipped_judge(cfg.model, cfg.model_options.base_url, escalate=cfg.escalate)
     # -- batch runs: submitted here, collected by `seqjudge batch collect` (seqjudge.cli.batch_cmd) --
     if batch:
         if cfg.escalate:
@@ -208,11 +212,6 @@ def run(
         return submit_batch(cfg, ruleset, traces, catalog_obj, examples_obj, resume=resume, fmt=fmt)
     # -- end batch runs --
     import asyncio
-
-    from seqjudge.judge.providers.registry import skipped_judge
-
-    # A judge asked for that cannot run is exit 2 (run_traces says so too): here, before a store is created.
-    skipped_judge(cfg.model, cfg.model_options.base_url, escalate=cfg.escalate)
 
     from seqjudge.cli.progress import RunProgress, progress_wanted
 
