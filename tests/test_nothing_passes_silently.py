@@ -89,7 +89,7 @@ def test_escalate_without_a_runnable_judge_is_exit_2(suite: Path, capsys: pytest
     # no model at all: the cascade has no first judge (today: the engine ran alone and passed)
     assert run([*base, "--escalate", "anthropic:claude-sonnet-4-5"]) == 2
     err = capsys.readouterr().err
-    assert "--escalate" in err and "no model configured" in err
+    assert "--escalate" in err and "no model is configured" in err
     # a first judge without its key
     assert run([*base, "--model", "openai:gpt-4o", "--escalate", "anthropic:claude-sonnet-4-5"]) == 2
     assert MISSING_KEY in capsys.readouterr().err

@@ -145,10 +145,11 @@ def skipped_judge(
         )
     if not model and escalate:
         raise InputError(
-            f"--escalate {', '.join(escalate)} names the later judges of a cascade, but {why}",
+            f"{', '.join(escalate)} would be the later judges of a cascade whose first judge is the run's "
+            "model, and no model is configured",
             where="--escalate",
-            hint="give the first judge with --model provider:model (or `model:` in seqjudge.yaml, or "
-            "SEQJUDGE_MODEL)",
+            hint="give the first judge with --model provider:model, `model:` in seqjudge.yaml or "
+            "SEQJUDGE_MODEL",
         )
     return why
 
