@@ -144,12 +144,16 @@ HELPER_RULES = {"rules": [{"id": "a-first", "type": "before", "first": "A", "the
 def test_assert_sequence_fails_on_a_trace_that_no_rule_checked() -> None:
     from seqjudge.testing import assert_sequence, assert_sequences
 
-    for empty in ([], ["totally_unrelated_tool"]):
-        with pytest.raises(
-            AssertionError, match=r"no rule was checked on this trace \(a-first: not_exercised\)"
-        ):
-            assert_sequence(empty, HELPER_RULES)
-        assert assert_sequence(empty, HELPER_RULES, allow_unexercised=True).verdict == "pass"
+    unchecked = r"no rule was checked on this trace \(a-first: not_exercised\)"
+    with pytest.raises(AssertionError, match=unchecked):
+        assert_sequence(["totally_unrelated_tool"], HELPER_RULES)
+    # an empty trace fails even where a rule passes it (a max_calls rule holds on no call at all)
+    capped = {"rules": [{"id": "c-once", "type": "max_calls", "tool": "C", "max": 1}]}
+    for rules in (HELPER_RULES, capped):
+        with pytest.raises(AssertionError, match=r"the trace has no call"):
+            assert_sequence([], rules)
+    for empty, rules in ((["totally_unrelated_tool"], HELPER_RULES), ([], HELPER_RULES), ([], capped)):
+        assert assert_sequence(empty, rules, allow_unexercised=True).verdict == "pass"
     with pytest.raises(AssertionError, match="1 of 2 trace"):
         assert_sequences([["A", "B"], []], HELPER_RULES)
     with pytest.raises(AssertionError, match="no trace to check"):

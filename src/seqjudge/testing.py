@@ -18,8 +18,9 @@ Only the deterministic engine runs here (no model, no network): rules of type ``
 
 - when the verdict is not ``pass`` (a failed critical rule, or a score under ``threshold``, or under 1.0 with
   ``risk_level="high"``); its message is the ``← violation`` block of every violation;
-- when a trace had no rule checked (every rule ``not_exercised``, ``not_applicable`` or ``deferred``): an
-  empty trace from a broken tracer is not a green test. ``allow_unexercised=True`` lets it pass;
+- when a trace has no call, or had no rule checked (every rule ``not_exercised``, ``not_applicable`` or
+  ``deferred``): an empty trace from a broken tracer is not a green test. ``allow_unexercised=True`` lets
+  such a trace pass;
 - with ``strict=True``, on what ``--strict`` fails on the command line (``seqjudge.rules.coverage``): a rule
   exercised on none of the traces, a tool a rule names that no trace calls (and the rule file's catalog does
   not list), a call to a tool outside that catalog. ``strict`` also fails on any violation, a warning that
@@ -109,15 +110,18 @@ def check(
 # rule counts as exercised for coverage, which routes it to the judge; here no judge runs, so it checks
 # nothing.)
 CHECKED = frozenset({"passed", "failed"})
-UNEXERCISED_HINT = "allow_unexercised=True lets a trace that no rule concerns pass"
+UNEXERCISED_HINT = "allow_unexercised=True lets a trace that no rule concerns (or an empty one) pass"
 
 
-def _failing(report: Report, fail_on_warnings: bool, allow_unexercised: bool) -> str | None:
+def _failing(trace: Trace, report: Report, fail_on_warnings: bool, allow_unexercised: bool) -> str | None:
     """Why ``report`` fails the assertion, in its message's last line; None when it passes."""
     if report.verdict != "pass":
         return f"verdict {report.verdict}" + (f": {report.summary}" if report.summary else "")
     if fail_on_warnings and report.violations:
         return f"{len(report.violations)} violation(s) with verdict pass, and strict (fail_on_warnings) is on"
+    if not allow_unexercised and not trace.calls:
+        # A `max_calls` or `blocklist` rule passes an empty trace: checked, but of nothing the agent did.
+        return f"the trace has no call (an empty trace from a broken tracer?); {UNEXERCISED_HINT}"
     if not allow_unexercised and not any(r.outcome in CHECKED for r in report.rules):
         outcomes = ", ".join(f"{r.rule_id}: {r.outcome}" for r in report.rules) or "the rule set is empty"
         return f"no rule was checked on this trace ({outcomes}); {UNEXERCISED_HINT}"
@@ -205,7 +209,7 @@ def _assert_all(
     warnings_fail = strict if fail_on_warnings is None else fail_on_warnings
     failing = []
     for t, r in zip(items, reports, strict=True):
-        why = _failing(r, warnings_fail, allow_unexercised)
+        why = _failing(t, r, warnings_fail, allow_unexercised)
         if why is not None:
             failing.append(
                 "\n\n".join([*(violation_block(t, r, v) for v in r.violations), trace_line(r), why])
@@ -233,11 +237,15 @@ class SeqjudgeHelper:
         *,
         threshold: float = DEFAULT_THRESHOLD,
         risk_level: RiskLevel = "medium",
+        strict: bool = False,
+        allow_unexercised: bool = False,
     ) -> None:
         self._rules = rules
         self._loaded: RuleSet | None = None
         self.threshold = threshold
         self.risk_level: RiskLevel = risk_level
+        self.strict = strict  # assert_sequence's defaults (check() has no such options)
+        self.allow_unexercised = allow_unexercised
 
     @property
     def rules(self) -> RuleSet:
@@ -259,7 +267,13 @@ class SeqjudgeHelper:
 
     def assert_sequence(self, trace: TraceLike, rules: RulesLike | None = None, **options: Any) -> Report:
         __tracebackhide__ = True
-        opts = {"threshold": self.threshold, "risk_level": self.risk_level, **options}
+        opts = {
+            "threshold": self.threshold,
+            "risk_level": self.risk_level,
+            "strict": self.strict,
+            "allow_unexercised": self.allow_unexercised,
+            **options,
+        }
         return assert_sequence(trace, self._pick(rules), **opts)
 
 
@@ -273,8 +287,8 @@ def _marker_rules(value: Any, test_path: Path | None) -> Any:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(rules=PATH, threshold=0.85, risk_level='medium'): default rules and options of the "
-        "`seqjudge` fixture in this test",
+        f"{MARKER}(rules=PATH, threshold=0.85, risk_level='medium', strict=False, allow_unexercised=False): "
+        "default rules and options of the `seqjudge` fixture in this test",
     )
 
 
@@ -292,10 +306,10 @@ if _pytest is not None:
         options: dict[str, Any] = dict(marker.kwargs) if marker else {}
         if marker and marker.args and "rules" not in options:
             options["rules"] = marker.args[0]
-        unknown = set(options) - {"rules", "threshold", "risk_level"}
+        unknown = set(options) - {"rules", "threshold", "risk_level", "strict", "allow_unexercised"}
         if unknown:
             raise TypeError(
-                "@pytest.mark.seqjudge takes rules, threshold and risk_level, not "
+                "@pytest.mark.seqjudge takes rules, threshold, risk_level, strict and allow_unexercised, not "
                 + ", ".join(sorted(unknown))
             )
         test_path = Path(str(request.node.path)) if getattr(request.node, "path", None) else None
