@@ -78,12 +78,10 @@ def test_a_missing_key_is_one_sentence_in_run_judge_and_calibrate(
     suite = ROOT / "golden_traces" / "customer-support"
     rules, traces = str(suite / "rules.yaml"), str(suite / "traces.jsonl")
     store = ["--store", str(tmp_path / "s.db")]
-    # run: decides what the engine can and says why the judge rules wait
-    assert run(["run", rules, traces, "--model", "openai:gpt-4o", *store]) == 1
-    out = capsys.readouterr().out
-    (line,) = [x for x in out.splitlines() if "deferred (no model)" in x]
-    assert MISSING_KEY in line
-    # judge and calibrate cannot do without the judge: bad input (exit 2), the same reason
+    # run, judge and calibrate: a judge asked for that cannot run is bad input (exit 2), the same reason
+    # (issue 37: `run` used to decide the exact rules alone and could pass, a green build with no judge)
+    assert run(["run", rules, traces, "--model", "openai:gpt-4o", *store]) == 2
+    assert MISSING_KEY in capsys.readouterr().err
     assert run(["judge", rules, traces, "--model", "openai:gpt-4o"]) == 2
     assert MISSING_KEY in capsys.readouterr().err
     assert run(["calibrate", str(suite), "--model", "openai:gpt-4o", *store]) == 2

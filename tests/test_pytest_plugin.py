@@ -203,7 +203,12 @@ def test_plugin_in_a_user_test_suite(pytester: pytest.Pytester) -> None:
 
 def test_plugin_registers_its_marker(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(*plugin_args(), "--markers")
-    result.stdout.fnmatch_lines(["@pytest.mark.seqjudge(rules=PATH, threshold=0.85, risk_level='medium')*"])
+    result.stdout.fnmatch_lines(
+        [
+            "@pytest.mark.seqjudge(rules=PATH, threshold=0.85, risk_level='medium', strict=False, "
+            "allow_unexercised=False)*"
+        ]
+    )
 
 
 def test_marker_rejects_unknown_options(pytester: pytest.Pytester) -> None:
@@ -218,4 +223,32 @@ def test_marker_rejects_unknown_options(pytester: pytest.Pytester) -> None:
     )
     result = pytester.runpytest(*plugin_args())
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*takes rules, threshold and risk_level, not rule*"])
+    result.stdout.fnmatch_lines(
+        ["*takes rules, threshold, risk_level, strict and allow_unexercised, not rule*"]
+    )
+
+
+def test_marker_sets_strict_and_allow_unexercised(pytester: pytest.Pytester) -> None:
+    # issue 37: an empty trace fails the fixture's assertion unless the marker (or the call) allows it
+    pytester.makefile(".yaml", rules=RULES_YAML)
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.seqjudge(rules="rules.yaml")
+        def test_empty_fails(seqjudge):
+            seqjudge.assert_sequence([])
+
+        @pytest.mark.seqjudge(rules="rules.yaml", allow_unexercised=True)
+        def test_empty_allowed(seqjudge):
+            seqjudge.assert_sequence([])
+
+        @pytest.mark.seqjudge(rules="rules.yaml", strict=True)
+        def test_strict_from_the_marker(seqjudge):  # SendEmail, named by a rule, is never called
+            seqjudge.assert_sequence(["GetCustomer", "UpdateCustomer"])
+        """
+    )
+    result = pytester.runpytest(*plugin_args())
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(["*the trace has no call (an empty trace from a broken tracer?)*"])
+    result.stdout.fnmatch_lines(["*--strict: 1 referenced tool(s) called in no trace*"])

@@ -68,8 +68,11 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Outco
     (work / "traces" / "t1.json").write_text(json.dumps(example), encoding="utf-8")
     (work / "more.jsonl").write_text(suite_traces, encoding="utf-8")
     (work / "old_eval.yaml").write_text("sequences:\n  - [get_order_details, cancel_pending_order]\n")
-    # seqjudge.yaml: the README's config example, as printed (its model has no key here: engine only)
-    (work / "seqjudge.yaml").write_text(block_after("A project config keeps", "yaml"), encoding="utf-8")
+    # seqjudge.yaml: the README's config example without its `model:` line (there is no key here, and a
+    # model asked for without its key is exit 2: these lines run the engine only, as with `model:` omitted)
+    config = re.sub(r"(?m)^model:.*\n", "", block_after("A project config keeps", "yaml"))
+    assert "model:" not in config
+    (work / "seqjudge.yaml").write_text(config, encoding="utf-8")
     labels = (retail / "labels.jsonl").read_text(encoding="utf-8").splitlines()
     scores = [
         {"trace_id": rec["trace_id"], "score": 0.2 if rec["verdict"] == "fail" else 0.9}

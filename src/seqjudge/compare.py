@@ -7,7 +7,9 @@ Traces are matched by id. Four decision rules, each reported with the figures be
   exact, so a single such trace is a regression: there is no noise to allow for.
 - ``judge_paired``: the rules only the LLM judge decides (type ``judge``) vary from run to run even when
   nothing changed. Per trace, the judge rules pass (none failed) or fail (one failed); traces where a judge
-  rule is undecided on either side are left out. Two views of the same paired data must agree before the
+  rule is undecided on either side are left out, and so are those where no judge rule was exercised (an
+  ``applies_to`` rule whose tools the trace never calls decides nothing). With no pair left the test is not
+  applicable, said as such: neither a pass nor a fail. Two views of the same paired data must agree before the
   candidate is blamed: McNemar's exact test on the discordant pairs (pass->fail ``b`` against
   fail->pass ``c``; p < alpha with ``b > c``), and a seeded paired bootstrap (1 - alpha) interval of the
   mean change of the per-trace judge score (the share of its judge rules that passed) lying entirely below
@@ -130,6 +132,7 @@ class JudgeTest(BaseModel):
     rules: list[str]
     paired: int  # traces whose judge rules are decided on both sides
     undecided: int  # matched traces left out: a judge rule undecided (deferred) on a side
+    unexercised: int = 0  # matched traces left out: no judge rule exercised on either side (nothing decided)
     advisory: int = 0  # of those, traces where a judge rule was advisory (no certificate matched its run)
     pass_to_fail: int
     fail_to_pass: int
@@ -226,9 +229,21 @@ def summarize(name: str, results: Sequence[TraceResult]) -> SideSummary:
     )
 
 
+# Final outcomes of a judge rule that decide nothing about the trace: it was not exercised (an `applies_to`
+# rule whose tools the trace never calls) or its `when:` did not match. A trace of only these has no judge
+# outcome to pair; counting it as a pass made a comparison of two judge-less runs a green judge test.
+NOT_DECIDING = frozenset({"not_exercised", "not_applicable"})
+
+
+def _judge_decisions(result: TraceResult, rule_ids: set[str]) -> list[RuleDecision]:
+    """The trace's decisions of the judge rules in ``rule_ids`` that were exercised (or left deferred)."""
+    return [d for d in result.rules if d.rule_id in rule_ids and d.final not in NOT_DECIDING]
+
+
 def judge_outcome(result: TraceResult, rule_ids: set[str]) -> Literal["pass", "fail"] | None:
-    """The trace's judge rules as one pass/fail: fail if one failed, None if one is undecided."""
-    decisions = [d for d in result.rules if d.rule_id in rule_ids]
+    """The trace's judge rules as one pass/fail: fail if one failed, None if one is undecided or none was
+    exercised."""
+    decisions = _judge_decisions(result, rule_ids)
     if not decisions:
         return None
     if any(d.final == "failed" for d in decisions):
@@ -239,8 +254,9 @@ def judge_outcome(result: TraceResult, rule_ids: set[str]) -> Literal["pass", "f
 
 
 def judge_score(result: TraceResult, rule_ids: set[str]) -> float | None:
-    """The share of the trace's decided judge rules that did not fail; None if one is undecided."""
-    decisions = [d for d in result.rules if d.rule_id in rule_ids]
+    """The share of the trace's decided judge rules that did not fail; None if one is undecided or none was
+    exercised."""
+    decisions = _judge_decisions(result, rule_ids)
     if not decisions or any(d.final == "deferred" for d in decisions):
         return None
     return sum(1 for d in decisions if d.final != "failed") / len(decisions)
@@ -358,7 +374,7 @@ def compare(
             elif was and not is_:
                 change.fixed.append(trace_id)
                 fixed.append(rule_id)
-            if rule_id in judge_decided and "deferred" not in (old_d.final, new_d.final):
+            if rule_id in judge_decided and {old_d.final, new_d.final} <= {"passed", "failed"}:
                 judge_decided[rule_id].append((was, is_))
         if b.verdict == "pass" and c.verdict != "pass":
             worse.append(trace_id)
@@ -382,6 +398,8 @@ def compare(
     severity_rank = {"fail": 0, "review": 1, "pass": 2}
     changes.sort(key=lambda t: (t.delta, severity_rank[t.candidate], t.trace_id))
     for rule_id, pairs in judge_decided.items():
+        if not pairs:
+            continue  # decided on no trace on both sides: no test, no p-value
         b_count = sum(1 for was, is_ in pairs if is_ and not was)
         c_count = sum(1 for was, is_ in pairs if was and not is_)
         rule_changes[rule_id].p_value = mcnemar_exact(b_count, c_count)
@@ -450,9 +468,12 @@ def _judge_test(
 ) -> JudgeTest | None:
     if not rule_ids:
         return None
-    b = c = undecided = advisory = 0
+    b = c = undecided = advisory = unexercised = 0
     deltas: list[float] = []
     for trace_id in matched:
+        if not _judge_decisions(base[trace_id], rule_ids) and not _judge_decisions(cand[trace_id], rule_ids):
+            unexercised += 1  # no judge rule concerns this trace on either side: nothing to compare
+            continue
         old, new = judge_outcome(base[trace_id], rule_ids), judge_outcome(cand[trace_id], rule_ids)
         old_s, new_s = judge_score(base[trace_id], rule_ids), judge_score(cand[trace_id], rule_ids)
         if old is None or new is None or old_s is None or new_s is None:
@@ -472,6 +493,7 @@ def _judge_test(
         rules=sorted(rule_ids),
         paired=len(deltas),
         undecided=undecided,
+        unexercised=unexercised,
         advisory=advisory,
         pass_to_fail=b,
         fail_to_pass=c,
@@ -523,16 +545,26 @@ def _judge_decision(judge: JudgeTest | None, alpha: float, noise: NoiseFloor | N
 
 def _paired_decision(judge: JudgeTest, alpha: float, noise: NoiseFloor | None) -> Decision:
     if judge.paired == 0:
+        left = [
+            *([f"{judge.undecided} undecided"] if judge.undecided else []),
+            *([f"{judge.unexercised} with no judge rule exercised"] if judge.unexercised else []),
+        ]
+        todo = (
+            "run both with a model to compare the judge rules"
+            if judge.undecided
+            else "no trace calls a tool the judge rules apply to, so there is nothing to compare"
+        )
         return Decision(
             rule="judge_paired",
             applies=False,
             fired=False,
-            reason=f"no trace has its judge rules decided on both sides ({judge.undecided} undecided): "
-            "run both with a model to compare the judge rules",
+            reason=f"not applicable: no trace has its judge rules decided on both sides ({', '.join(left)}): "
+            + todo,
         )
     counts = (
         f"{judge.pass_to_fail} pass->fail and {judge.fail_to_pass} fail->pass of {judge.paired} paired "
         f"trace(s)"
+        + (f" ({judge.unexercised} with no judge rule exercised left out)" if judge.unexercised else "")
     )
     mcnemar = f"McNemar exact p = {judge.p_value:.4g} ({'<' if judge.p_value < alpha else '>='} {alpha:g})"
     assert judge.interval is not None and judge.mean_change is not None

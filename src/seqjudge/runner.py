@@ -43,7 +43,7 @@ from seqjudge.config import RunConfig, asked_on, judge_rule_ids
 from seqjudge.crosscheck import AgreementTally, StageRecord, TraceResult, reconcile
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.judge.confidence import check_source
-from seqjudge.judge.providers.registry import judge_unavailable
+from seqjudge.judge.providers.registry import judge_unavailable, skipped_judge
 from seqjudge.judge_gate import gate_data, gate_from_data, run_gate
 from seqjudge.limits import Budget, CpuLane, LimitedProvider, RateLimiter, default_limits, estimate_tokens
 from seqjudge.pricing import Cost, Price, cost_of, estimate_cost, load_prices, price_for
@@ -213,7 +213,12 @@ async def run_traces(
     from seqjudge.redact import redact_trace
 
     engine = Engine(ruleset)
-    skipped = None if provider is not None else judge_unavailable(cfg.model, cfg.model_options.base_url)
+    # A model that was asked for and cannot run is an error here; only "no model" runs the engine alone.
+    skipped = (
+        None
+        if provider is not None
+        else skipped_judge(cfg.model, cfg.model_options.base_url, escalate=cfg.escalate)
+    )
     if provider is None and skipped is None:
         from seqjudge.judge.providers.base import get_provider
 

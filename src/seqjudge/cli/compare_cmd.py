@@ -259,6 +259,7 @@ def compare_cmd(
             noise = noise_floor(repeat, base.stored, again.stored)
     finally:
         stores.close()
+    _warn_if_same_run(base, cand)
     if strict:
         _require_certified((baseline, base.stored), (candidate, cand.stored))
     result = compare(
@@ -300,6 +301,18 @@ def compare_cmd(
             raise
         print(f"error: {exc} (exiting 1 for the regression)", file=sys.stderr)
     return code
+
+
+def _warn_if_same_run(base: Side, cand: Side) -> None:
+    """A run compared with itself (`compare main main`, or a baseline name and the run it names) can show no
+    change at all: its "no regression" says nothing, so say so."""
+    if base.run is not None and cand.run is not None and base.run.id == cand.run.id:
+        print(
+            f"warning: the baseline {base.name!r} and the candidate {cand.name!r} are the same run "
+            f"({base.run.id}): it is compared with itself, so nothing can have changed; compare the run "
+            "of your change with the baseline's",
+            file=sys.stderr,
+        )
 
 
 def _require_certified(*sides: "tuple[str, list[StoredResult]]") -> None:

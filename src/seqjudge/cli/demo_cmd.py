@@ -113,12 +113,13 @@ def demo(
     from seqjudge.config import RunConfig
     from seqjudge.ingest import load_traces
     from seqjudge.inputs import load_suite, model_or_env
+    from seqjudge.judge.providers.registry import skipped_judge
     from seqjudge.outputs.summary import run_text
-    from seqjudge.runner import judge_unavailable, run_traces
+    from seqjudge.runner import run_traces
     from seqjudge.store import Store
 
     model = model_or_env(model)
-    why = judge_unavailable(model)
+    why = skipped_judge(model)  # a model asked for (--model, SEQJUDGE_MODEL) that cannot run: exit 2
     print(f"seqjudge demo: `seqjudge run` over {root}/")
     print(f"LLM judge: {'skipped — ' + why if why else 'on — ' + str(model)}.")
     if why:

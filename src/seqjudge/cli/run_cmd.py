@@ -129,6 +129,9 @@ def run(
     review below it. Without one the judge's decisions on `judge` rules are advisory (reported, never
     gating) and the summary says so; --strict makes that an error (exit 2).
 
+    A model asked for (--model, `model:`, SEQJUDGE_MODEL, --escalate) that cannot run (no key) is exit 2,
+    --strict or not; with no model at all the engine decides alone and the `judge` rules are named deferred.
+
     Exit 0 when every trace passed; 1 when some failed or need review, or when --max-cost stopped the run
     before every trace was judged (it is stored as `stopped`; `seqjudge run --resume RUN` finishes it);
     2 bad input; 3 provider unreachable.
@@ -194,6 +197,10 @@ def run(
         est = estimate_run(cfg, ruleset, traces, catalog=catalog_obj, examples=examples_obj, skip=skip)
         writer("estimate", fmt)(est)
         return 0
+    from seqjudge.judge.providers.registry import skipped_judge
+
+    # A judge asked for that cannot run is exit 2 (run_traces says so too): here, before a store is created.
+    skipped_judge(cfg.model, cfg.model_options.base_url, escalate=cfg.escalate)
     # -- batch runs: submitted here, collected by `seqjudge batch collect` (seqjudge.cli.batch_cmd) --
     if batch:
         if cfg.escalate:

@@ -30,12 +30,14 @@ from seqjudge.trace import PlainTrace, Trace
 
 
 def deferred_note(totals: Totals) -> str | None:
-    """What the engine left to the judge, said in every format (None when nothing was deferred)."""
+    """What the engine left to the judge, counted and named by rule, said in every format (None when
+    nothing was deferred)."""
     if not totals.deferred:
         return None
+    named = ", ".join(f"{rule_id} on {n} trace(s)" for rule_id, n in totals.deferred.most_common())
     return (
         f"{sum(totals.deferred.values())} judge-rule decision(s) deferred: run `seqjudge judge` "
-        "or `seqjudge run` with a model to decide them."
+        f"or `seqjudge run` with a model to decide them. Deferred: {named}."
     )
 
 

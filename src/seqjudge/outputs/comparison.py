@@ -148,7 +148,7 @@ def comparison_lines(c: Comparison, base: str, cand: str) -> list[str]:
     fired = [d.rule for d in c.fired]
     lines.append(f"Decision: {'REGRESSION (' + ', '.join(fired) + ')' if fired else 'no regression'}")
     for d in c.decisions:
-        mark = "FIRED" if d.fired else ("ok" if d.applies else "-")
+        mark = "FIRED" if d.fired else ("ok" if d.applies else "n/a")  # n/a: not set, or nothing to compare
         lines.append(f"  {mark:<5} {d.rule}: {d.reason}")
     return lines
 

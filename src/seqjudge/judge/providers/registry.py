@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from seqjudge.errors import InputError, ProviderError
@@ -33,6 +33,7 @@ __all__ = [
     "register_profile",
     "register_provider",
     "require_judge",
+    "skipped_judge",
 ]
 
 ENTRY_POINT_GROUP = "seqjudge.providers"
@@ -121,17 +122,45 @@ def judge_unavailable(model: str | None, base_url: str | None = None) -> str | N
     return None
 
 
+# How to make a configured judge runnable, for the messages of every command that refuses one.
+KEY_HINT = "set the provider's key in the environment, or give --base-url for a local server that needs none"
+
+
+def skipped_judge(
+    model: str | None, base_url: str | None = None, *, escalate: Sequence[str] = ()
+) -> str | None:
+    """Why `run` goes without the judge (None when ``model`` can run): only because none was asked for.
+
+    A judge that was asked for - a model from --model, `model:` in seqjudge.yaml or SEQJUDGE_MODEL, or an
+    --escalate cascade - and cannot run (no key, a provider that cannot load) is an ``InputError`` (exit 2),
+    with or without --strict: its run would check the exact rules only and pass, and a CI secret that a fork's
+    pull request is not given would turn the build green. With no model at all the engine runs alone and the
+    summary names the `judge` rules it left deferred (`make demo` on a fresh clone)."""
+    why = judge_unavailable(model, base_url)
+    if model and why:
+        raise InputError(
+            f"the LLM judge was asked for and cannot run: {why}",
+            hint=f"{KEY_HINT} (in CI: the secret, which a pull request from a fork is not given); to run the "
+            "engine alone, configure no model (no --model, no `model:` in seqjudge.yaml, no SEQJUDGE_MODEL)",
+        )
+    if not model and escalate:
+        raise InputError(
+            f"{', '.join(escalate)} would be the later judges of a cascade whose first judge is the run's "
+            "model, and no model is configured",
+            where="--escalate",
+            hint="give the first judge with --model provider:model, `model:` in seqjudge.yaml or "
+            "SEQJUDGE_MODEL",
+        )
+    return why
+
+
 def require_judge(model: str | None, base_url: str | None, *, needs: str, hint: str = "") -> str:
     """``model``, or ``InputError`` (exit 2) when ``judge_unavailable``: for commands that cannot do without
     the judge (`judge`, `calibrate`). `run` instead decides what the engine can and defers the judge rules."""
     why = judge_unavailable(model, base_url)
     if why is None and model:
         return model
-    todo = (
-        "set the provider's key in the environment, or give --base-url for a local server that needs none"
-        if model
-        else "`seqjudge check` and `seqjudge run` need no model"
-    )
+    todo = KEY_HINT if model else "`seqjudge check` and `seqjudge run` need no model"
     raise InputError(f"{needs} needs the LLM judge, but {why}", where="--model", hint=hint or todo)
 
 
