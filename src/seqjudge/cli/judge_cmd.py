@@ -33,6 +33,7 @@ from seqjudge.defaults import DEFAULT_THRESHOLD
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
+from seqjudge.safetext import say
 
 if TYPE_CHECKING:
     from seqjudge.judge.judge import JudgeResult
@@ -98,10 +99,10 @@ def prompt(
             hint="pick an existing trace with --trace-id" if trace_id else None,
         )
     if trace_id is None and count > 1:
-        print(
+        say(
             f"note: {count} traces in {', '.join(trace)}; showing the first ({chosen.trace_id}); "
             "choose one with --trace-id",
-            file=sys.stderr,
+            err=True,
         )
     names = catalog_names(cat) if cat is not None else None
     chosen = check_inputs(chosen, ruleset, catalog_names=names, rule_ids=rule_ids)

@@ -664,13 +664,14 @@ def violation_words(v: Mapping[str, Any], rule: Mapping[str, Any] | None) -> tup
     writer that keeps them (junit) puts blocks together from them."""
     group = rule.get("group") if rule else None
     suggestion = v.get("suggestion")
+    # The engine's words name the trace's tools (and the rules'): each one line, without escape codes.
+    why = terminal(v["explanation"])
     return (
-        f"{v['rule_id']}{f' [{terminal(str(group))}]' if group else ''}\n\n"
+        f"{terminal(v['rule_id'])}{f' [{terminal(str(group))}]' if group else ''}\n\n"
         f"   Rule: {rule['type'] if rule else '?'} ({v['violation_type']})\n"
-        f"   Expected: {v['expected_order']}\n   Actual: {v['actual_order']}\n\n   Trace:\n",
-        f"\n\n   Why: {v['explanation']}\n   Suggestion: {suggestion}"
-        if suggestion
-        else f"\n\n   Why: {v['explanation']}",
+        f"   Expected: {terminal(v['expected_order'])}\n   Actual: {terminal(v['actual_order'])}\n\n"
+        "   Trace:\n",
+        f"\n\n   Why: {why}\n   Suggestion: {terminal(suggestion)}" if suggestion else f"\n\n   Why: {why}",
     )
 
 
