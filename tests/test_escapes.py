@@ -5,6 +5,8 @@ that reads as a spreadsheet formula is exported to CSV as text."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from pathlib import Path
@@ -15,7 +17,7 @@ import pytest
 from cli_suite import judge_argv, passing_reply
 from fakes.server import FakeLLMServer, openai_chat
 from seqjudge.cli import run
-from seqjudge.safetext import md_fence, say, shown
+from seqjudge.safetext import csv_cell, md_fence, say, shown
 from seqjudge.store import Store
 from test_store import judge_result, make_result, make_trace
 
@@ -63,6 +65,15 @@ def test_md_fence_is_longer_than_any_backtick_run() -> None:
     assert md_fence("no ticks") == "```"
     assert md_fence("a ``` b") == "````"
     assert md_fence("x ``````` y ``") == "````````"
+
+
+@pytest.mark.parametrize("lead", ["=", "+", "-", "@", "\t", "\r"])
+def test_csv_cell_neutralises_formula_leads(lead: str) -> None:
+    assert csv_cell(lead + "HYPERLINK(1)") == "'" + lead + "HYPERLINK(1)"
+
+
+def test_csv_cell_leaves_other_values() -> None:
+    assert csv_cell("t-1=x") == "t-1=x" and csv_cell(3) == 3 and csv_cell("") == ""
 
 
 # -- terminal ------------------------------------------------------------------------------------------------
@@ -242,3 +253,17 @@ def test_ci_markdown_and_step_summary_keep_the_fence(
     assert raw_escapes(capsys.readouterr().out) == []  # the annotations too
     assert_no_injection(md.read_text(encoding="utf-8"))
     assert_no_injection(summary.read_text(encoding="utf-8"))
+
+
+# -- CSV -----------------------------------------------------------------------------------------------------
+def test_csv_export_neutralises_formula_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ids = ['=HYPERLINK("http://x","y")', "+1", "@SUM(A1)", "-2", "\tT", "plain-id"]
+    path = tmp_path / "s.db"
+    with Store(path) as s:
+        run_id = s.create_run(config={}, fingerprint={})
+        for trace_id in ids:
+            trace = make_trace(trace_id)
+            s.save_result(run_id, trace, make_result(trace))
+    assert run(["runs", "export", run_id, "--format", "csv", "--store", str(path), "-o", "-"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["trace_id"] for r in rows] == ["'" + t for t in ids[:-1]] + ["plain-id"]

@@ -81,3 +81,15 @@ def md_fence(body: str) -> str:
     ends a block at a fence at least as long as its opening one), three at the least."""
     longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)
     return "`" * max(3, longest + 1)
+
+
+# What a spreadsheet reads as the start of a formula (OWASP's CSV injection list).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell a spreadsheet shows as text: a string starting like a formula gets a leading ``'`` (as
+    OWASP recommends); anything else is returned as it is."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value

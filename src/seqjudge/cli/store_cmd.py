@@ -151,7 +151,11 @@ def runs_export(
     run: RunArg,
     fmt: Annotated[
         str,
-        format_option("export", help="jsonl (everything, to rebuild reports) or csv (one row per trace)."),
+        format_option(
+            "export",
+            help="jsonl (everything, to rebuild reports) or csv (one row per trace; a cell starting with =, "
+            "+, -, @, tab or CR gets a leading ' so a spreadsheet shows it as text, not a formula).",
+        ),
     ] = "jsonl",
     output: OutputOpt = None,
     store: StoreOpt = DEFAULT_STORE_PATH,
