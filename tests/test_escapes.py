@@ -135,12 +135,13 @@ def test_review_and_runs_views_escape_stored_text(
     )
 
 
-def test_prompt_note_escapes_the_trace_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "rules.yaml").write_text(rules_for("B"), encoding="utf-8")
-    write_traces(tmp_path / "t.jsonl", out_of_order(HOSTILE_ID, "B"), out_of_order("t2", "B"))
+def test_prompt_escapes_its_note_and_body(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "rules.yaml").write_text(rules_for(HOSTILE_TOOL), encoding="utf-8")
+    write_traces(tmp_path / "t.jsonl", out_of_order(HOSTILE_ID, HOSTILE_TOOL), out_of_order("t2", "B"))
     assert run(["prompt", str(tmp_path / "rules.yaml"), str(tmp_path / "t.jsonl")]) == 0
-    err = capsys.readouterr().err
-    assert "showing the first (t\\x1b]0;pwned\\x07)" in err and raw_escapes(err) == []
+    got = capsys.readouterr()
+    assert "showing the first (t\\x1b]0;pwned\\x07)" in got.err and raw_escapes(got.err) == []
+    assert "B\\x1b]52;c;aGk=\\x07" in got.out and raw_escapes(got.out) == []
 
 
 def test_judge_text_escapes_the_judge_summary(

@@ -34,6 +34,7 @@ from seqjudge.errors import InputError, ProviderError
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
 from seqjudge.safetext import say
+from seqjudge.safetext import shown as terminal_lines
 
 if TYPE_CHECKING:
     from seqjudge.judge.judge import JudgeResult
@@ -114,7 +115,8 @@ def prompt(
         risk_level=risk_level.value,
         rule_ids=rule_ids,
     )
-    sys.stdout.write(rendered.text())
+    # What the judge is sent, but the trace's names and words with no escape code for the terminal.
+    sys.stdout.write(terminal_lines(rendered.text()))
     return 0
 
 
