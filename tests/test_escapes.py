@@ -17,7 +17,7 @@ import pytest
 from cli_suite import judge_argv, passing_reply
 from fakes.server import FakeLLMServer, openai_chat
 from seqjudge.cli import run
-from seqjudge.safetext import csv_cell, md_fence, say, shown
+from seqjudge.safetext import csv_cell, md_fence, printable_ascii, say, shown
 from seqjudge.store import Store
 from test_store import judge_result, make_result, make_trace
 
@@ -59,6 +59,12 @@ def test_say_escapes_what_it_prints(capsys: pytest.CaptureFixture[str]) -> None:
     say(f"err {OSC52}", err=True)
     got = capsys.readouterr()
     assert got.out == "out \\x1b]0;pwned\\x07\n" and got.err == "err \\x1b]52;c;aGk=\\x07\n"
+
+
+def test_printable_ascii_is_the_fast_path_only_for_plain_text() -> None:
+    assert printable_ascii("IssueRefund (call 3) ran before VerifyIdentity.")
+    assert not printable_ascii("a\x1bb") and not printable_ascii("a\x7f") and not printable_ascii("a\nb")
+    assert not printable_ascii("✓")  # not ASCII: ``terminal`` decides
 
 
 def test_md_fence_is_longer_than_any_backtick_run() -> None:
