@@ -94,6 +94,18 @@ def test_check_text_escapes_the_engine_words(tmp_path: Path, capsys: pytest.Capt
         assert "B\\x1b]52;c;aGk=\\x07" in line, line
 
 
+def test_check_text_escapes_a_rule_id_in_its_block_and_tally(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules = f"rules:\n  - {{id: {json.dumps('a' + OSC0)}, type: before, first: A, then: B}}\n"
+    (tmp_path / "rules.yaml").write_text(rules, encoding="utf-8")
+    write_traces(tmp_path / "t.jsonl", out_of_order("t1", "B"))
+    assert run(["check", str(tmp_path / "rules.yaml"), str(tmp_path / "t.jsonl")]) == 1
+    out = capsys.readouterr().out
+    assert raw_escapes(out) == [], out
+    assert any(line.startswith("  a\\x1b]0;pwned\\x07 ") for line in out.splitlines())  # the tally
+
+
 @pytest.fixture
 def hostile_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """A run whose one trace (hostile id) the judge split on, with a hostile summary and raw reply."""
