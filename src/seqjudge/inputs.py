@@ -14,7 +14,6 @@ rather than raised; it calls the pieces (``read_rules``, ``catalog_path``, ``rea
 from __future__ import annotations
 
 import os
-import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from seqjudge.defaults import CONFIG_FILE
 from seqjudge.errors import InputError
 from seqjudge.rules.model import RuleSet
+from seqjudge.safetext import say
 
 if TYPE_CHECKING:
     from seqjudge.config import RunConfig
@@ -53,7 +53,7 @@ def model_or_env(model: str | None) -> str | None:
 
 
 def _to_stderr(text: str) -> None:
-    print(f"warning: {text}", file=sys.stderr)
+    say(f"warning: {text}", err=True)
 
 
 @dataclass

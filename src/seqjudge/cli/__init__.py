@@ -13,6 +13,7 @@ import typer
 
 from seqjudge.cli.app import app
 from seqjudge.errors import SeqjudgeError
+from seqjudge.safetext import say
 
 # Each command module registers its commands on `app` when imported, in this order (the order of --help).
 MODULES = (
@@ -75,10 +76,10 @@ def run(argv: list[str] | None = None) -> int:
     try:
         result = app(args=argv, standalone_mode=False, prog_name="seqjudge")
     except SeqjudgeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}", err=True)
         return exc.exit_code
     except typer.Abort:
-        print("aborted", file=sys.stderr)
+        say("aborted", err=True)
         return 130
     except typer.Exit as exc:
         return exc.exit_code
@@ -87,10 +88,10 @@ def run(argv: list[str] | None = None) -> int:
         if show is not None:
             show()
         else:
-            print(f"error: {exc}", file=sys.stderr)
+            say(f"error: {exc}", err=True)
         return 2
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        say("interrupted", err=True)
         return 130
     return result if isinstance(result, int) else 0
 

@@ -20,6 +20,7 @@ from seqjudge.cli.options import (
 from seqjudge.errors import InputError
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
+from seqjudge.safetext import say
 
 
 class ObjectiveOpt(StrEnum):
@@ -143,7 +144,7 @@ def calibrate(
         # Said before the judge runs; the figures are still computed and written.
         no_plot = plot_unavailable()
         if no_plot:
-            print(f"warning: {no_plot}; the figures are written without it", file=sys.stderr)
+            say(f"warning: {no_plot}; the figures are written without it", err=True)
     chosen = objective.value if objective is not None else None
     if target_recall is not None:
         if chosen is not None:
@@ -192,7 +193,7 @@ def calibrate(
         scores_file=scores,
         explicit_objective=chosen is not None,
         reuse=not no_reuse,
-        say=lambda text: print(text, file=sys.stderr),
+        say=lambda text: say(text, err=True),
         guarantee=GuaranteeSettings(alpha=alpha, delta=delta, auto_fail=auto_fail),
         confidence=confidence.value if confidence else None,
         samples=samples,
@@ -217,13 +218,13 @@ def calibrate(
     if not to_stdout:
         writer("calibration", "text")(report, sys.stdout)
         if output is not None:
-            print(f"figures: {output}")
+            say(f"figures: {output}")
         if plot is not None and no_plot is None:
-            print(f"plot: {plot}")
+            say(f"plot: {plot}")
             if guarantee_plot is not None:
-                print(f"plot: {guarantee_plot}")
+                say(f"plot: {guarantee_plot}")
     if no_plot:
-        print(f"plot: not written to {plot}: {no_plot}", file=sys.stderr)
+        say(f"plot: not written to {plot}: {no_plot}", err=True)
     return 0
 
 
@@ -234,12 +235,10 @@ def _check(dataset: Path, model: str | None, store: Path | None) -> int:
     cert, changes, folder = certificate_status(dataset, model=model, store=store)
     if not changes:
         assert cert is not None
-        print(
-            f"certificate of {cert.created} holds: same model, prompt template, rules and labels ({folder})"
-        )
+        say(f"certificate of {cert.created} holds: same model, prompt template, rules and labels ({folder})")
         return 0
-    print(f"the calibration certificate of {dataset} is stale: " + "; ".join(changes))
-    print(f"  re-run `seqjudge calibrate {dataset}` to certify the judge again")
+    say(f"the calibration certificate of {dataset} is stale: " + "; ".join(changes))
+    say(f"  re-run `seqjudge calibrate {dataset}` to certify the judge again")
     return 1
 
 
@@ -262,8 +261,8 @@ def _each_stage(args: dict[str, object]) -> int:
     codes = []
     for n, model in enumerate(models):
         if n:
-            print()
-        print(f"== escalation stage {n + 1} of {len(models)}: {model or '(the configured model)'}")
+            say()
+        say(f"== escalation stage {n + 1} of {len(models)}: {model or '(the configured model)'}")
         named = {k: _named(args[k], model) if len(models) > 1 else args[k] for k in ("output", "plot")}
         codes.append(calibrate(**{**args, **named, "model": model, "escalate": None}))  # type: ignore[arg-type]
     return max(codes)

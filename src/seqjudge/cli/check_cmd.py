@@ -1,7 +1,6 @@
 """`seqjudge check`: the deterministic engine over a set of traces."""
 
 import contextlib
-import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -25,6 +24,7 @@ from seqjudge.defaults import DEFAULT_THRESHOLD
 from seqjudge.errors import InputError
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
+from seqjudge.safetext import say
 
 if TYPE_CHECKING:
     from seqjudge.config import RunConfig
@@ -183,7 +183,7 @@ def check(
         report_ingest(stats)
     if fmt != "text":  # the text view ends with these; machine formats keep stdout for their data
         for line in coverage_lines(coverage):
-            print(line, file=sys.stderr)
+            say(line, err=True)
     failure = coverage.strict_error()
     if failure is not None:
         raise InputError(failure, hint="See the warnings above; fix the rules or the input")

@@ -21,6 +21,7 @@ from seqjudge.cli.options import StoreOpt, format_option
 from seqjudge.defaults import DEFAULT_STORE_PATH
 from seqjudge.errors import InputError
 from seqjudge.outputs.registry import writer
+from seqjudge.safetext import say
 
 if TYPE_CHECKING:
     from seqjudge.outputs.ci_outputs import Pair
@@ -153,7 +154,7 @@ def baseline_save(
         db.save_baseline(run_id, name)
         info = db.run_info(run_id)
     moved = f" (it was {before})" if before and before != run_id else ""
-    print(f"baseline {name!r} is run {run_id}{moved}: {info.counts['traces']} trace(s)")
+    say(f"baseline {name!r} is run {run_id}{moved}: {info.counts['traces']} trace(s)")
     return 0
 
 
@@ -299,7 +300,7 @@ def compare_cmd(
     except alerts.AlertDeliveryError as exc:
         if code == 0:
             raise
-        print(f"error: {exc} (exiting 1 for the regression)", file=sys.stderr)
+        say(f"error: {exc} (exiting 1 for the regression)", err=True)
     return code
 
 

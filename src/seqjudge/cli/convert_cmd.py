@@ -26,6 +26,7 @@ from seqjudge.cli.trace_options import (
     load_options,
 )
 from seqjudge.errors import InputError
+from seqjudge.safetext import say
 
 if TYPE_CHECKING:
     from seqjudge.trace import Trace
@@ -64,7 +65,7 @@ def convert(
         sys.stdout.flush()
     else:
         count, calls = _write_file(traces, Path(output), named)
-    print(f"converted {count} trace(s), {calls} call(s): {named} -> {output}", file=sys.stderr)
+    say(f"converted {count} trace(s), {calls} call(s): {named} -> {output}", err=True)
     report(stats)
     return 0
 

@@ -33,6 +33,8 @@ from seqjudge.defaults import DEFAULT_THRESHOLD
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
+from seqjudge.safetext import say
+from seqjudge.safetext import shown as terminal_lines
 
 if TYPE_CHECKING:
     from seqjudge.judge.judge import JudgeResult
@@ -98,10 +100,10 @@ def prompt(
             hint="pick an existing trace with --trace-id" if trace_id else None,
         )
     if trace_id is None and count > 1:
-        print(
+        say(
             f"note: {count} traces in {', '.join(trace)}; showing the first ({chosen.trace_id}); "
             "choose one with --trace-id",
-            file=sys.stderr,
+            err=True,
         )
     names = catalog_names(cat) if cat is not None else None
     chosen = check_inputs(chosen, ruleset, catalog_names=names, rule_ids=rule_ids)
@@ -113,7 +115,8 @@ def prompt(
         risk_level=risk_level.value,
         rule_ids=rule_ids,
     )
-    sys.stdout.write(rendered.text())
+    # What the judge is sent, but the trace's names and words with no escape code for the terminal.
+    sys.stdout.write(terminal_lines(rendered.text()))
     return 0
 
 

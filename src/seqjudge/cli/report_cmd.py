@@ -1,7 +1,6 @@
 """`seqjudge report RUN [--compare BASELINE] -o report.html`: one self-contained HTML page of a run."""
 
 import json
-import sys
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -13,6 +12,7 @@ from seqjudge.cli.options import StoreOpt
 from seqjudge.defaults import DEFAULT_STORE_PATH
 from seqjudge.errors import InputError
 from seqjudge.outputs.streams import open_output
+from seqjudge.safetext import say
 
 if TYPE_CHECKING:
     from seqjudge.outputs.html.render import Calibration
@@ -113,7 +113,7 @@ def _tied(cal: "Calibration", path: Path, run: "Suite | None", *, strict: bool) 
                 hint="calibrate the dataset this run checked (`seqjudge calibrate DATASET --plot FILE`), or "
                 "leave --calibration out",
             )
-        print(f"warning: skipped {path}: {problem}", file=sys.stderr)
+        say(f"warning: skipped {path}: {problem}", err=True)
         return None
     unknown = (
         "it records no dataset (made by an older seqjudge or another tool)"
@@ -122,7 +122,7 @@ def _tied(cal: "Calibration", path: Path, run: "Suite | None", *, strict: bool) 
     )
     if strict:
         return replace(cal, note=f"given with --calibration; {unknown}, so it is not checked against the run")
-    print(f"warning: skipped {path}: {unknown}; --calibration {path} shows it anyway", file=sys.stderr)
+    say(f"warning: skipped {path}: {unknown}; --calibration {path} shows it anyway", err=True)
     return None
 
 
@@ -153,7 +153,7 @@ def _read_calibration(path: Path, *, strict: bool) -> "Calibration | None":
             where="--calibration",
             hint="give the PNG plot or the JSON figures written by the calibration step",
         )
-    print(f"warning: skipped {path}: {problem}", file=sys.stderr)
+    say(f"warning: skipped {path}: {problem}", err=True)
     return None
 
 
@@ -221,5 +221,5 @@ def report(
     if str(output) != "-":
         against = f" against {baseline[0].id}" if baseline else ""
         done = f"wrote the report of run {info.id} ({len(stored)} trace(s)){against} to {output}"
-        print(done, file=sys.stderr)
+        say(done, err=True)
     return 0

@@ -12,6 +12,7 @@ from seqjudge.cli.app import app
 from seqjudge.cli.options import StoreOpt
 from seqjudge.defaults import DEFAULT_STORE_PATH
 from seqjudge.errors import InputError
+from seqjudge.safetext import say
 
 
 @app.command("lint")
@@ -44,7 +45,7 @@ def lint_command(
             ruleset, locations = load_rules_located(rules)
         except InputError:
             for w in caught:
-                print(f"warning: {w.message}", file=sys.stderr)
+                say(f"warning: {w.message}", err=True)
             raise
     deprecated = [w for w in caught if issubclass(w.category, SeqjudgeDeprecationWarning)]
     for w in caught:
@@ -65,12 +66,12 @@ def lint_command(
             )
         )
     for p in problems:
-        print(p.render(source))
+        say(p.render(source))
     errors = sum(p.level == "error" for p in problems)
     warns = len(problems) - errors
     n = len(ruleset.rules)
     checked = f" against {catalog_path}" if cat is not None else ""
-    print(
+    say(
         f"{source}: {n} rule{'s' if n != 1 else ''}{checked}, {_count(errors, 'error')}, "
         f"{_count(warns, 'warning')}"
     )
@@ -97,7 +98,7 @@ def migrate_command(
         text = migrate_text(file, fmt="json" if write and file.suffix.lower() == ".json" else "yaml")
     except NothingToMigrate as exc:
         # Running migrate twice is harmless: say so, change nothing, succeed.
-        print(f"{exc}", file=sys.stderr)
+        say(f"{exc}", err=True)
         return 0
     if not write:
         sys.stdout.write(text)
@@ -112,5 +113,5 @@ def migrate_command(
             source=str(file),
             hint="Check the file's and its folder's permissions",
         ) from None
-    print(f"migrated {file} (the original is kept as {backup})", file=sys.stderr)
+    say(f"migrated {file} (the original is kept as {backup})", err=True)
     return 0

@@ -1,7 +1,6 @@
 """`seqjudge run`: the main job — engine, judge, reconciliation, review routing, storage, summary."""
 
 import itertools
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -29,6 +28,7 @@ from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, Tr
 from seqjudge.defaults import DEFAULT_STORE
 from seqjudge.errors import InputError
 from seqjudge.outputs.registry import writer
+from seqjudge.safetext import say
 
 if TYPE_CHECKING:
     from seqjudge.config import RunConfig
@@ -235,7 +235,7 @@ def run(
     writer("run", fmt)(summary)
     if fmt != "text":  # the text summary ends with these; JSON keeps stdout for its data
         for line in coverage_lines(summary.coverage):
-            print(line, file=sys.stderr)
+            say(line, err=True)
     failure = summary.coverage.strict_error() if summary.coverage is not None else None
     if failure is not None:
         raise InputError(failure, hint=f"See the warnings above; run {summary.run_id} is stored")

@@ -15,6 +15,7 @@ from seqjudge.defaults import DEFAULT_STORE_PATH, REVIEW_REASONS
 from seqjudge.errors import InputError
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
+from seqjudge.safetext import say
 
 if TYPE_CHECKING:
     from seqjudge.store import ReviewDetail, Store
@@ -110,11 +111,11 @@ def runs_show(
             return show_audit(db, [run_id, *(db.resolve_run(r) for r in pool or [])], alpha, delta, fmt)
         if trace is not None:
             stored = db.result(run_id, trace)
-            print(f"Run {run_id} · trace {trace}")
-            print("\n".join(result_lines(stored.result)))
+            say(f"Run {run_id} · trace {trace}")
+            say("\n".join(result_lines(stored.result)))
             return 0
         results = [s.result for s in db.results(run_id)]
-    print("\n".join(run_lines(info, results)))
+    say("\n".join(run_lines(info, results)))
     return 0
 
 
@@ -150,7 +151,11 @@ def runs_export(
     run: RunArg,
     fmt: Annotated[
         str,
-        format_option("export", help="jsonl (everything, to rebuild reports) or csv (one row per trace)."),
+        format_option(
+            "export",
+            help="jsonl (everything, to rebuild reports) or csv (one row per trace; a cell starting with =, "
+            "+, -, @, tab or CR gets a leading ' so a spreadsheet shows it as text, not a formula).",
+        ),
     ] = "jsonl",
     output: OutputOpt = None,
     store: StoreOpt = DEFAULT_STORE_PATH,
@@ -161,7 +166,7 @@ def runs_export(
         with open_output(output) as out:
             count = writer("export", fmt)(db, run_id, out)
     if output is not None and str(output) != "-":
-        print(f"exported {count} trace(s) of run {run_id} to {output}", file=sys.stderr)
+        say(f"exported {count} trace(s) of run {run_id} to {output}", err=True)
     return 0
 
 
@@ -220,7 +225,7 @@ def review_list(
     writer("review", fmt)(items, sys.stdout, empty=empty)
     if run is None and not every_run and run_id is not None:
         # On stderr, so that --format json stays one JSON document.
-        print(f"(the latest run, {run_id}; --run RUN for another, --all for every run)", file=sys.stderr)
+        say(f"(the latest run, {run_id}; --run RUN for another, --all for every run)", err=True)
     return 0
 
 
@@ -237,7 +242,7 @@ def review_show(
 
     with _open(store) as db:
         detail = db.review_item(item)
-    print("\n".join(review_lines(detail, full=full)))
+    say("\n".join(review_lines(detail, full=full)))
     return 0
 
 
@@ -316,7 +321,7 @@ def review_resolve(
             ids = [i.id for i in db.review_items(run=run_id, reason=reason, status="open")]
             if not ids:
                 why = f" routed for {reason}" if reason else ""
-                print(f"no open review items{why} in run {run_id}: nothing resolved", file=sys.stderr)
+                say(f"no open review items{why} in run {run_id}: nothing resolved", err=True)
                 return 0
         else:
             ids = list(dict.fromkeys(items or []))  # a number given twice is one item
@@ -326,17 +331,17 @@ def review_resolve(
         again = (
             f" (replacing {old.resolution.verdict} by {old.resolution.reviewer})" if old.resolution else ""
         )
-        print(f"resolved review item {new.id} (trace {new.trace_id}): {verdict.value} by {who}{again}")
+        say(f"resolved review item {new.id} (trace {new.trace_id}): {verdict.value} by {who}{again}")
         _contradictions(old, rules, several=len(ids) > 1)
     if len(ids) > 1:
         overridden = [str(d.id) for d in before if d.verdict == "fail" and verdict.value == "pass"]
         if overridden:
-            print(
+            say(
                 f"note: the engine failed the traces of items {', '.join(overridden)}; they are now labelled "
                 "pass",
-                file=sys.stderr,
+                err=True,
             )
-        print(f"resolved {len(ids)} review item(s): {verdict.value} by {who}")
+        say(f"resolved {len(ids)} review item(s): {verdict.value} by {who}")
     return 0
 
 
@@ -347,10 +352,10 @@ def _contradictions(item: "ReviewDetail", rules: dict[str, str], *, several: boo
     for rule_id, outcome in rules.items():
         said = engine.get(rule_id)
         if said in ("passed", "failed") and said[:4] != outcome:
-            print(
+            say(
                 f"note: {which}{rule_id}: you said {outcome}, the engine said {said}; calibration will "
                 "report this contradiction",
-                file=sys.stderr,
+                err=True,
             )
 
 
@@ -378,5 +383,5 @@ def review_export(
     with open_output(labels) as out:
         count = write_labels(out, found)
     where = "stdout" if str(labels) == "-" else str(labels)
-    print(f"wrote {count} label(s) to {where}", file=sys.stderr)
+    say(f"wrote {count} label(s) to {where}", err=True)
     return 0

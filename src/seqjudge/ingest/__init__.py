@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import sys
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from importlib import import_module
@@ -41,6 +40,7 @@ from seqjudge.ingest import detect, files, native
 from seqjudge.ingest.base import Batch, Blocks, Done, Format, NativeLines, Options, Record, Source
 from seqjudge.ingest.files import TRACE_SUFFIXES
 from seqjudge.ingest.stats import IngestStats
+from seqjudge.safetext import say
 from seqjudge.trace import PlainTrace, Trace
 
 # Every format's name and its module in this package, in detection order.
@@ -195,7 +195,7 @@ def _prepare(
         # Not an error: a suite folder holds its rules, catalog and labels beside the traces.
         options.stats.skip("files that are not traces", len(inputs.skipped))
         if notes:
-            print(f"seqjudge: note: {note}", file=sys.stderr)
+            say(f"seqjudge: note: {note}", err=True)
     if not inputs.files and not allow_empty:
         raise InputError(
             f"no traces in {inputs.named()}: no {' or '.join(TRACE_SUFFIXES)} files there"
@@ -223,7 +223,7 @@ def _load(inputs: files.Inputs, options: Options) -> Generator[Trace | PlainTrac
         first = next(records, None)
         if first is None:
             if options.verbose:
-                print(f"seqjudge: {source.name}: empty, no traces", file=sys.stderr)
+                say(f"seqjudge: {source.name}: empty, no traces", err=True)
             continue
         skipped = stats.skipped.copy()
         fmt, traces = _parse(first, records, source, options, tracker.blocks)

@@ -14,12 +14,12 @@ not decoded twice for a sniff.
 from __future__ import annotations
 
 import itertools
-import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from seqjudge.errors import InputError
 from seqjudge.ingest.base import MAYBE, NO, YES, Format, Options, Record, Source, kind_of
+from seqjudge.safetext import say as show_line
 
 HOLD_RECORDS = 1000
 HOLD_BYTES = 32 << 20
@@ -155,4 +155,4 @@ def _guess_hint(value: Any, options: Options, formats: Mapping[str, Format]) -> 
 
 def say(options: Options, source: Source, name: str, why: str) -> None:
     if options.verbose:
-        print(f"seqjudge: {source.name}: format {name} ({why})", file=sys.stderr)
+        show_line(f"seqjudge: {source.name}: format {name} ({why})", err=True)

@@ -12,6 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import IO
 
+from seqjudge.safetext import shown
+
 
 @dataclass(slots=True)
 class IngestStats:
@@ -53,4 +55,4 @@ class IngestStats:
 
 def report(stats: IngestStats, stream: IO[str] | None = None) -> None:
     """Print the counts on one line (stderr by default), prefixed like the loader's other notes."""
-    print(f"seqjudge: {stats.line()}", file=stream if stream is not None else sys.stderr)
+    print(shown(f"seqjudge: {stats.line()}"), file=stream if stream is not None else sys.stderr)

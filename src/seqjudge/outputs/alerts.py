@@ -148,10 +148,12 @@ def send(alert: Alert, url: str | None, *, fail_hard: bool = False, err: TextIO 
     failed. A failed post is a warning unless ``fail_hard`` (then ``AlertDeliveryError``, exit 3)."""
     import sys
 
+    from seqjudge.safetext import shown
+
     stream = err if err is not None else sys.stderr
     if not alert.triggered:
         return True
-    print(f"alert: {alert.subject}: " + "; ".join(alert.breaches), file=stream)
+    print(shown(f"alert: {alert.subject}: " + "; ".join(alert.breaches)), file=stream)
     if url is None:
         return True
     try:
@@ -159,7 +161,7 @@ def send(alert: Alert, url: str | None, *, fail_hard: bool = False, err: TextIO 
     except AlertDeliveryError as exc:
         if fail_hard:
             raise
-        print(f"warning: {exc}; the results above are complete", file=stream)
+        print(shown(f"warning: {exc}; the results above are complete"), file=stream)
         return False
     print(f"alert posted to {host_of(url)}", file=stream)
     return True

@@ -26,6 +26,7 @@ from seqjudge.outputs.textview import PLAIN, Palette, Totals, report_bytes
 from seqjudge.report import DEFAULT_THRESHOLD, report_line
 from seqjudge.rules.engine import FINITE
 from seqjudge.rules.model import RuleSet
+from seqjudge.safetext import shown
 from seqjudge.trace import PlainTrace, Trace
 
 
@@ -128,13 +129,9 @@ class TextOutput(CheckOutput):
 
     def finish(self, totals: Totals) -> None:
         note = deferred_note(totals)
-        if note:
-            self.out.write(note + "\n")
-        for line in totals.tally():
-            self.out.write(line + "\n")
-        self.out.write(totals.line() + "\n")
-        for line in coverage_lines(totals.coverage):
-            self.out.write(line + "\n")
+        lines = ([note] if note else []) + totals.tally() + [totals.line()] + coverage_lines(totals.coverage)
+        # Once a run: through the one terminal-safe path (rule ids and tool names come from the rule file).
+        self.out.write(shown("\n".join(lines)) + "\n")
 
 
 def _palette(out: IO[str]) -> Palette:

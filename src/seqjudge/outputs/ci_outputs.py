@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Literal
 from seqjudge.errors import InputError
 from seqjudge.outputs.textview import Calls, trace_lines, violation_block
 from seqjudge.report import Violation
-from seqjudge.safetext import md_code, md_text
+from seqjudge.safetext import md_code, md_fence, md_text, terminal
 from seqjudge.trace import PlainTrace, Trace
 
 if TYPE_CHECKING:  # (the comparison, the store and the reconciliation's models are for `report-ci`, not
@@ -108,9 +108,9 @@ def unlocated_block(
     why: str,
 ) -> str:
     """The block of a rule failed without a located violation: its calls and why."""
-    lines = [f"❌ FAIL: {trace_id} · {rule_id}", "", f"   Rule: {kind}", "", "   Trace:"]
+    lines = [f"❌ FAIL: {terminal(trace_id)} · {terminal(rule_id)}", "", f"   Rule: {kind}", "", "   Trace:"]
     lines += trace_lines(trace, indices)
-    lines += ["", f"   Why: {why or '(no explanation given)'}"]
+    lines += ["", f"   Why: {terminal(why) if why else '(no explanation given)'}"]
     return "\n".join(lines)
 
 
@@ -332,7 +332,8 @@ def write_junit(tree: ET.ElementTree, path: Path) -> None:
 # -- GitHub --------------------------------------------------------------------------------------------------
 def escape_data(text: str) -> str:
     """A workflow command's message, escaped as GitHub's toolkit does (``%``, CR, LF)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # and no other control character: the log would show an escape code as it is (colours, a title)
+    return terminal(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:
@@ -458,8 +459,7 @@ def _points(a: float | None, b: float | None) -> str:
 
 
 def _details(summary: str, body: str) -> list[str]:
-    # A fence longer than any backtick run inside keeps the block intact.
-    fence = "````" if "```" in body else "```"
+    fence = md_fence(body)  # longer than any backtick run inside: the block stays one block
     return [
         "<details>",
         f"<summary>{md_text(summary)}</summary>",
@@ -594,7 +594,8 @@ def _decider(decided_by: str, rule_type: str) -> str:
 
 def _decision_line(d: Decision) -> str:
     mark = "❌" if d.fired else ("✅" if d.applies else "➖")
-    return f"- {mark} **{_DECISION_TITLES[d.rule]}** (`{d.rule}`): {d.reason}"
+    # The reason names traces and rules: text, not markup (a trace id could hold a heading or an <img>).
+    return f"- {mark} **{_DECISION_TITLES[d.rule]}** (`{d.rule}`): {md_text(d.reason)}"
 
 
 def markdown_compare(comparison: Comparison, candidate: Sequence[Pair] = ()) -> str:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import IO, Any
 
+from seqjudge.safetext import terminal, terminal_stream
+
 
 class JudgeOutput:
     def __init__(self, out: IO[str]) -> None:
@@ -20,6 +22,9 @@ class JudgeOutput:
 
 
 class TextOutput(JudgeOutput):
+    def __init__(self, out: IO[str]) -> None:
+        super().__init__(terminal_stream(out))  # the judge's words and the trace's names: no escape codes
+
     def row(self, row: dict[str, Any]) -> None:
         self.out.write(trace_text(row) + "\n")
 
@@ -50,7 +55,7 @@ def trace_text(row: dict[str, Any]) -> str:
     else:
         judged = f"judge UNSCORED ({result['reason']})"
     lines = [
-        f"{row['verdict'].upper():8} {row['trace_id']}: engine {engine['verdict']} "
+        f"{row['verdict'].upper():8} {terminal(row['trace_id'])}: engine {engine['verdict']} "
         f"(score {engine['sequence_correctness_score']:.2f}), {judged}"
     ]
     width = max([len(r["rule_id"]) for r in row["rules"]] + [4])
@@ -59,10 +64,10 @@ def trace_text(row: dict[str, Any]) -> str:
         mark = {True: "agree", False: "DISAGREE", None: ""}[r["agree"]]
         lines.append(f"    {r['rule_id']:<{width}}  {r['engine']:<14}  {r['judge']:<10}  {mark}".rstrip())
     if result["status"] == "scored":
-        lines.append(f"    judge summary: {result['report']['summary']}")
+        lines.append(f"    judge summary: {terminal(result['report']['summary'])}")  # one line
         for v in result["report"]["violations"]:
             at = "" if v["offending_call_index"] is None else f" at call {v['offending_call_index'] + 1}"
-            lines.append(f"    judge: {v['rule_id']} {v['violation_type']}{at}: {v['explanation']}")
+            lines.append(f"    judge: {v['rule_id']} {v['violation_type']}{at}: {terminal(v['explanation'])}")
     return "\n".join(lines) + "\n"
 
 

@@ -219,11 +219,12 @@ def _judge_status_text(result: TraceResult) -> str:
 def _items_table(items: Sequence[ReviewItem]) -> list[str]:
     iw = max([len(str(i.id)) for i in items] + [4])
     rw = max(len(i.run_id) for i in items)
-    tw = max([len(i.trace_id) for i in items] + [5])
+    ids = [terminal(i.trace_id) for i in items]  # one line each, as the terminal shows them
+    tw = max([len(t) for t in ids] + [5])
     lines = [f"{'ITEM':>{iw}}  {'RUN':<{rw}}  {'TRACE':<{tw}}  VERDICT  SCORE  STATUS    REASONS"]
-    for i in items:
+    for i, trace_id in zip(items, ids, strict=True):
         lines.append(
-            f"{i.id:>{iw}}  {i.run_id:<{rw}}  {i.trace_id:<{tw}}  {i.verdict:<7}  {i.score:5.2f}  "
+            f"{i.id:>{iw}}  {i.run_id:<{rw}}  {trace_id:<{tw}}  {i.verdict:<7}  {i.score:5.2f}  "
             f"{i.status:<8}  {_reasons(i)}"
         )
     return lines
@@ -303,7 +304,9 @@ def _message_text(message: Any, full: bool) -> str:
 
 def review_lines(detail: ReviewDetail, *, full: bool = False) -> list[str]:
     result = detail.result
-    head = f"Review item {detail.id} · run {detail.run_id} · trace {detail.trace_id} · {detail.status}"
+    head = (
+        f"Review item {detail.id} · run {detail.run_id} · trace {terminal(detail.trace_id)} · {detail.status}"
+    )
     said = f", {len(detail.trace.messages)} message(s) in between" if detail.trace.messages else ""
     lines = [head, f"  verdict {result.verdict}, score {result.score:.2f}", "", f"  Trace (calls{said}):"]
     lines += annotated_trace(detail, full=full)
@@ -322,17 +325,21 @@ def review_lines(detail: ReviewDetail, *, full: bool = False) -> list[str]:
             engine_at = _calls(d.call_indices)
             judge_at = _calls(d.judge_call_indices)
             lines.append(f"    {d.rule_id}: engine {d.engine}{engine_at}, judge {_judge_said(d)}{judge_at}")
-            lines.append(f"      engine: {d.engine_explanation or '-'}")
-            lines.append(f"      judge: {d.judge_explanation or '(reported no violation of this rule)'}")
+            lines.append(f"      engine: {terminal(d.engine_explanation or '-')}")
+            lines.append(
+                f"      judge: {terminal(d.judge_explanation or '(reported no violation of this rule)')}"
+            )
     lines += ["", "  Judge: " + _judge_status_text(result)]
     lines += [f"    {line}" for line in stage_lines(result)]
     j = judge_data(result.judge)
     report = (j or {}).get("report")
     if report:
-        lines.append(f"    summary: {report.get('summary', '')}")
+        lines.append(
+            f"    summary: {terminal(str(report.get('summary', '')))}"
+        )  # the judge's words: one line
         for v in report.get("violations", []):
             at = "" if v.get("offending_call_index") is None else f" at call {v['offending_call_index'] + 1}"
-            lines.append(f"    {v['rule_id']} {v['violation_type']}{at}: {v['explanation']}")
+            lines.append(f"    {v['rule_id']} {v['violation_type']}{at}: {terminal(str(v['explanation']))}")
     if detail.attempts:
         lines += ["", f"  Raw judge replies ({len(detail.attempts)}):"]
         for a in detail.attempts:
@@ -351,9 +358,9 @@ def review_lines(detail: ReviewDetail, *, full: bool = False) -> list[str]:
         rules = ", ".join(f"{k}={v}" for k, v in r.rules.items())
         lines += [
             "",
-            f"  Resolved {_when(r.resolved_at)} UTC by {r.reviewer}: {r.verdict}"
+            f"  Resolved {_when(r.resolved_at)} UTC by {terminal(r.reviewer)}: {r.verdict}"
             + (f" ({rules})" if rules else "")
-            + (f"; note: {r.note}" if r.note else ""),
+            + (f"; note: {terminal(r.note)}" if r.note else ""),
         ]
     else:
         lines += [
@@ -382,5 +389,5 @@ def _calls(indices: list[int]) -> str:
 
 
 def _shorten(text: str, limit: int = RAW_REPLY_CHARS) -> str:
-    flat = " ".join(text.split())
+    flat = terminal(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 1] + f"… ({len(text)} chars)"

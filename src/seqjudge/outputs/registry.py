@@ -12,10 +12,13 @@ it from then on (``cli.options.format_option`` reads the choices from here).
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from importlib import import_module
-from typing import Any
+from typing import IO, Any
 
 from seqjudge.errors import InputError
+from seqjudge.safetext import terminal_stream
 
 FORMATS: dict[str, dict[str, str]] = {
     "check": {
@@ -101,4 +104,23 @@ def writer(view: str, fmt: str) -> Any:
             hint=f"use one of {', '.join(FORMATS.get(view, {}))}",
         ) from None
     module, _, attr = target.partition(":")
-    return getattr(import_module(module), attr)
+    chosen = getattr(import_module(module), attr)
+    if fmt != "text" or view in OWN_ESCAPING:
+        return chosen
+    return _terminal_safe(chosen)
+
+
+# Text views that make their output terminal-safe themselves: `check` escapes each untrusted field where it
+# enters (its per-trace path is benchmarked, and its colours are escape codes of its own), `judge`'s
+# writer is a class that wraps its stream (``terminal_stream``).
+OWN_ESCAPING = frozenset({"check", "judge"})
+
+
+def _terminal_safe(write: Callable[..., Any]) -> Callable[..., Any]:
+    """A text view's writer ``(data, out=None, ...)`` writing through ``terminal_stream``: whatever the view
+    shows, no escape code or other control character of its data reaches the reader's terminal."""
+
+    def safe(data: Any, out: IO[str] | None = None, *args: Any, **kwargs: Any) -> Any:
+        return write(data, terminal_stream(out if out is not None else sys.stdout), *args, **kwargs)
+
+    return safe

@@ -13,7 +13,7 @@ from typing import Any, AnyStr
 from seqjudge.redact import may_need_redaction, redact_value
 from seqjudge.report import Report, Violation
 from seqjudge.rules.coverage import Coverage
-from seqjudge.safetext import terminal
+from seqjudge.safetext import printable_ascii, terminal
 from seqjudge.trace import PlainTrace, Trace
 
 WINDOW = 4  # calls shown on each side of the offending call in long traces
@@ -664,13 +664,17 @@ def violation_words(v: Mapping[str, Any], rule: Mapping[str, Any] | None) -> tup
     writer that keeps them (junit) puts blocks together from them."""
     group = rule.get("group") if rule else None
     suggestion = v.get("suggestion")
+    rule_id, expected, actual, why = v["rule_id"], v["expected_order"], v["actual_order"], v["explanation"]
+    # The engine's words name the trace's tools (and the rules'): each one line, without escape codes. Checked
+    # at once, and escaped only when one needs it: a check a word cost more than making the words.
+    if not printable_ascii(f"{rule_id}{expected}{actual}{why}{suggestion or ''}"):
+        rule_id, expected, actual, why = (terminal(word) for word in (rule_id, expected, actual, why))
+        suggestion = suggestion and terminal(suggestion)
     return (
-        f"{v['rule_id']}{f' [{terminal(str(group))}]' if group else ''}\n\n"
+        f"{rule_id}{f' [{terminal(str(group))}]' if group else ''}\n\n"
         f"   Rule: {rule['type'] if rule else '?'} ({v['violation_type']})\n"
-        f"   Expected: {v['expected_order']}\n   Actual: {v['actual_order']}\n\n   Trace:\n",
-        f"\n\n   Why: {v['explanation']}\n   Suggestion: {suggestion}"
-        if suggestion
-        else f"\n\n   Why: {v['explanation']}",
+        f"   Expected: {expected}\n   Actual: {actual}\n\n   Trace:\n",
+        f"\n\n   Why: {why}\n   Suggestion: {suggestion}" if suggestion else f"\n\n   Why: {why}",
     )
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import IO, Literal, TextIO
 
 from seqjudge.errors import InputError
+from seqjudge.safetext import csv_cell
 from seqjudge.store.codec import _dumps, rebuild_result
 from seqjudge.store.models import RunInfo, StoredResult
 from seqjudge.store.review import ReviewMixin
@@ -47,7 +48,8 @@ class ExportMixin(ReviewMixin):
         """Write the run's results; returns how many traces were written.
 
         jsonl: one self-contained line per trace, ``{run, trace, result, review, saved_at}``, enough to
-        rebuild every report without the database (``read_export``). csv: one row per trace."""
+        rebuild every report without the database (``read_export``). csv: one row per trace, each cell
+        that starts like a spreadsheet formula (``=``, ``+``, ``-``, ``@``, tab, CR) after a ``'``."""
         if fmt not in ("jsonl", "csv"):
             raise InputError(f"unknown export format {fmt!r}", where="--format", hint="use jsonl or csv")
         run = self.run_info(run_id)
@@ -101,20 +103,24 @@ class ExportMixin(ReviewMixin):
                 split.setdefault(r["trace_id"], []).append(r["rule_id"])
         for r in rows:
             item = reviews.get(r["trace_id"])
+            # A trace id or rule id a spreadsheet would read as a formula (=HYPERLINK(...)) is kept as text.
             writer.writerow(
-                [
-                    r["trace_id"],
-                    r["verdict"],
-                    f"{r['score']:.4f}",
-                    ";".join(json.loads(r["review_reasons"])),
-                    ";".join(failed.get(r["trace_id"], [])),
-                    ";".join(split.get(r["trace_id"], [])),
-                    r["judge_status"],
-                    r["tokens_in"],
-                    r["tokens_out"],
-                    "" if item is None else item.id,
-                    "" if item is None else item.status,
-                ]
+                map(
+                    csv_cell,
+                    [
+                        r["trace_id"],
+                        r["verdict"],
+                        f"{r['score']:.4f}",
+                        ";".join(json.loads(r["review_reasons"])),
+                        ";".join(failed.get(r["trace_id"], [])),
+                        ";".join(split.get(r["trace_id"], [])),
+                        r["judge_status"],
+                        r["tokens_in"],
+                        r["tokens_out"],
+                        "" if item is None else item.id,
+                        "" if item is None else item.status,
+                    ],
+                )
             )
             count += 1
         return count
