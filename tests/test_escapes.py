@@ -189,9 +189,10 @@ def test_run_summary_escapes_the_model_from_the_environment(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     (tmp_path / "rules.yaml").write_text(rules_for("B"), encoding="utf-8")
     write_traces(tmp_path / "t.jsonl", {"trace_id": "t1", "calls": [{"tool_name": "A"}, {"tool_name": "B"}]})
-    assert run(["run", "rules.yaml", "t.jsonl", "--store", str(tmp_path / "s.db")]) == 0
+    # A model asked for without its key stops the run (exit 2); its message shows the value escaped.
+    assert run(["run", "rules.yaml", "t.jsonl", "--store", str(tmp_path / "s.db")]) == 2
     got = capsys.readouterr()
-    assert "model openai:gpt\\x1b]0;pwned\\x07 is configured" in got.out
+    assert "model openai:gpt\\x1b]0;pwned\\x07 is configured" in got.err
     assert raw_escapes(got.out + got.err) == []
 
 
