@@ -429,3 +429,15 @@ def test_the_judge_prompt_keeps_what_a_lineage_rule_reads(tmp_path: Path) -> Non
     assert "x" * 1500 not in text  # read at a path: the usual cut
     anywhere = render(trace, ruleset(**{"from": [{"output": "lookup"}]}))
     assert "x" * 1500 in anywhere.text() and "y" * 1500 not in anywhere.text()
+
+
+def test_check_counts_and_names_an_undetermined_lineage_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Undetermined is never a silent pass: `check` counts and names it as it does a deferred judge rule."""
+    (tmp_path / "rules.yaml").write_text(json.dumps({"rules": [RULE]}))
+    trace = {"trace_id": "t", "calls": [lookup("", output="Order #W1 is pending"), cancel("#W1")]}
+    (tmp_path / "t.jsonl").write_text(json.dumps(trace) + "\n")
+    cli(["check", str(tmp_path / "rules.yaml"), str(tmp_path / "t.jsonl")])
+    out = capsys.readouterr().out
+    assert "Deferred: order-from-lookup on 1 trace(s)" in out

@@ -120,10 +120,11 @@ class Checker:
         # Texts of the quoting rules that screened clean: most are the same every trace ("No call carries
         # order_id."). Bounded; cleared when full.
         self._clean: set[str] = set()
-        # Only a `judge` rule is ever deferred: one without an evaluator always, one with `applies_to` (whose
-        # evaluator says `deferred` or `not_exercised`) on a trace that calls its tools. Testing for a missing
-        # evaluator alone hid the second kind from the deferred counts (issue 37).
-        self._may_defer = any(comp.type == "judge" or comp.evaluate is None for comp in engine.compiled)
+        # Only some rules are ever deferred (``RuleBase.may_defer``): a `judge` rule without an evaluator
+        # always, one with `applies_to` on a trace that calls its tools, a `lineage` rule on a trace whose
+        # source it could not read. Testing for a missing evaluator alone hid the others from the deferred
+        # counts (issue 37).
+        self._may_defer = any(comp.rule.may_defer or comp.evaluate is None for comp in engine.compiled)
 
     def data(self, trace: Trace | PlainTrace) -> dict[str, Any]:
         """The trace's report data as it may be shown (redacted); views that need no JSON line use this."""

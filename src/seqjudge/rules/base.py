@@ -193,6 +193,9 @@ class RuleBase(BaseModel):
 
     rank: ClassVar[int]
     operand_fields: ClassVar[tuple[str, ...]]
+    # Whether the engine may leave the rule to the judge (outcome `deferred`) on some trace: counted and
+    # named wherever deferred rules are (a pass must say what it did not decide).
+    may_defer: ClassVar[bool] = False
     operand_list_fields: ClassVar[tuple[str, ...]] = ()
 
     id: str | None = None

@@ -66,6 +66,7 @@ class JudgeRule(RuleBase):
 
     rank = 10
     operand_fields = ("applies_to",)
+    may_defer = True
 
     @field_validator("applies_to")
     @classmethod

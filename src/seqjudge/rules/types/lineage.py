@@ -119,6 +119,7 @@ class LineageRule(RuleBase):
 
     rank = 9
     operand_fields = ("tool",)
+    may_defer = True
 
     _v = field_validator("tool")(lambda cls, v: check_operand(v))
 
@@ -173,14 +174,46 @@ def _cut(value: str) -> str:
 
 class _Search:
     """Where one value was looked for before one call: found (``where``), unsure (``unsure``), and every
-    place looked in (``looked``), for the messages."""
+    place looked in (``looked``). Kept as parts and worded only when a message needs them: most values are
+    found at the first source, and a lean report explains no pass."""
 
     __slots__ = ("where", "unsure", "looked")
 
     def __init__(self) -> None:
-        self.where: str | None = None
-        self.unsure: list[str] = []
-        self.looked: list[str] = []
+        self.where: tuple[Any, ...] | None = None
+        self.unsure: list[tuple[Any, ...]] = []
+        self.looked: list[tuple[Any, ...]] = []
+
+
+def _where(part: tuple[Any, ...], names: list[str]) -> str:
+    kind = part[0]
+    if kind == "output":
+        _, p, path = part
+        return f"{names[p]} (call {p + 1})" + (f" at `{path}`" if path else "")
+    if kind == "text":
+        return f"the text of {names[part[1]]} (call {part[1] + 1})"
+    if kind == "context":
+        return f"the context at `{part[1]}`"
+    return {"user": "a user message before it", "listed": "the rule's listed values"}[kind]
+
+
+def _unsure(part: tuple[Any, ...], names: list[str]) -> str:
+    if part[0] == "output":
+        _, p, why = part
+        return f"the output of {names[p]} (call {p + 1}) {why}"
+    return "a user message of unknown position holds it"
+
+
+def _looked(part: tuple[Any, ...]) -> str:
+    kind = part[0]
+    if kind == "outputs":
+        _, seen, text, path = part
+        return f"{seen} successful earlier {text} output(s)" + (f" at `{path}`" if path else "")
+    if kind == "user":
+        return f"{part[1]} user message(s) before it"
+    if kind == "context":
+        return f"the context at `{part[1]}`"
+    return "the rule's listed values"
 
 
 def _search(
@@ -193,30 +226,26 @@ def _search(
 ) -> _Search:
     s = _Search()
     steps = v.index.steps
-    names = v.index.names
+    step = steps[i]
     for spec, sel, listed in sources:
         if sel is not None:
             every, _ = v.positions(sel)
-            key = (sel, spec.path, norm.names)
-            src = found.index(key, every, v.index.ok, steps, spec.path, norm)
-            step = steps[i]
+            src = found.index((sel, spec.path, norm.names), every, v.index.ok, steps, spec.path, norm)
             p = src.first.get(value)
             if p is not None and steps[p] < step:
-                s.where = f"{names[p]} (call {p + 1})" + (f" at `{spec.path}`" if spec.path else "")
+                s.where = ("output", p, spec.path)
                 return s
             for p, text in src.texts:
                 if steps[p] >= step:
                     break  # in call order, steps never decrease
                 if word_pattern(value).search(text):
-                    s.where = f"the text of {names[p]} (call {p + 1})"
+                    s.where = ("text", p)
                     return s
             for p, why in src.unsure:
                 if steps[p] >= step:
                     break
-                s.unsure.append(f"the output of {names[p]} (call {p + 1}) {why}")
-            at = f" at `{spec.path}`" if spec.path else ""
-            seen = bisect_left(src.steps, step)
-            s.looked.append(f"{seen} successful earlier {sel.text} output(s){at}")
+                s.unsure.append(("output", p, why))
+            s.looked.append(("outputs", bisect_left(src.steps, step), sel.text, spec.path))
         elif spec.user:
             n = 0
             for at_, text in found.user:
@@ -225,21 +254,21 @@ def _search(
                 n += 1
                 if word_pattern(value).search(found.user_text(text, norm)):
                     if at_ is None:
-                        s.unsure.append("a user message of unknown position holds it")
+                        s.unsure.append(("message",))
                         continue
-                    s.where = "a user message before it"
+                    s.where = ("user",)
                     return s
-            s.looked.append(f"{n} user message(s) before it")
+            s.looked.append(("user", n))
         elif spec.context is not None:
             if value in found.context_values(spec.context, norm):
-                s.where = f"the context at `{spec.context}`"
+                s.where = ("context", spec.context)
                 return s
-            s.looked.append(f"the context at `{spec.context}`")
+            s.looked.append(("context", spec.context))
         elif listed is not None:
             if value in listed:
-                s.where = "the rule's listed values"
+                s.where = ("listed",)
                 return s
-            s.looked.append("the rule's listed values")
+            s.looked.append(("listed",))
     return s
 
 
@@ -248,45 +277,47 @@ def lineage(rule: LineageRule, checked: Selector, sources: list[Compiled], words
     arg = compile_path(rule.argument)
     norm = normalizer(tuple(rule.normalize))
     found = v.index.lineage_sources()
+    names = v.index.names
+    args = v.index.args
+    explain = v.explain
     flaws: list[Flaw] = []
     unsure: list[str] = []
     derived: list[str] = []
     involved: list[int] = []
     for i in calls:
-        raw = list(dict.fromkeys(leaves(arg.search(v.index.args[i]))))
+        raw = list(dict.fromkeys(leaves(arg.search(args[i]))))
         if not raw:
             continue  # this call does not carry the argument
         involved.append(i)
         for text in raw:
             s = _search(norm(text), i, sources, found, norm, v)
+            if s.where is not None:
+                if explain:
+                    derived.append(
+                        f"{rule.argument} {_cut(text)!r} of {_at(v, i)} came from {_where(s.where, names)}"
+                    )
+                continue
             at_i = _at(v, i)
             shown = _cut(text)
-            if s.where is not None:
-                derived.append(f"{rule.argument} {shown!r} of {at_i} came from {s.where}")
-            elif s.unsure:
+            if s.unsure:
                 unsure.append(
                     f"{rule.argument} {shown!r} of {at_i}: found in no readable source, but "
-                    + "; ".join(s.unsure)
+                    + "; ".join(_unsure(u, names) for u in s.unsure)
                 )
-            else:
-                where = "; ".join(s.looked)
-                flaws.append(
-                    Flaw(
-                        "missing_prerequisite",
-                        i,
-                        f"{rule.argument} of {checked.text} from one of: {words}",
-                        f"{at_i}: {rule.argument} {shown!r} has no source",
-                        f"{at_i} used {rule.argument} {shown!r}, which appears in none of: {where}.",
-                        f"Take {rule.argument} from one of ({words}) before {at_i}: "
-                        "a value the agent was never given may be invented, or another record's.",
-                        (
-                            words,
-                            checked.text,
-                            i,
-                            f"{checked.text} acted on a {rule.argument} of unknown origin",
-                        ),
-                    )
+                continue
+            where = "; ".join(_looked(part) for part in s.looked)
+            flaws.append(
+                Flaw(
+                    "missing_prerequisite",
+                    i,
+                    f"{rule.argument} of {checked.text} from one of: {words}",
+                    f"{at_i}: {rule.argument} {shown!r} has no source",
+                    f"{at_i} used {rule.argument} {shown!r}, which appears in none of: {where}.",
+                    f"Take {rule.argument} from one of ({words}) before {at_i}: "
+                    "a value the agent was never given may be invented, or another record's.",
+                    (words, checked.text, i, f"{checked.text} acted on a {rule.argument} of unknown origin"),
                 )
+            )
     if not involved:
         return Finding("not_exercised", f"{checked.text} is never called with `{rule.argument}`.")
     if flaws:
