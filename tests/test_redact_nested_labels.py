@@ -137,3 +137,20 @@ def test_the_store_html_report_and_exports_hold_no_nested_secret(
         assert run(["runs", "export", "latest", "--store", "s.db", "--format", fmt, "-o", f"x.{fmt}"]) == 0
         assert leaked((suite / f"x.{fmt}").read_bytes()) == []
     capsys.readouterr()
+
+
+def test_a_base_url_key_stays_out_of_provider_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    from seqjudge.cli.judge_cmd import _explain
+    from seqjudge.errors import ProviderError
+    from seqjudge.judge.providers import get_provider
+    from seqjudge.judge.providers.base import redact
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-suite-0000")
+    base_url = "https://gw.example/v1?api-version=1&key=Gk3yV4lue9"
+    assert redact(f"could not connect to {base_url}") == (
+        f"could not connect to https://gw.example/v1?api-version=1&key={REDACTED}"
+    )
+    provider = get_provider("openai:gpt-4o", base_url=base_url)
+    explained = _explain(ProviderError("refused", kind="connection"), "openai:gpt-4o", base_url, done=0)
+    for text in (repr(provider), provider.endpoint, str(explained)):  # type: ignore[attr-defined]
+        assert "Gk3yV4lue9" not in text and "api-version=1" in text

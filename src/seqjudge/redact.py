@@ -357,6 +357,12 @@ def _redact_pairs(text: str, names: tuple[str, ...]) -> str:
     return "".join(out)
 
 
+def redact_query(text: str) -> str:
+    """``text`` with the values of URL query parameters named like credentials (``URL_SECRET_NAMES``)
+    replaced, whatever the run's names: for a base URL shown in a message or a log."""
+    return _redact_pairs(text, ()) if "?" in text else text
+
+
 def _secret_key(text: str, match: re.Match[str], names: tuple[str, ...]) -> bool:
     """Whether the key of a ``_PAIR`` match is secret: it matches one of ``names``, or it is a URL's query
     parameter (after ``?`` or ``&``) named like a credential (``URL_SECRET_NAMES``: ``?key=``, ``&sig=``)."""
