@@ -9,6 +9,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cli_suite import judge_argv, write_suite
 from fakes.server import FakeLLMServer, openai_chat
@@ -48,6 +50,24 @@ PROBES = {
 )
 def test_a_secret_label_after_another_label_is_redacted(text: str, expected: str) -> None:
     assert redact_text(text) == expected
+
+
+LABELS = st.sampled_from(["Error", "database", "auth failed", "db", "config", "retry", "x.y", '"quoted"'])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    labels=st.lists(LABELS, max_size=5),
+    secret=st.sampled_from(["password", "api_key", "token", "Authorization", "client_secret", "pass_word"]),
+    joins=st.lists(st.sampled_from([": ", ":\n  ", ": ", "="]), min_size=6, max_size=6),
+    tail=st.sampled_from(["", "\nnext: 1", ", retry: 3", " ok"]),
+)
+def test_a_secret_under_any_chain_of_labels_is_redacted(
+    labels: list[str], secret: str, joins: list[str], tail: str
+) -> None:
+    chain = "".join(f"{label}{join}" for label, join in zip(labels, joins, strict=False))
+    text = f"{chain}{secret}{joins[-1]}Hid3Me9{tail}"
+    assert "Hid3Me9" not in redact_text(text), text
 
 
 def test_url_query_parameters_named_like_credentials_are_redacted() -> None:

@@ -301,24 +301,28 @@ _SHORT = 48
 
 
 def _redact_text(text: str, names: tuple[str, ...], screen: re.Pattern[str]) -> str:
-    if not text:
+    if not text or _clean_text(text, names, screen):
         return text
+    if _compiled(names):
+        text = _redact_pairs(text, names, screen)
+    return _value_pattern(names).sub(_replace_value, text)
+
+
+def _clean_text(text: str, names: tuple[str, ...], screen: re.Pattern[str]) -> bool:
+    """True when no redaction can start in ``text``: no match of ``screen`` and no split name."""
     if len(text) <= _SHORT:
         clean = _CLEAN_SHORT.get(screen)
         if clean is None:
             clean = _CLEAN_SHORT[screen] = set()
         if text in clean:
-            return text
+            return True
         if not screen.search(text) and not _split_name_in(text, names):
             if len(clean) >= 65_536:
                 clean.clear()
             clean.add(text)
-            return text
-    elif not screen.search(text) and not _split_name_in(text, names):
-        return text
-    if _compiled(names):
-        text = _redact_pairs(text, names)
-    return _value_pattern(names).sub(_replace_value, text)
+            return True
+        return False
+    return not screen.search(text) and not _split_name_in(text, names)
 
 
 # A bare value that is itself a label (``database:`` in ``"database:\n  password: x"``, ``api_key:`` in
@@ -326,23 +330,28 @@ def _redact_text(text: str, names: tuple[str, ...], screen: re.Pattern[str]) -> 
 _LABEL = re.compile(r"[A-Za-z_][\w.\-]{0,100}:")
 
 
-def _redact_pairs(text: str, names: tuple[str, ...]) -> str:
+def _redact_pairs(text: str, names: tuple[str, ...], screen: re.Pattern[str]) -> str:
     """``text`` with the value of every ``_PAIR`` whose key is secret replaced, at any depth of nested
     ``label: value`` text. A pair whose key is not secret is not consumed: the search goes on from its
-    value (from inside its key when quoted), so a secret label that the pattern took for the value
-    (``Error: api_key: KEY``, a YAML ``database:`` line followed by an indented ``password:``) is matched
-    as a key in its turn, and so is a pair inside a value (``url=https://x?token=abc``). A secret key
-    whose value is another label (``api_key: token: TOK``, ``secret:\n  name: x``) hands its secrecy
-    down: the nested pair's value is replaced, whatever its key."""
+    value (from inside its key when quoted; past it when nothing can start there), so a secret label that
+    the pattern took for the value (``Error: api_key: KEY``, a YAML ``database:`` line followed by an
+    indented ``password:``) is matched as a key in its turn, and so is a pair inside a value
+    (``url=https://x?token=abc``). A secret key whose value is another label (``api_key: token: TOK``,
+    ``secret:\n  name: x``) hands its secrecy down: the nested pair's value is replaced, whatever its key."""
     out: list[str] = []
     copied = at = 0
     inherited = -1  # where a pair starts whose key is secret because the label above it is
     while (match := _PAIR.search(text, at)) is not None:
         value_at = match.start("value")
         if match.start() != inherited and not _secret_key(text, match, names):
-            # A quoted "key" may be a value's string taken for a key (``key="pass_word=x": y``): look inside.
-            key = match.group("key")
-            at = match.start() + (2 if key[0] == "\\" else 1) if key[0] in "\"'\\" else value_at
+            key, value = match.group("key"), match.group("value")
+            if key[0] in "\"'\\" and not _clean_text(key, names, screen):
+                # A quoted "key" may be a value's string taken for a key (``key="pass_word=x": y``).
+                at = match.start() + (2 if key[0] == "\\" else 1)
+            elif "?" in value or "&" in value or not _clean_text(value, names, screen):
+                at = value_at
+            else:
+                at = match.end()  # nothing can start in it: passed over whole, as most pairs are
             continue
         value = match.group("value")
         if _LABEL.fullmatch(value) and _PAIR.match(text, value_at) is not None:
@@ -360,7 +369,7 @@ def _redact_pairs(text: str, names: tuple[str, ...]) -> str:
 def redact_query(text: str) -> str:
     """``text`` with the values of URL query parameters named like credentials (``URL_SECRET_NAMES``)
     replaced, whatever the run's names: for a base URL shown in a message or a log."""
-    return _redact_pairs(text, ()) if "?" in text else text
+    return _redact_pairs(text, (), _filter(())) if "?" in text else text
 
 
 def _secret_key(text: str, match: re.Match[str], names: tuple[str, ...]) -> bool:
