@@ -12,8 +12,11 @@ removed. So for ``api_key``: ``api_key``, ``API-Key``, ``apiKey``, ``x_api_key``
 What is replaced. The value of a matching key becomes ``"[redacted]"`` whatever its type (a nested dict
 or list included); ``None`` stays ``None``, since it hides nothing. Inside strings, ``key=value``,
 ``key: value``, ``"key": "value"`` and ``Authorization: Bearer abc`` patterns with a matching key are
-redacted too (URL query strings included). Prose such as "my password is hunter2" is not recognised:
-no pattern can tell a secret from a word.
+redacted too (URL query strings included), at any depth of nested ``label: value`` text
+(``"database:\n  password: x"``, ``"Error: api_key: x"``: a label is never taken for the value of the one
+before it). A URL's query parameters named in ``URL_SECRET_NAMES`` (``?key=``, ``&sig=``) are redacted
+besides the configured names. Prose such as "my password is hunter2" is not recognised: no pattern can
+tell a secret from a word.
 
 Key-shaped values. Whatever key they sit under, values that look like credentials are replaced too
 (``VALUE_PATTERNS``): OpenAI/Anthropic-style ``sk-...`` keys, ``Bearer ...`` credentials, the
@@ -49,6 +52,10 @@ DEFAULT_REDACT: tuple[str, ...] = ("password", "api_key", "token", "authorizatio
 REDACTED = "[redacted]"
 # Environment variable names whose values are treated as secrets: the defaults, and any *_KEY or credential.
 ENV_SECRET_NAMES: tuple[str, ...] = (*DEFAULT_REDACT, "key", "credential", "credentials")
+# URL query parameters whose values are treated as secrets besides the run's names (``?key=``, ``&sig=``):
+# a parameter's name is all there is to go on, and these names are used for nothing else in a URL. Not in
+# ``ENV_SECRET_NAMES``: ``PWD`` is the working directory there.
+URL_SECRET_NAMES: tuple[str, ...] = (*ENV_SECRET_NAMES, "sig", "signature", "passwd", "pwd")
 # Only values that look like keys are removed verbatim: at least this long, with a letter and a digit.
 # Shorter values or plain words ("critical", "/run/secrets") are too likely to be ordinary text, and
 # replacing them everywhere would corrupt what is stored.
@@ -294,33 +301,85 @@ _SHORT = 48
 
 
 def _redact_text(text: str, names: tuple[str, ...], screen: re.Pattern[str]) -> str:
-    if not text:
+    if not text or _clean_text(text, names, screen):
         return text
+    if _compiled(names):
+        text = _redact_pairs(text, names, screen)
+    return _value_pattern(names).sub(_replace_value, text)
+
+
+def _clean_text(text: str, names: tuple[str, ...], screen: re.Pattern[str]) -> bool:
+    """True when no redaction can start in ``text``: no match of ``screen`` and no split name."""
     if len(text) <= _SHORT:
         clean = _CLEAN_SHORT.get(screen)
         if clean is None:
             clean = _CLEAN_SHORT[screen] = set()
         if text in clean:
-            return text
+            return True
         if not screen.search(text) and not _split_name_in(text, names):
             if len(clean) >= 65_536:
                 clean.clear()
             clean.add(text)
-            return text
-    elif not screen.search(text) and not _split_name_in(text, names):
-        return text
-    if _compiled(names):
-        text = _PAIR.sub(lambda m: _replace_pair(m, names), text)
-    return _value_pattern(names).sub(_replace_value, text)
+            return True
+        return False
+    return not screen.search(text) and not _split_name_in(text, names)
 
 
-def _replace_pair(match: re.Match[str], names: tuple[str, ...]) -> str:
-    key, sep, value = match.group("key"), match.group("sep"), match.group("value")
-    if key_matches(key.strip("\"'\\"), names):
+# A bare value that is itself a label (``database:`` in ``"database:\n  password: x"``, ``api_key:`` in
+# ``"Error: api_key: KEY"``): the pair pattern takes it for the value of the label before it.
+_LABEL = re.compile(r"[A-Za-z_][\w.\-]{0,100}:")
+
+
+def _redact_pairs(text: str, names: tuple[str, ...], screen: re.Pattern[str]) -> str:
+    """``text`` with the value of every ``_PAIR`` whose key is secret replaced, at any depth of nested
+    ``label: value`` text. A pair whose key is not secret is not consumed: the search goes on from its
+    value (from inside its key when quoted; past it when nothing can start there), so a secret label that
+    the pattern took for the value (``Error: api_key: KEY``, a YAML ``database:`` line followed by an
+    indented ``password:``) is matched as a key in its turn, and so is a pair inside a value
+    (``url=https://x?token=abc``). A secret key whose value is another label (``api_key: token: TOK``,
+    ``secret:\n  name: x``) hands its secrecy down: the nested pair's value is replaced, whatever its key."""
+    out: list[str] = []
+    copied = at = 0
+    inherited = -1  # where a pair starts whose key is secret because the label above it is
+    while (match := _PAIR.search(text, at)) is not None:
+        value_at = match.start("value")
+        if match.start() != inherited and not _secret_key(text, match, names):
+            key, value = match.group("key"), match.group("value")
+            if key[0] in "\"'\\" and not _clean_text(key, names, screen):
+                # A quoted "key" may be a value's string taken for a key (``key="pass_word=x": y``).
+                at = match.start() + (2 if key[0] == "\\" else 1)
+            elif "?" in value or "&" in value or not _clean_text(value, names, screen):
+                at = value_at
+            else:
+                at = match.end()  # nothing can start in it: passed over whole, as most pairs are
+            continue
+        value = match.group("value")
+        if _LABEL.fullmatch(value) and _PAIR.match(text, value_at) is not None:
+            inherited = at = value_at
+            continue
         quote = next((q for q in ('\\"', '"', "'") if value.startswith(q)), "")
-        return f"{key}{sep}{quote}{REDACTED}{quote}"
-    # Not a secret key, but its value may hold one (``url=https://x?token=abc``): look inside it.
-    return f"{key}{sep}{redact_text(value, names)}"
+        out.append(f"{text[copied:value_at]}{quote}{REDACTED}{quote}")
+        copied = at = match.end()
+    if not out:
+        return text
+    out.append(text[copied:])
+    return "".join(out)
+
+
+def redact_query(text: str) -> str:
+    """``text`` with the values of URL query parameters named like credentials (``URL_SECRET_NAMES``)
+    replaced, whatever the run's names: for a base URL shown in a message or a log."""
+    return _redact_pairs(text, (), _filter(())) if "?" in text else text
+
+
+def _secret_key(text: str, match: re.Match[str], names: tuple[str, ...]) -> bool:
+    """Whether the key of a ``_PAIR`` match is secret: it matches one of ``names``, or it is a URL's query
+    parameter (after ``?`` or ``&``) named like a credential (``URL_SECRET_NAMES``: ``?key=``, ``&sig=``)."""
+    key = match.group("key").strip("\"'\\")
+    if key_matches(key, names):
+        return True
+    start = match.start()
+    return start > 0 and text[start - 1] in "?&" and _key_matches(key, URL_SECRET_NAMES)
 
 
 def redact_value(value: Any, names: Iterable[str] = DEFAULT_REDACT, *, keys: bool = True) -> Any:

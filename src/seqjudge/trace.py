@@ -56,7 +56,8 @@ _CONFIG = ConfigDict(extra="allow", defer_build=True)
 
 
 class Call(BaseModel):
-    """One tool call. Unknown keys are kept (traces come from many sources) and echoed back."""
+    """One tool call. Unknown keys are kept (traces come from many sources) and echoed back. ``status``
+    defaults to ``"ok"``, or to ``"error"`` when the call has an ``error`` (set by ``Trace``)."""
 
     model_config = _CONFIG
 
@@ -104,6 +105,11 @@ class Trace(BaseModel):
     @model_validator(mode="after")
     def _order_calls(self) -> Trace:
         calls = self.calls
+        for call in calls:
+            # An error with no status: the call failed (a default "ok" would let it satisfy a prerequisite).
+            # Only where the input left status out: a stored trace always has one, and reads back as it was.
+            if call.error is not None and call.status == "ok" and "status" not in call.model_fields_set:
+                call.status = "error"
         if calls and all(c.timestamp is not None for c in calls):
             keyed = [(parse_time(c.timestamp), i) for i, c in enumerate(calls)]
             if any(keyed[i][0] > keyed[i + 1][0] for i in range(len(keyed) - 1)):

@@ -188,6 +188,7 @@ def judge(
 
 def _explain(exc: ProviderError, model: str, base_url: str | None, *, done: int) -> ProviderError:
     """The provider's message, plus which model and endpoint, and what to do for each kind of trouble."""
+    from seqjudge.judge.providers.base import redact
     from seqjudge.judge.providers.registry import key_variables
 
     todo = {
@@ -200,7 +201,7 @@ def _explain(exc: ProviderError, model: str, base_url: str | None, *, done: int)
         "timeout": "run again later, or check the server's load",
         "bad_request": "check the model name in --model and the --base-url",
     }.get(exc.kind, "run again later; if it persists, check the provider's status page")
-    where = f" at {base_url}" if base_url else ""
+    where = f" at {redact(base_url)}" if base_url else ""
     progress = f" after {done} trace(s) were judged" if done else ""
     message = f"the judge cannot use {model}{where}{progress}: {exc}. What to do: {todo}."
     return ProviderError(message, kind=exc.kind, provider=exc.provider, status_code=exc.status_code)

@@ -152,7 +152,9 @@ def _tool_call(episode: _Episode, event: dict[str, Any]) -> None:
 def _finish(episode: _Episode, key: Any, source: Source) -> Trace:
     b = episode.builder
     if not episode.separate_results:
-        b.open.clear()  # inline results: a call without one was recorded without its result, not unanswered
+        # inline results: a call without one was recorded without its result, not unanswered
+        b.open.clear()
+        b.unanswerable.clear()
     _order(episode)
     return b.build(source.label if key is None else key, episode.metadata)
 

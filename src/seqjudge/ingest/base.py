@@ -21,6 +21,8 @@ from seqjudge.ingest.stats import IngestStats
 from seqjudge.trace import PlainTrace, Trace
 
 NEVER_ANSWERED = "never answered: no tool result for call id {id}"
+# A call without an id: results answer calls by id, so nothing can answer it.
+NEVER_ANSWERED_NO_ID = "never answered: the call has no id, so no tool result can answer it"
 
 # What ``sniff`` answers about one record: it is not this format / it reads the same in this and other formats
 # (a text-only conversation) / it is this format. Detection settles on the first record that says YES.
@@ -353,7 +355,9 @@ class TraceBuilder:
 
     Results are matched to calls by id; a result whose id matches no open call is an InputError naming the
     record; a call that never got a result is kept as failed, so a prerequisite that never completed is not
-    taken for one that did.
+    taken for one that did. A call without an id (and not ``answered`` where it stands) can never get one:
+    it is failed too (``NEVER_ANSWERED_NO_ID``). Calls still unanswered when the input ends are failed even
+    when the input is a session still running: what has not completed has not satisfied anything yet.
     """
 
     def __init__(self, record: Record, prefix: str, options: Options) -> None:
@@ -363,6 +367,7 @@ class TraceBuilder:
         self.calls: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []
         self.open: dict[str, int] = {}
+        self.unanswerable: list[dict[str, Any]] = []  # calls without an id (the dicts: reordering keeps them)
         self.origins: list[tuple[Record, str]] = []  # where each call is in the input, for late errors
         self.step = -1
 
@@ -406,6 +411,8 @@ class TraceBuilder:
             call["id"] = call_id
             if not answered:
                 self.open[call_id] = len(self.calls)
+        elif not answered:
+            self.unanswerable.append(call)
         if step is not None:
             call["step"] = step
         call.update({k: v for k, v in extra.items() if v is not None})
@@ -453,7 +460,12 @@ class TraceBuilder:
             call = self.calls[index]
             call["status"] = "error"
             call["error"] = NEVER_ANSWERED.format(id=call_id)
+        for call in self.unanswerable:
+            if call.get("status") != "error":  # (an importer may have failed it with its own reason)
+                call["status"] = "error"
+                call["error"] = NEVER_ANSWERED_NO_ID
         self.open = {}
+        self.unanswerable = []
         data: dict[str, Any] = {"trace_id": None if trace_id is None else str(trace_id), "calls": self.calls}
         if self.messages:
             data["messages"] = self.messages

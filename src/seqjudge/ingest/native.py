@@ -87,6 +87,7 @@ def fast_document(record: Record, options: Options) -> list[Trace] | list[PlainT
     for index, trace in enumerate(traces):
         if trace.trace_id is None:
             trace.trace_id = record.default_id(None if single else index)
+        check_outcomes(trace, record, "" if single else f"[{index}]")
         apply_error_pattern(trace, options.error_pattern)
     return traces
 
@@ -165,7 +166,7 @@ def parse_line(record: Record, options: Options) -> Trace | PlainTrace:
     else:
         if trace.trace_id is None:
             trace.trace_id = record.default_id()
-    return apply_error_pattern(trace, options.error_pattern)
+    return apply_error_pattern(check_outcomes(trace, record, ""), options.error_pattern)
 
 
 def _document(record: Record, options: Options) -> Iterator[Trace | PlainTrace]:
@@ -183,12 +184,42 @@ def _document(record: Record, options: Options) -> Iterator[Trace | PlainTrace]:
                     hint="A JSON list of traces holds trace objects only",
                 )
             trace = _from_value(record, item, f"[{index}]", record.default_id(index), options)
-            yield apply_error_pattern(trace, options.error_pattern)
+            yield apply_error_pattern(check_outcomes(trace, record, f"[{index}]"), options.error_pattern)
         return
     if value == []:
         return  # an empty list of traces
     trace = _from_value(record, value, "", record.default_id(), options)
-    yield apply_error_pattern(trace, options.error_pattern)
+    yield apply_error_pattern(check_outcomes(trace, record, ""), options.error_pattern)
+
+
+def check_outcomes(trace: Trace, record: Record, prefix: str) -> Trace:
+    """``trace``, unless a call says both ``"status": "ok"`` and holds an ``error``: then an InputError naming
+    the call's JSON path. Which of the two is true cannot be told, and taking "ok" would let a call that may
+    have failed satisfy a prerequisite; taking "error" would hide a mistake in the exporter. (An error with
+    no status is a failure: ``Trace`` reads it so.) The error's text is not quoted: it may hold a secret."""
+    for call in trace.calls:
+        if call.error is not None and call.status == "ok":
+            break
+    else:
+        return trace
+    raise record.error(
+        'this call has "status": "ok" and also an error, so whether it succeeded cannot be told',
+        _contradiction_path(record.value(), prefix),
+        hint='If the call failed, write "status": "error" (or leave status out: an error alone means the '
+        "call failed); if it succeeded, drop the error or make it null",
+    )
+
+
+def _contradiction_path(value: Any, prefix: str) -> str | None:
+    """The JSON path of the first call of ``value`` (at ``prefix``, "" or "[i]") with status ok and an error:
+    the input's, since ``Trace`` may have reordered its calls by time."""
+    if prefix:
+        value = value[int(prefix[1:-1])]
+    calls, base = (value.get("calls"), f"{prefix}.calls") if isinstance(value, dict) else (value, prefix)
+    for index, call in enumerate(calls if isinstance(calls, list) else []):
+        if isinstance(call, dict) and call.get("status") == "ok" and call.get("error") is not None:
+            return f"{base}[{index}]"
+    return prefix or None  # pragma: no cover - the trace was validated from this very value
 
 
 def _from_value(record: Record, value: Any, prefix: str, default_id: str, options: Options) -> Trace:

@@ -113,6 +113,10 @@ def _call(
         call_id = call.get("id")
         if call_id is not None and type(call_id) is not str:
             return None
+        if good and call.get("error") is not None:
+            if status is not _ABSENT:
+                return None  # "ok" with an error: the model path refuses it (``native.check_outcomes``)
+            good = False  # an error and no status: failed, as ``Trace`` reads it
     if good and error_pattern is not None:
         output = call.get("output")
         if output is not None and error_pattern.search(text_of(output)):

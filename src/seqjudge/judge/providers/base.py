@@ -27,6 +27,7 @@ from seqjudge.judge.providers.registry import (
     parse_model_spec,
     register_provider,
 )
+from seqjudge.redact import redact_query
 
 __all__ = [
     "FinishReason",
@@ -279,12 +280,13 @@ _URL_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 
 def redact(text: str, *secrets: str | None) -> str:
     """Remove API keys from text meant for a user: the given secrets verbatim, anything that looks like a
-    key (providers echo masked keys in 401 messages), and user:password parts of URLs."""
+    key (providers echo masked keys in 401 messages), user:password parts of URLs and credentials in their
+    query strings (``?key=``: some gateways take the key there)."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, "[redacted]")
     text = _KEYLIKE.sub("[redacted]", text)
-    return _URL_USERINFO.sub("[redacted]@", text)
+    return redact_query(_URL_USERINFO.sub("[redacted]@", text))
 
 
 def retry_after_seconds(headers: Any) -> float | None:
