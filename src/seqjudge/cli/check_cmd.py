@@ -21,7 +21,6 @@ from seqjudge.cli.options import (
     format_option,
 )
 from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat, Verbose
-from seqjudge.defaults import DEFAULT_THRESHOLD
 from seqjudge.errors import InputError
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
@@ -67,7 +66,7 @@ def check(
     error_pattern: ErrorPatternOpt = None,
     verbose: VerboseOpt = False,
     allow_empty: AllowEmpty = False,
-    strict: StrictOpt = False,
+    strict: StrictOpt = None,
     explain: ExplainOpt = Explain.not_passed,
     workers: Annotated[
         int | None,
@@ -101,17 +100,20 @@ def check(
     from seqjudge.rules.coverage import Coverage
     from seqjudge.rules.engine import Engine
 
-    if rules is None or not traces:
-        cfg = _from_config(rules)
-        rules = Path(cfg.rules)
-        traces = [cfg.traces] if isinstance(cfg.traces, str) else list(cfg.traces)
-        catalog = catalog if catalog is not None else (Path(cfg.catalog) if cfg.catalog else None)
-        # The config's risk level and threshold, unless given as flags: `check` and `run` of a suite agree.
-        risk_level = risk_level or Risk(cfg.risk_level)
-        threshold = cfg.threshold_for(risk_level.value) if threshold is None else threshold
-        strict = strict or cfg.strict
-    risk_level = risk_level or Risk.medium
-    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+    # The suite config applies whenever it is found (the one named, or the seqjudge.yaml beside RULES), as
+    # for `run` (inputs.find_config); each flag given wins over it, both ways for --strict/--no-strict.
+    cfg = _config(rules, traces)
+    rules = Path(cfg.rules)
+    traces = [cfg.traces] if isinstance(cfg.traces, str) else list(cfg.traces)
+    catalog = catalog if catalog is not None else (Path(cfg.catalog) if cfg.catalog else None)
+    # The config's risk level and threshold, unless given as flags: `check` and `run` of a suite agree.
+    risk_level = risk_level or Risk(cfg.risk_level)
+    threshold = cfg.threshold_for(risk_level.value) if threshold is None else threshold
+    strict = cfg.strict if strict is None else strict
+    trace_format = trace_format or cfg.trace_format
+    messages_key = messages_key or cfg.messages_key
+    error_pattern = error_pattern or cfg.error_pattern
+    allow_empty = allow_empty or cfg.allow_empty
     suite = load_suite(rules, catalog)
     ruleset = suite.ruleset
     output_class: type[CheckOutput] = writer("check", fmt)
@@ -190,15 +192,15 @@ def check(
     return 0 if totals.verdicts["pass"] == totals.n else 1
 
 
-def _from_config(arg: Path | None) -> "RunConfig":
-    """`check` or `check DIR`: the config of DIR/seqjudge.yaml (or of this folder's)."""
-    from seqjudge.config import load_config
-    from seqjudge.inputs import project_config
+def _config(rules: Path | None, traces: list[str] | None) -> "RunConfig":
+    """`check` or `check DIR`: the config of DIR/seqjudge.yaml (or of this folder's); `check RULES TRACES`:
+    those files with the settings of the seqjudge.yaml beside RULES, if any."""
+    from seqjudge.inputs import find_config
 
-    if arg is not None and not arg.is_dir():
+    if rules is not None and not traces and not rules.is_dir():
         raise InputError(
             "missing TRACES",
             where="arguments",
             hint="seqjudge check RULES TRACES, or seqjudge check [DIR] for the suite of DIR/seqjudge.yaml",
         )
-    return load_config(project_config(None if arg is None else str(arg)))
+    return find_config(([] if rules is None else [str(rules)]) + list(traces or []))

@@ -71,7 +71,7 @@ def run(
     messages_key: MessagesKey = None,
     error_pattern: ErrorPattern = None,
     allow_empty: AllowEmpty = False,
-    strict: StrictOpt = False,
+    strict: StrictOpt = None,
     rpm: Annotated[
         int | None,
         typer.Option(
@@ -162,7 +162,7 @@ def run(
             "messages_key": messages_key,
             "error_pattern": error_pattern,
             "allow_empty": True if allow_empty else None,
-            "strict": True if strict else None,
+            "strict": strict,  # None: the config's; --strict / --no-strict override it
             "rpm": rpm,
             "tpm": tpm,
             "max_cost": max_cost,

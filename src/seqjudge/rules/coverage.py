@@ -7,7 +7,8 @@ checked (``seqjudge check`` and ``seqjudge run`` alike, one trace at a time) and
 - the rules exercised on no trace (``passed``, ``failed`` or ``deferred`` to the judge on none);
 - each tool name a rule references (aliases expanded) that no trace called and the catalog does not list,
   with the closest name that the traces did call;
-- with a catalog, per trace, the calls to tools the catalog does not list (a trace of another domain).
+- with a catalog, per trace, the calls to tools the catalog does not list (a trace of another domain);
+- with a catalog, the referenced tools it lists that no trace called: reported as coverage, not a finding.
 
 It holds sets of names, and the out-of-catalog calls of the first ``LISTED`` such traces (all are counted), so
 memory stays small however many traces pass through. ``--strict`` turns any of these into exit 2.
@@ -136,6 +137,18 @@ class Coverage:
             if tool not in self.seen and (self.catalog is None or tool not in self.catalog)
         ]
 
+    def catalog_not_called(self) -> list[dict[str, Any]]:
+        """Referenced tools the catalog lists but no trace called: the name is right (no typo to suggest),
+        the input just never tried those rules on that tool. Coverage to report, not a finding ``--strict``
+        fails on: a suite need not exercise every tool its catalog offers."""
+        if not self.traces or self.catalog is None:
+            return []
+        return [
+            {"tool": tool, "rules": ids}
+            for tool, ids in self.referenced.items()
+            if tool not in self.seen and tool in self.catalog
+        ]
+
     def strict_error(self) -> str | None:
         """Under ``strict``, the one-line reason the command fails; else None."""
         if not self.strict or not self.warnings():
@@ -159,4 +172,5 @@ class Coverage:
             "catalog": self.catalog_name,
             "calls_outside_catalog": dict(self.out_of_catalog),
             "traces_outside_catalog": self.outside,
+            "catalog_tools_not_called": self.catalog_not_called(),
         }
