@@ -164,3 +164,42 @@ def test_copied_golden_suite_finds_its_catalog_wherever_run_from(
     shutil.copytree(GOLDEN / "tau-retail", tmp_path / "retail")
     monkeypatch.chdir(tmp_path)
     assert run(["check", "retail/rules.yaml", "retail/traces.jsonl", "--strict", "-q"]) == 1
+
+
+# -- 7. a call a rule names is never "outside the catalog" --------------------------------------------------
+BLOCKLIST = RULES + "  - id: no-admin-tools\n    type: blocklist\n    pattern: admin_\n"
+
+
+def blocklist_suite(tmp_path: Path, *calls: str) -> tuple[str, str]:
+    rules, traces = suite(tmp_path)
+    Path(rules).write_text(BLOCKLIST, encoding="utf-8")
+    trace = {"trace_id": "t", "calls": [{"tool_name": n} for n in ("get_order", "cancel_order", *calls)]}
+    Path(traces).write_text(json.dumps(trace) + "\n", encoding="utf-8")
+    return rules, traces
+
+
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_a_blocklist_hit_is_a_violation_under_strict_not_bad_input(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules, traces = blocklist_suite(tmp_path, "admin_unlock")
+    store = ["--store", str(tmp_path / "s.db")] if command == "run" else []
+    catalog = ["--catalog", str(tmp_path / "catalog.json")]  # named: the finding is not the default's
+    assert (
+        run([command, rules, traces, "--strict", *catalog, *store]) == 1
+    )  # `|| test $? -eq 1` lets it through
+    captured = capsys.readouterr()
+    assert "no-admin-tools" in captured.out
+    assert "outside the catalog" not in captured.out + captured.err
+
+
+def test_a_call_no_rule_names_is_still_outside_the_catalog(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules, traces = blocklist_suite(tmp_path, "admin_unlock", "book_flight")
+    catalog = ["--catalog", str(tmp_path / "catalog.json")]
+    assert run(["check", rules, traces, "--strict", "--format", "json", *catalog]) == 2
+    captured = capsys.readouterr()
+    assert "1 trace(s) calling tools outside the catalog" in captured.err
+    coverage = json.loads(captured.out)["summary"]["coverage"]
+    assert coverage["calls_outside_catalog"] == {"t": ["book_flight"]}
