@@ -3,7 +3,7 @@ examples and the run config.
 
 The catalog is the one given on the command line (or in the config), else the rule file's ``catalog:``,
 else the ``catalog.json`` beside the rule file. The config is found one way for `run` and `check`
-(``find_config``): the one named, or the seqjudge.yaml beside a named rule file.
+(``config_of``): the one named, or the seqjudge.yaml beside a named rule file.
 The rule loader has already resolved that name against the rule file's folder, so nothing here joins it to
 the folder a second time (doing so made ``seqjudge prompt suite/rules.yaml`` look for
 ``suite/suite/catalog.json``).
@@ -37,6 +37,7 @@ __all__ = [
     "build_config",
     "catalog_path",
     "config_beside",
+    "config_of",
     "find_config",
     "load_suite",
     "model_or_env",
@@ -208,13 +209,15 @@ def config_beside(rules: str | Path) -> Path | None:
     return path if path.is_file() else None
 
 
-def find_config(args: list[str]) -> RunConfig:
+def config_of(args: list[str]) -> RunConfig | None:
     """The config of a command's arguments, found the same way by `run` and `check`: none or one argument is
-    a config file or a folder holding one (``project_config``), else a folder holding a rules.yaml (then
-    that file over the folder's traces); RULES TRACES... are those files, with the
-    settings of the seqjudge.yaml beside RULES when there is one (its own rules and traces replaced).
-    Command-line flags are applied over this by the caller."""
-    from seqjudge.config import RunConfig, load_config  # `check` of named files needs no config module else
+    a config file or a folder holding one (``project_config``), else a folder holding a rules.yaml (that
+    file over the folder's traces); RULES TRACES... are those files, with the settings of the seqjudge.yaml
+    beside RULES (its own rules and traces replaced), or None when there is none: `check` of named files then
+    needs no config module at all. Command-line flags are applied over this by the caller."""
+    if len(args) >= 2 and config_beside(args[0]) is None:
+        return None  # before importing the config module: `check` of named files starts without it
+    from seqjudge.config import RunConfig, load_config
 
     if len(args) == 1 and Path(args[0]).is_dir() and not (Path(args[0]) / CONFIG_FILE).is_file():
         # A folder without a config but with a rule file is a suite by its file names (as for `calibrate`
@@ -225,11 +228,20 @@ def find_config(args: list[str]) -> RunConfig:
             return RunConfig(rules=str(rules), traces=args[0])
     if len(args) <= 1:
         return load_config(project_config(args[0] if args else None))
-    traces: str | list[str] = args[1] if len(args) == 2 else args[1:]
     beside = config_beside(args[0])
-    if beside is None:
-        return RunConfig(rules=args[0], traces=traces)
+    assert beside is not None  # said above
+    traces: str | list[str] = args[1] if len(args) == 2 else args[1:]
     return load_config(beside).model_copy(update={"rules": args[0], "traces": traces})
+
+
+def find_config(args: list[str]) -> RunConfig:
+    """``config_of``, or the bare config of RULES TRACES... when no seqjudge.yaml is beside RULES."""
+    from seqjudge.config import RunConfig
+
+    cfg = config_of(args)
+    if cfg is not None:
+        return cfg
+    return RunConfig(rules=args[0], traces=args[1] if len(args) == 2 else args[1:])
 
 
 def build_config(args: list[str], overrides: dict[str, Any], base: RunConfig | None = None) -> RunConfig:

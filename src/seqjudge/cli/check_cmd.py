@@ -21,6 +21,7 @@ from seqjudge.cli.options import (
     format_option,
 )
 from seqjudge.cli.trace_options import AllowEmpty, ErrorPattern, MessagesKey, TraceFormat, Verbose
+from seqjudge.defaults import DEFAULT_THRESHOLD
 from seqjudge.errors import InputError
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
@@ -101,19 +102,24 @@ def check(
     from seqjudge.rules.engine import Engine
 
     # The suite config applies whenever it is found (the one named, or the seqjudge.yaml beside RULES), as
-    # for `run` (inputs.find_config); each flag given wins over it, both ways for --strict/--no-strict.
+    # for `run` (inputs.config_of); each flag given wins over it, both ways for --strict/--no-strict.
     cfg = _config(rules, traces)
-    rules = Path(cfg.rules)
-    traces = [cfg.traces] if isinstance(cfg.traces, str) else list(cfg.traces)
-    catalog = catalog if catalog is not None else (Path(cfg.catalog) if cfg.catalog else None)
-    # The config's risk level and threshold, unless given as flags: `check` and `run` of a suite agree.
-    risk_level = risk_level or Risk(cfg.risk_level)
-    threshold = cfg.threshold_for(risk_level.value) if threshold is None else threshold
-    strict = cfg.strict if strict is None else strict
-    trace_format = trace_format or cfg.trace_format
-    messages_key = messages_key or cfg.messages_key
-    error_pattern = error_pattern or cfg.error_pattern
-    allow_empty = allow_empty or cfg.allow_empty
+    if cfg is not None:
+        rules = Path(cfg.rules)
+        traces = [cfg.traces] if isinstance(cfg.traces, str) else list(cfg.traces)
+        catalog = catalog if catalog is not None else (Path(cfg.catalog) if cfg.catalog else None)
+        # The config's risk level and threshold, unless given as flags: `check` and `run` of a suite agree.
+        risk_level = risk_level or Risk(cfg.risk_level)
+        threshold = cfg.threshold_for(risk_level.value) if threshold is None else threshold
+        strict = cfg.strict if strict is None else strict
+        trace_format = trace_format or cfg.trace_format
+        messages_key = messages_key or cfg.messages_key
+        error_pattern = error_pattern or cfg.error_pattern
+        allow_empty = allow_empty or cfg.allow_empty
+    assert rules is not None and traces  # _config said what is missing otherwise
+    risk_level = risk_level or Risk.medium
+    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+    strict = bool(strict)
     suite = load_suite(rules, catalog)
     ruleset = suite.ruleset
     output_class: type[CheckOutput] = writer("check", fmt)
@@ -192,10 +198,10 @@ def check(
     return 0 if totals.verdicts["pass"] == totals.n else 1
 
 
-def _config(rules: Path | None, traces: list[str] | None) -> "RunConfig":
+def _config(rules: Path | None, traces: list[str] | None) -> "RunConfig | None":
     """`check` or `check DIR`: the config of DIR/seqjudge.yaml (or of this folder's); `check RULES TRACES`:
-    those files with the settings of the seqjudge.yaml beside RULES, if any."""
-    from seqjudge.inputs import find_config
+    the seqjudge.yaml beside RULES, if any (None: the files alone, and no config module is loaded)."""
+    from seqjudge.inputs import config_of
 
     if rules is not None and not traces and not rules.is_dir():
         raise InputError(
@@ -203,4 +209,4 @@ def _config(rules: Path | None, traces: list[str] | None) -> "RunConfig":
             where="arguments",
             hint="seqjudge check RULES TRACES, or seqjudge check [DIR] for the suite of DIR/seqjudge.yaml",
         )
-    return find_config(([] if rules is None else [str(rules)]) + list(traces or []))
+    return config_of(([] if rules is None else [str(rules)]) + list(traces or []))
