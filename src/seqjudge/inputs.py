@@ -230,8 +230,12 @@ def config_of(args: list[str]) -> RunConfig | None:
         return load_config(project_config(args[0] if args else None))
     beside = config_beside(args[0])
     assert beside is not None  # said above
-    traces: str | list[str] = args[1] if len(args) == 2 else args[1:]
-    return load_config(beside).model_copy(update={"rules": args[0], "traces": traces})
+    return load_config(beside).model_copy(update={"rules": args[0], "traces": _traces(args)})
+
+
+def _traces(args: list[str]) -> str | list[str]:
+    """The TRACES of RULES TRACES...: one path, or several read in order."""
+    return args[1] if len(args) == 2 else args[1:]
 
 
 def find_config(args: list[str]) -> RunConfig:
@@ -241,7 +245,7 @@ def find_config(args: list[str]) -> RunConfig:
     cfg = config_of(args)
     if cfg is not None:
         return cfg
-    return RunConfig(rules=args[0], traces=args[1] if len(args) == 2 else args[1:])
+    return RunConfig(rules=args[0], traces=_traces(args))
 
 
 def build_config(args: list[str], overrides: dict[str, Any], base: RunConfig | None = None) -> RunConfig:

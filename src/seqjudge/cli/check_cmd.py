@@ -44,8 +44,9 @@ def check(
     rules: Annotated[
         Path | None,
         typer.Argument(
-            help="Rule file (YAML or JSON, any supported shape); none: the rules, traces and catalog of "
-            "./seqjudge.yaml, or of DIR/seqjudge.yaml when this is a folder (as `seqjudge init` writes)."
+            help="Rule file (YAML or JSON, any supported shape; the settings of a seqjudge.yaml beside it "
+            "apply); none: the rules, traces and catalog of ./seqjudge.yaml, or of DIR/seqjudge.yaml when "
+            "this is a folder (as `seqjudge init` writes; without one, DIR/rules.yaml over DIR's traces)."
         ),
     ] = None,
     traces: Annotated[

@@ -39,8 +39,9 @@ def run(
     args: Annotated[
         list[str] | None,
         typer.Argument(
-            help="CONFIG (seqjudge.yaml) or a folder holding one, or RULES TRACES... (trace files or "
-            "folders, several allowed); none: ./seqjudge.yaml (with --resume: the run's own)."
+            help="CONFIG (seqjudge.yaml) or a folder holding one (or a rules.yaml over its traces), or "
+            "RULES TRACES... (trace files or folders, several allowed; the settings of a seqjudge.yaml "
+            "beside RULES apply); none: ./seqjudge.yaml (with --resume: the run's own)."
         ),
     ] = None,
     model: ModelOpt = None,
