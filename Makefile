@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench schemas clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ lint: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/engine.py
+
+# The editors' JSON Schemas, generated from the models (tests/test_schema.py fails when they drift).
+schemas: $(VENV)/.installed
+	$(BIN)/seqjudge schema rules -o schemas/rules.schema.json
+	$(BIN)/seqjudge schema config -o schemas/seqjudge.schema.json
 
 clean:
 	rm -rf $(VENV) .seqjudge .pytest_cache

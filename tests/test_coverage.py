@@ -88,6 +88,7 @@ def test_json_carries_the_findings_and_jsonl_says_them_on_stderr(
         "catalog": None,
         "calls_outside_catalog": {},
         "traces_outside_catalog": 0,
+        "catalog_tools_not_called": [],
     }
     run(["check", str(typo), TRACES, "--format", "jsonl"])
     captured = capsys.readouterr()

@@ -20,6 +20,7 @@ from seqjudge.rules.load import load_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTER = {"seqjudge.yaml", "rules.yaml", "catalog.json", "traces.jsonl"}
+STARTER |= {"rules.schema.json", "seqjudge.schema.json"}  # the editors' schemas the YAML files name
 COMMON_TYPES = {"require", "before", "blocklist", "max_calls", "eventually", "never_after", "after"}
 COMMON_TYPES |= {"sequence", "lineage", "judge"}
 

@@ -12,6 +12,7 @@ import pytest
 from fakes.server import FakeLLMServer, openai_chat, openai_error
 from seqjudge.cli import run
 from seqjudge.judge.prompt import render
+from seqjudge.rules.catalog import load_catalog
 from seqjudge.rules.load import load_rules
 from seqjudge.trace import Trace
 
@@ -107,7 +108,9 @@ def judge_args(
 def test_prompt_prints_exactly_what_the_model_sees(files, capsys) -> None:
     assert run(["prompt", str(files["rules"]), str(files["good"])]) == 0
     out = capsys.readouterr().out
-    expected = render(Trace.model_validate(GOOD_TRACE), load_rules(files["rules"]))
+    # The catalog.json beside the rule file is the suite's, read by default (issue 37 point 5).
+    catalog = load_catalog(files["catalog"])
+    expected = render(Trace.model_validate(GOOD_TRACE), load_rules(files["rules"]), catalog=catalog)
     assert out == expected.text()
     assert out.startswith("=== system ===\nYou are an evaluation judge")
     system, user = out.split("\n=== user ===\n")
@@ -351,7 +354,9 @@ def _judge_and_run(
 def test_not_exercised_and_judge_passed_is_agreement_in_judge_as_in_run(files, fake_llm, capsys) -> None:
     # Before `judge` went through crosscheck.reconcile it left this pair uncompared (agree None) while `run`
     # counted it as agreement.
-    rules = files["dir"] / "unexercised.yaml"
+    # In a folder of its own: the catalog.json beside rules.yaml lacks LookupOrder and Refund (issue 37, 5).
+    (files["dir"] / "other").mkdir()
+    rules = files["dir"] / "other" / "unexercised.yaml"
     rules.write_text(NOT_EXERCISED_RULES, encoding="utf-8")
     row, stored = _judge_and_run(files, fake_llm, capsys, rules, [ALL_PASSED])
     shown = {r["rule_id"]: (r["engine"], r["judge"], r["agree"]) for r in row["rules"]}

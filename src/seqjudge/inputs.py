@@ -1,7 +1,9 @@
 """A suite's inputs, loaded one way for every command: the rule set, its tool catalog, the judge's worked
 examples and the run config.
 
-The catalog is the one given on the command line (or in the config), else the rule file's ``catalog:``.
+The catalog is the one given on the command line (or in the config), else the rule file's ``catalog:``,
+else the ``catalog.json`` beside the rule file. The config is found one way for `run` and `check`
+(``config_of``): the one named, or the seqjudge.yaml beside a named rule file.
 The rule loader has already resolved that name against the rule file's folder, so nothing here joins it to
 the folder a second time (doing so made ``seqjudge prompt suite/rules.yaml`` look for
 ``suite/suite/catalog.json``).
@@ -34,6 +36,9 @@ __all__ = [
     "Suite",
     "build_config",
     "catalog_path",
+    "config_beside",
+    "config_of",
+    "find_config",
     "load_suite",
     "model_or_env",
     "read_catalog",
@@ -87,12 +92,23 @@ def _read_rules_located(
     return located
 
 
+# A catalog file beside the rule file is the suite's (what `seqjudge init` writes, what the bundled suites
+# hold): used when neither a flag, the config nor the rule file names one, by every command alike.
+CATALOG_FILES = ("catalog.json", "catalog.yaml", "catalog.yml")
+
+
 def catalog_path(ruleset: RuleSet, given: str | Path | None = None) -> Path | None:
     """The catalog to use: ``given`` (a flag or the config's, already relative to where it was given), else
-    the rule file's ``catalog:`` (already resolved against the rule file's folder by the loader)."""
+    the rule file's ``catalog:`` (already resolved against the rule file's folder by the loader), else a
+    ``catalog.json`` (or ``.yaml``, ``.yml``) in the rule file's folder."""
     if given is not None and str(given) != "":
         return Path(given)
-    return Path(ruleset.catalog) if ruleset.catalog else None
+    if ruleset.catalog:
+        return Path(ruleset.catalog)
+    if ruleset.source is None:  # rules built in memory have no folder
+        return None
+    folder = Path(ruleset.source).parent
+    return next((folder / name for name in CATALOG_FILES if (folder / name).is_file()), None)
 
 
 def read_catalog(path: str | Path) -> Catalog:
@@ -163,6 +179,14 @@ def project_config(arg: str | None) -> Path:
     (what `seqjudge init` writes, so that a bare `seqjudge run` works in its folder)."""
     path = Path(arg) if arg else Path(CONFIG_FILE)
     if path.is_dir():
+        if not (path / CONFIG_FILE).is_file():
+            raise InputError(
+                f"no {CONFIG_FILE} in this folder",
+                source=str(path),
+                where="arguments",
+                hint=f"name the files: RULES TRACES, or write a {CONFIG_FILE} (rules:, traces:) or a "
+                "rules.yaml there (`seqjudge init DIR` writes a starter suite)",
+            )
         path = path / CONFIG_FILE
     if not path.is_file() and not arg:
         raise InputError(
@@ -174,20 +198,60 @@ def project_config(arg: str | None) -> Path:
     return path
 
 
+RULE_FILES = ("rules.yaml", "rules.yml", "rules.json")  # a suite folder's rule file, without a config
+
+
+def config_beside(rules: str | Path) -> Path | None:
+    """The suite config of a rule file named on the command line: the seqjudge.yaml in its folder, if any."""
+    if str(rules) == "-":
+        return None
+    path = Path(rules).parent / CONFIG_FILE
+    return path if path.is_file() else None
+
+
+def config_of(args: list[str]) -> RunConfig | None:
+    """The config of a command's arguments, found the same way by `run` and `check`: none or one argument is
+    a config file or a folder holding one (``project_config``), else a folder holding a rules.yaml (that
+    file over the folder's traces); RULES TRACES... are those files, with the settings of the seqjudge.yaml
+    beside RULES (its own rules and traces replaced), or None when there is none: `check` of named files then
+    needs no config module at all. Command-line flags are applied over this by the caller."""
+    if len(args) >= 2 and config_beside(args[0]) is None:
+        return None  # before importing the config module: `check` of named files starts without it
+    from seqjudge.config import RunConfig, load_config
+
+    if len(args) == 1 and Path(args[0]).is_dir() and not (Path(args[0]) / CONFIG_FILE).is_file():
+        # A folder without a config but with a rule file is a suite by its file names (as for `calibrate`
+        # and `golden validate`): the same as naming RULES and the folder, which reads the traces alone.
+        folder = Path(args[0])
+        rules = next((folder / name for name in RULE_FILES if (folder / name).is_file()), None)
+        if rules is not None:
+            return RunConfig(rules=str(rules), traces=args[0])
+    if len(args) <= 1:
+        return load_config(project_config(args[0] if args else None))
+    beside = config_beside(args[0])
+    assert beside is not None  # said above
+    return load_config(beside).model_copy(update={"rules": args[0], "traces": _traces(args)})
+
+
+def _traces(args: list[str]) -> str | list[str]:
+    """The TRACES of RULES TRACES...: one path, or several read in order."""
+    return args[1] if len(args) == 2 else args[1:]
+
+
+def find_config(args: list[str]) -> RunConfig:
+    """``config_of``, or the bare config of RULES TRACES... when no seqjudge.yaml is beside RULES."""
+    from seqjudge.config import RunConfig
+
+    cfg = config_of(args)
+    if cfg is not None:
+        return cfg
+    return RunConfig(rules=args[0], traces=_traces(args))
+
+
 def build_config(args: list[str], overrides: dict[str, Any], base: RunConfig | None = None) -> RunConfig:
     """`run CONFIG` or `run RULES TRACES`; flags (non-None) override the file. ``base``: the stored config
     of the run being resumed, used when no argument is given (`seqjudge run --resume RUN`)."""
-    from seqjudge.config import RunConfig, load_config  # `check` loads suites without the run config
-
-    if not args and base is not None:
-        cfg = base
-    elif len(args) <= 1:
-        cfg = load_config(project_config(args[0] if args else None))
-    else:
-        try:
-            cfg = RunConfig(rules=args[0], traces=args[1] if len(args) == 2 else args[1:])
-        except Exception as exc:  # pragma: no cover - two strings always validate
-            raise InputError(str(exc)) from None
+    cfg = base if not args and base is not None else find_config(args)
     if overrides.get("model") is None and cfg.model is None:
         overrides["model"] = model_or_env(None)
     options = {k: overrides.pop(k) for k in ("base_url",) if overrides.get(k) is not None}

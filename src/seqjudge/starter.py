@@ -1,5 +1,6 @@
 """`seqjudge init`'s starter suite: a config, a rule file with one rule of each common type, a tool catalog
-and two sample traces (one passing, one failing), so that `seqjudge run` works in the folder at once.
+and two sample traces (one passing, one failing), so that `seqjudge run` works in the folder at once; and
+the JSON Schemas the config and the rule file name for YAML editors (seqjudge.schema).
 
 The files are written as text (not dumped from models) so they keep the comments a newcomer reads first.
 ``tests/test_first_run.py`` runs `init` then `run` and `check` and holds each rule to its sample outcome.
@@ -12,8 +13,12 @@ from pathlib import Path
 
 from seqjudge.defaults import CONFIG_FILE
 from seqjudge.errors import InputError
+from seqjudge.schema import SCHEMA_FILES, modeline, schema_text
 
-CONFIG = """\
+# Each YAML file names its JSON Schema, written beside it, so that YAML editors complete and check it offline.
+CONFIG = (
+    modeline("config")
+    + """
 # seqjudge.yaml: this suite's settings (written by `seqjudge init`; paths are relative to this file).
 # `seqjudge run` in this folder reads it; `seqjudge run path/to/this/folder` works from anywhere.
 rules: rules.yaml
@@ -25,8 +30,11 @@ store: .seqjudge/seqjudge.db
 # model: openai:gpt-4o      # the LLM judge decides `judge` rules (needs OPENAI_API_KEY); without a model
 #                           # they are reported as deferred and the verdicts are the engine's
 """
+)
 
-RULES = """\
+RULES = (
+    modeline("rules")
+    + """
 # rules.yaml: one rule of each common type, for the support agent of traces.jsonl. Edit or replace them.
 # Every rule type and its exact meaning: the README's "Rule semantics" section.
 aliases:
@@ -96,6 +104,7 @@ rules:
       pass: ["Before the call, the agent stated the action and the customer then said yes to it."]
       fail: ["No yes before the call.", "The yes came only after the call."]
 """
+)
 
 
 def _tool(name: str, kind: str, description: str, **parameters: str) -> dict[str, object]:
@@ -177,6 +186,7 @@ def starter_files() -> dict[str, str]:
         "rules.yaml": RULES,
         "catalog.json": json.dumps(CATALOG, indent=2) + "\n",
         "traces.jsonl": "".join(json.dumps(t) + "\n" for t in TRACES),
+        **{SCHEMA_FILES[kind]: schema_text(kind) for kind in ("rules", "config")},
     }
 
 

@@ -57,6 +57,7 @@ COMMAND_MODULES = {
     "lint": "rules_cmd",
     "migrate": "rules_cmd",
     "run": "run_cmd",
+    "schema": "init_cmd",
     "review": "store_cmd",
     "runs": "store_cmd",
 }

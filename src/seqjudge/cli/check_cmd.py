@@ -44,8 +44,9 @@ def check(
     rules: Annotated[
         Path | None,
         typer.Argument(
-            help="Rule file (YAML or JSON, any supported shape); none: the rules, traces and catalog of "
-            "./seqjudge.yaml, or of DIR/seqjudge.yaml when this is a folder (as `seqjudge init` writes)."
+            help="Rule file (YAML or JSON, any supported shape; the settings of a seqjudge.yaml beside it "
+            "apply); none: the rules, traces and catalog of ./seqjudge.yaml, or of DIR/seqjudge.yaml when "
+            "this is a folder (as `seqjudge init` writes; without one, DIR/rules.yaml over DIR's traces)."
         ),
     ] = None,
     traces: Annotated[
@@ -67,7 +68,7 @@ def check(
     error_pattern: ErrorPatternOpt = None,
     verbose: VerboseOpt = False,
     allow_empty: AllowEmpty = False,
-    strict: StrictOpt = False,
+    strict: StrictOpt = None,
     explain: ExplainOpt = Explain.not_passed,
     workers: Annotated[
         int | None,
@@ -101,17 +102,25 @@ def check(
     from seqjudge.rules.coverage import Coverage
     from seqjudge.rules.engine import Engine
 
-    if rules is None or not traces:
-        cfg = _from_config(rules)
+    # The suite config applies whenever it is found (the one named, or the seqjudge.yaml beside RULES), as
+    # for `run` (inputs.config_of); each flag given wins over it, both ways for --strict/--no-strict.
+    cfg = _config(rules, traces)
+    if cfg is not None:
         rules = Path(cfg.rules)
         traces = [cfg.traces] if isinstance(cfg.traces, str) else list(cfg.traces)
         catalog = catalog if catalog is not None else (Path(cfg.catalog) if cfg.catalog else None)
         # The config's risk level and threshold, unless given as flags: `check` and `run` of a suite agree.
         risk_level = risk_level or Risk(cfg.risk_level)
         threshold = cfg.threshold_for(risk_level.value) if threshold is None else threshold
-        strict = strict or cfg.strict
+        strict = cfg.strict if strict is None else strict
+        trace_format = trace_format or cfg.trace_format
+        messages_key = messages_key or cfg.messages_key
+        error_pattern = error_pattern or cfg.error_pattern
+        allow_empty = allow_empty or cfg.allow_empty
+    assert rules is not None and traces  # _config said what is missing otherwise
     risk_level = risk_level or Risk.medium
     threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+    strict = bool(strict)
     suite = load_suite(rules, catalog)
     ruleset = suite.ruleset
     output_class: type[CheckOutput] = writer("check", fmt)
@@ -190,15 +199,15 @@ def check(
     return 0 if totals.verdicts["pass"] == totals.n else 1
 
 
-def _from_config(arg: Path | None) -> "RunConfig":
-    """`check` or `check DIR`: the config of DIR/seqjudge.yaml (or of this folder's)."""
-    from seqjudge.config import load_config
-    from seqjudge.inputs import project_config
+def _config(rules: Path | None, traces: list[str] | None) -> "RunConfig | None":
+    """`check` or `check DIR`: the config of DIR/seqjudge.yaml (or of this folder's); `check RULES TRACES`:
+    the seqjudge.yaml beside RULES, if any (None: the files alone, and no config module is loaded)."""
+    from seqjudge.inputs import config_of
 
-    if arg is not None and not arg.is_dir():
+    if rules is not None and not traces and not rules.is_dir():
         raise InputError(
             "missing TRACES",
             where="arguments",
             hint="seqjudge check RULES TRACES, or seqjudge check [DIR] for the suite of DIR/seqjudge.yaml",
         )
-    return load_config(project_config(None if arg is None else str(arg)))
+    return config_of(([] if rules is None else [str(rules)]) + list(traces or []))

@@ -227,8 +227,9 @@ def compare_cmd(
     strict: Annotated[
         bool,
         typer.Option(
-            "--strict",
-            help="Exit 2 when a run's judge rules were advisory (no calibration certificate matched it).",
+            "--strict/--no-strict",
+            help="Exit 2 when a run's judge rules were advisory (no calibration certificate matched it). "
+            "(compare reads no seqjudge.yaml: off unless given.)",
         ),
     ] = False,
 ) -> int:

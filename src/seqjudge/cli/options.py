@@ -72,7 +72,9 @@ TracesArg = Annotated[
 CatalogOpt = Annotated[
     Path | None,
     typer.Option(
-        "--catalog", help="Tool catalog; unknown tool names are errors (default: the rule file's catalog:)."
+        "--catalog",
+        help="Tool catalog; unknown tool names are errors (default: the config's, else the rule file's "
+        "catalog:, else a catalog.json beside the rule file).",
     ),
 ]
 ExamplesOpt = Annotated[
@@ -140,13 +142,16 @@ ConfigMaxAttemptsOpt = Annotated[
     ),
 ]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Ignore and do not fill .seqjudge/cache/.")]
+# None: the config's ``strict`` (when a seqjudge.yaml is found), else off; the flag wins both ways.
 StrictOpt = Annotated[
-    bool,
+    bool | None,
     typer.Option(
-        "--strict",
+        "--strict/--no-strict",
         help="Exit 2 when a rule was exercised on no trace, a tool a rule names is called in no trace (and "
-        "not in the catalog), or a trace calls tools the catalog lacks; `run`: also when no calibration "
-        "certificate matches the judge (use it in CI; `strict: true` in seqjudge.yaml).",
+        "not in the catalog), or a trace calls tools that neither the catalog nor a rule names; `run`: also "
+        "when no calibration certificate matches the judge (use it in CI). Default: `strict:` of the "
+        "suite's seqjudge.yaml, else off; --no-strict overrides a config's `strict: true`.",
+        show_default=False,
     ),
 ]
 

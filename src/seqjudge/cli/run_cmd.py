@@ -39,8 +39,9 @@ def run(
     args: Annotated[
         list[str] | None,
         typer.Argument(
-            help="CONFIG (seqjudge.yaml) or a folder holding one, or RULES TRACES... (trace files or "
-            "folders, several allowed); none: ./seqjudge.yaml (with --resume: the run's own)."
+            help="CONFIG (seqjudge.yaml) or a folder holding one (or a rules.yaml over its traces), or "
+            "RULES TRACES... (trace files or folders, several allowed; the settings of a seqjudge.yaml "
+            "beside RULES apply); none: ./seqjudge.yaml (with --resume: the run's own)."
         ),
     ] = None,
     model: ModelOpt = None,
@@ -71,7 +72,7 @@ def run(
     messages_key: MessagesKey = None,
     error_pattern: ErrorPattern = None,
     allow_empty: AllowEmpty = False,
-    strict: StrictOpt = False,
+    strict: StrictOpt = None,
     rpm: Annotated[
         int | None,
         typer.Option(
@@ -165,7 +166,7 @@ def run(
             "messages_key": messages_key,
             "error_pattern": error_pattern,
             "allow_empty": True if allow_empty else None,
-            "strict": True if strict else None,
+            "strict": strict,  # None: the config's; --strict / --no-strict override it
             "rpm": rpm,
             "tpm": tpm,
             "max_cost": max_cost,

@@ -18,6 +18,7 @@ from typing import IO, Any
 
 from seqjudge.errors import InputError
 from seqjudge.ingest.base import Record, Source
+from seqjudge.schema import SCHEMA_FILES
 
 TRACE_SUFFIXES = (".json", ".jsonl")
 
@@ -38,6 +39,7 @@ KNOWN_FILES = {
     "examples.yaml": "judge examples",
     "scores.jsonl": "calibration scores",
     "calibration.json": "calibration results",
+    **{name: "editor schema" for name in SCHEMA_FILES.values()},  # what `seqjudge init` writes beside
 }
 _NAMED = 8  # skipped files of each kind named in the note; the rest are counted
 _OTHER = "other"

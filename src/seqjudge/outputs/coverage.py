@@ -9,9 +9,17 @@ SHOWN_TRACES = 5  # traces with out-of-catalog calls named in text; JSON lists t
 
 
 def coverage_lines(coverage: Coverage | None) -> list[str]:
-    """One line per finding, then how to make them fatal; empty when there is nothing to say."""
-    if coverage is None or not coverage.warnings():
+    """One line per finding, then how to make them fatal, then the coverage notes (catalog tools no trace
+    called); empty when there is nothing to say."""
+    if coverage is None:
         return []
+    notes = [
+        f"note: tool {item['tool']!r} (rule {', '.join(item['rules'])}) is in {coverage.catalog_name} but no "
+        "trace calls it: these traces did not exercise those rules on it"
+        for item in coverage.catalog_not_called()
+    ]
+    if not coverage.warnings():
+        return notes
     lines: list[str] = []
     rules = coverage.unexercised()
     if rules:
@@ -38,4 +46,4 @@ def coverage_lines(coverage: Coverage | None) -> list[str]:
         )
     if not coverage.strict:
         lines.append("warning: --strict makes these an error (exit 2); use it in CI")
-    return lines
+    return lines + notes

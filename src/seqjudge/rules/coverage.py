@@ -7,7 +7,9 @@ checked (``seqjudge check`` and ``seqjudge run`` alike, one trace at a time) and
 - the rules exercised on no trace (``passed``, ``failed`` or ``deferred`` to the judge on none);
 - each tool name a rule references (aliases expanded) that no trace called and the catalog does not list,
   with the closest name that the traces did call;
-- with a catalog, per trace, the calls to tools the catalog does not list (a trace of another domain).
+- with a catalog, per trace, the calls to tools that neither the catalog nor a rule names (a trace of
+  another domain); a call a rule names, such as a blocklist hit, is that rule's business, never "outside";
+- with a catalog, the referenced tools it lists that no trace called: reported as coverage, not a finding.
 
 It holds sets of names, and the out-of-catalog calls of the first ``LISTED`` such traces (all are counted), so
 memory stays small however many traces pass through. ``--strict`` turns any of these into exit 2.
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from seqjudge.rules.problems import suggest
 from seqjudge.rules.select import expand_name, operand_names
+from seqjudge.rules.types.blocklist import BlocklistRule
 from seqjudge.trace import PlainTrace, Trace
 
 if TYPE_CHECKING:
@@ -56,6 +59,8 @@ class Coverage:
     out_of_catalog: dict[str, list[str]] = field(default_factory=dict)  # trace id -> tools, sorted
     outside: int = 0  # traces with calls outside the catalog, listed in out_of_catalog or not
     strict: bool = False  # the command fails on any finding (said once, where the findings are shown)
+    # Blocklist patterns: a call matching one is a rule's business (a violation), not "outside the catalog".
+    patterns: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, ruleset: RuleSet, catalog: Catalog | None = None, *, strict: bool = False) -> Coverage:
@@ -70,6 +75,7 @@ class Coverage:
         return cls(
             rule_ids=[r.rule_id for r in ruleset.rules],
             referenced=referenced,
+            patterns=tuple(r.pattern for r in ruleset.rules if isinstance(r, BlocklistRule)),
             catalog=frozenset(catalog.names()) if catalog is not None else None,
             catalog_name=(catalog.source or "the catalog") if catalog is not None else None,
             strict=strict,
@@ -96,9 +102,17 @@ class Coverage:
         called = set(tools)
         self.seen |= called
         if self.catalog is not None and not called <= self.catalog:
-            self.outside += 1
-            if len(self.out_of_catalog) < LISTED:
-                self.out_of_catalog[str(trace_id)] = sorted(called - self.catalog)
+            # A call a rule names (a blocklisted admin_unlock) is that rule's violation, exit 1; calling it
+            # "outside the catalog" made --strict exit 2 on exactly what the blocklist exists to catch.
+            outside = sorted(t for t in called - self.catalog if not self.names(t))
+            if outside:
+                self.outside += 1
+                if len(self.out_of_catalog) < LISTED:
+                    self.out_of_catalog[str(trace_id)] = outside
+
+    def names(self, tool: str) -> bool:
+        """Whether a rule names ``tool``: as an operand (aliases expanded) or by a blocklist pattern."""
+        return tool in self.referenced or any(p in tool for p in self.patterns)
 
     def fresh(self) -> Coverage:
         """An empty coverage of the same rules and catalog, filled elsewhere (a worker process) and then
@@ -136,6 +150,18 @@ class Coverage:
             if tool not in self.seen and (self.catalog is None or tool not in self.catalog)
         ]
 
+    def catalog_not_called(self) -> list[dict[str, Any]]:
+        """Referenced tools the catalog lists but no trace called: the name is right (no typo to suggest),
+        the input just never tried those rules on that tool. Coverage to report, not a finding ``--strict``
+        fails on: a suite need not exercise every tool its catalog offers."""
+        if not self.traces or self.catalog is None:
+            return []
+        return [
+            {"tool": tool, "rules": ids}
+            for tool, ids in self.referenced.items()
+            if tool not in self.seen and tool in self.catalog
+        ]
+
     def strict_error(self) -> str | None:
         """Under ``strict``, the one-line reason the command fails; else None."""
         if not self.strict or not self.warnings():
@@ -159,4 +185,5 @@ class Coverage:
             "catalog": self.catalog_name,
             "calls_outside_catalog": dict(self.out_of_catalog),
             "traces_outside_catalog": self.outside,
+            "catalog_tools_not_called": self.catalog_not_called(),
         }
