@@ -25,7 +25,7 @@ from seqjudge.trace import PlainTrace, Trace
 
 __all__ = [
     "NORMALIZERS",
-    "OutputValues",
+    "SourceKey",
     "SourceIndex",
     "Sources",
     "compile_path",
@@ -147,20 +147,24 @@ def _parsed(output: Any) -> Any:
         return _CUT  # it starts as JSON and does not parse: cut, or not JSON after all
 
 
-@dataclass(slots=True)
-class OutputValues:
-    """The values one call's output holds at one path (or anywhere, with no path), or why none are sure.
+class SourceKey:
+    """What a source index is built for: an operand's selector, a path and the normalisers. Made once per
+    rule source (``compile``), with its hash computed once: looked up for every checked value."""
 
-    ``values`` None: the output is text; ``text`` is it (normalised) when it may be searched for a value as
-    a whole word (there is no path), and ``sure`` says whether not finding it there settles anything (whole
-    plain text, no path) or leaves the value undetermined (a cut or broken output, or a path into text).
-    ``why`` words what could not be read."""
+    __slots__ = ("sel", "path", "norm", "_hash")
 
-    position: int
-    values: frozenset[str] | None
-    text: str | None = None
-    sure: bool = True
-    why: str = ""
+    def __init__(self, sel: Any, path: str | None, norm: Normalizer) -> None:
+        self.sel, self.path, self.norm = sel, path, norm
+        self._hash = hash((sel, path, norm.names))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            isinstance(other, SourceKey)
+            and (self.sel, self.path, self.norm.names) == (other.sel, other.path, other.norm.names)
+        )
 
 
 @dataclass(slots=True)
@@ -186,7 +190,6 @@ class Sources:
     user: list[tuple[int | None, str]]  # (calls made before it, text) of each user message
     context: dict[str, Any]
     _parsed: dict[int, Any] = field(default_factory=dict)
-    _at_path: dict[tuple[int, str | None, tuple[str, ...]], OutputValues] = field(default_factory=dict)
     _user_text: dict[tuple[str, tuple[str, ...]], str] = field(default_factory=dict)
     _indexes: dict[Any, SourceIndex] = field(default_factory=dict)
 
@@ -197,44 +200,29 @@ class Sources:
             return call.get("output") if isinstance(call, dict) else None
         return call.output
 
-    def output_values(self, i: int, path: str | None, norm: Normalizer) -> OutputValues:
-        """The values of call ``i``'s output at ``path``, normalised: computed once per (call, path,
-        normalisers) and trace, however many rules ask."""
-        key = (i, path, norm.names)
-        hit = self._at_path.get(key)
-        if hit is not None:
-            return hit
-        if i in self._parsed:
-            data = self._parsed[i]
-        else:
-            data = self._parsed[i] = _parsed(self.output(i))
-        if data is _TEXT or data is _CUT:
-            raw = self.output(i)
-            text = norm(raw) if path is None else None
-            cut = data is _CUT
-            why = "is cut or not valid JSON" if cut else f"is text, so `{path}` cannot be read in it"
-            found = OutputValues(i, None, text, sure=not cut and path is None, why=why)
-        else:
-            # With no path, "anywhere in the output": keys included. A path selects values (JMESPath's
-            # keys(@) selects keys where that is what is meant).
-            at = compile_path(path).search(data) if path is not None else data
-            found = OutputValues(i, frozenset(norm(t) for t in leaves(at, keys=path is None)))
-        self._at_path[key] = found
-        return found
+    def parsed(self, i: int) -> Any:
+        """Call ``i``'s output decoded (``_TEXT``/``_CUT`` for text), once per trace for every rule."""
+        parsed = self._parsed
+        if i in parsed:
+            return parsed[i]
+        data = parsed[i] = _parsed(self.output(i))
+        return data
 
     def index(
         self,
-        key: Any,
+        key: SourceKey,
         positions: list[int],
         ok: list[bool],
         steps: list[int],
-        path: str | None,
-        norm: Normalizer,
     ) -> SourceIndex:
-        """The ``SourceIndex`` of the calls at ``positions`` (sorted), built once per ``key`` and trace."""
+        """The ``SourceIndex`` of the calls at ``positions`` (sorted) read at ``key.path`` under
+        ``key.norm``: built once per trace and key, however many rules and calls ask."""
         hit = self._indexes.get(key)
         if hit is not None:
             return hit
+        path, norm = key.path, key.norm
+        search = compile_path(path).search if path is not None else None
+        plain = not norm.names  # no normaliser: values are their own keys
         first: dict[str, int] = {}
         texts: list[tuple[int, str]] = []
         unsure: list[tuple[int, str]] = []
@@ -243,15 +231,31 @@ class Sources:
             if not ok[p]:
                 continue  # a failed call's output is an error, never a source
             ok_steps.append(steps[p])
-            out = self.output_values(p, path, norm)
-            if out.values is not None:
-                for value in out.values:
-                    first.setdefault(value, p)
+            data = self.parsed(p)
+            if data is _TEXT or data is _CUT:
+                raw = self.output(p)
+                if path is None:
+                    texts.append((p, norm(raw)))
+                if data is _CUT or path is not None:
+                    why = (
+                        "is cut or not valid JSON"
+                        if data is _CUT
+                        else f"is text, so `{path}` cannot be read in it"
+                    )
+                    unsure.append((p, why))
                 continue
-            if out.text is not None:
-                texts.append((p, out.text))
-            if not out.sure:
-                unsure.append((p, out.why))
+            # With no path, "anywhere in the output": keys included. A path selects values (JMESPath's
+            # keys(@) selects keys where that is what is meant).
+            at = search(data) if search is not None else data
+            if type(at) is str:  # the common case: one id at a path
+                value = at if plain else norm(at)
+                if value not in first:
+                    first[value] = p
+                continue
+            for text in leaves(at, keys=search is None):
+                value = text if plain else norm(text)
+                if value not in first:
+                    first[value] = p
         found = self._indexes[key] = SourceIndex(first, texts, unsure, ok_steps)
         return found
 

@@ -42,7 +42,7 @@ from seqjudge.rules.base import (
 )
 from seqjudge.rules.evaluate import BARE_PASS, Finding, Flaw
 from seqjudge.rules.evaluate import at as _at
-from seqjudge.rules.lineage import NORMALIZERS, compile_path, leaves, normalizer, word_pattern
+from seqjudge.rules.lineage import NORMALIZERS, SourceKey, compile_path, leaves, normalizer, word_pattern
 
 if TYPE_CHECKING:
     from seqjudge.rules.index import View
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 _VALUE_CHARS = 80  # a value quoted in a message is cut to this many characters
 # A source as the evaluator uses it: as written, its operand compiled, its listed values normalised.
-Compiled = tuple["LineageSource", "Selector | None", "frozenset[str] | None"]
+Compiled = tuple["LineageSource", "Selector | None", "frozenset[str] | None", "SourceKey | None"]
 
 
 class LineageSource(BaseModel):
@@ -157,14 +157,12 @@ class LineageRule(RuleBase):
 
     def compile(self, c: SelectorFactory) -> Evaluator:
         norm = normalizer(tuple(self.normalize))
-        sources = [
-            (
-                s,
-                c(s.output) if s.output is not None else None,
-                frozenset(norm(t) for t in leaves(s.values)) if s.values is not None else None,
-            )
-            for s in self.from_
-        ]
+        sources: list[Compiled] = []
+        for s in self.from_:
+            sel = c(s.output) if s.output is not None else None
+            key = SourceKey(sel, s.path, norm) if sel is not None else None
+            listed = frozenset(norm(t) for t in leaves(s.values)) if s.values is not None else None
+            sources.append((s, sel, listed, key))
         return partial(lineage, self, c(self.tool), sources, self._sources(operand_text))
 
 
@@ -227,10 +225,10 @@ def _search(
     s = _Search()
     steps = v.index.steps
     step = steps[i]
-    for spec, sel, listed in sources:
-        if sel is not None:
+    for spec, sel, listed, key in sources:
+        if sel is not None and key is not None:
             every, _ = v.positions(sel)
-            src = found.index((sel, spec.path, norm.names), every, v.index.ok, steps, spec.path, norm)
+            src = found.index(key, every, v.index.ok, steps)
             p = src.first.get(value)
             if p is not None and steps[p] < step:
                 s.where = ("output", p, spec.path)
@@ -280,17 +278,41 @@ def lineage(rule: LineageRule, checked: Selector, sources: list[Compiled], words
     names = v.index.names
     args = v.index.args
     explain = v.explain
+    steps = v.index.steps
+    ok = v.index.ok
+    # The output sources' indexes, once per evaluation: most values are found in one of them at once, and
+    # only the others take the full search (text, messages, the context, the words of a message).
+    quick = [
+        (found.index(key, v.positions(sel)[0], ok, steps), key.path)
+        for _, sel, _, key in sources
+        if sel is not None and key is not None
+    ]
     flaws: list[Flaw] = []
     unsure: list[str] = []
     derived: list[str] = []
     involved: list[int] = []
     for i in calls:
-        raw = list(dict.fromkeys(leaves(arg.search(args[i]))))
+        value = arg.search(args[i])
+        raw = [value] if type(value) is str else list(dict.fromkeys(leaves(value)))
         if not raw:
             continue  # this call does not carry the argument
         involved.append(i)
+        step = steps[i]
         for text in raw:
-            s = _search(norm(text), i, sources, found, norm, v)
+            value = norm(text)
+            hit = None
+            for src, path in quick:
+                p = src.first.get(value)
+                if p is not None and steps[p] < step:
+                    hit = ("output", p, path)
+                    break
+            if hit is not None:
+                if explain:
+                    derived.append(
+                        f"{rule.argument} {_cut(text)!r} of {_at(v, i)} came from {_where(hit, names)}"
+                    )
+                continue
+            s = _search(value, i, sources, found, norm, v)
             if s.where is not None:
                 if explain:
                     derived.append(
