@@ -253,18 +253,21 @@ def _split(
     if second is None and not force_jsonl:
         yield Record(source, None, b"".join(head) + b"".join(between))
         return
+    decoded = True
     try:
         first_value: Any = json.loads(first)
         complete = True
     except ValueError:
         complete = False
+    except RecursionError:  # a complete value, too deep to decode: refused (with its line) when it is read
+        complete, decoded = True, False
     if not complete and not force_jsonl:
         assert second is not None
         rest = stream.read()
         yield Record(source, None, b"".join(head) + b"".join(between) + second + rest)
         return
     record = Record(source, first_line, first)
-    if complete:
+    if decoded and complete:
         record.set_value(first_value)
     yield record
     if second is None:
@@ -308,6 +311,8 @@ def _concatenated(record: Record) -> list[Record] | None:
         try:
             value: Any
             value, stop = decoder.raw_decode(text, position)
+        except RecursionError:  # not a sequence this can split: the whole document's error stands
+            return None
         except json.JSONDecodeError as exc:
             if parts and not text[exc.pos :].strip():
                 # A later value cut off at the end: the whole-document error would say "Extra data" at
