@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from seqjudge.defaults import DEFAULT_STORE_PATH
-from seqjudge.errors import InputError
+from seqjudge.errors import InputError, StoreError
 from seqjudge.redact import ENV_SECRET_NAMES, scrub_secrets, secret_env_values
 from seqjudge.store.codec import _dumps, _iso, _now
 from seqjudge.store.schema import MIGRATIONS, Migration
@@ -82,18 +82,26 @@ class Connection:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taken up front (IMMEDIATE) so that a concurrent writer waits, not fails."""
+        """One write transaction, taken up front (IMMEDIATE) so that a concurrent writer waits, not fails.
+
+        SQLite's OperationalError here is the machine's, not the data's (a full disk, an I/O error, a
+        read-only file, a lock held past the timeout): it becomes ``StoreError`` (exit 3). Other errors
+        (a constraint, a bad statement) are bugs and stay what they are."""
         with self._lock:
             conn = self._conn
             if conn is None:
                 raise RuntimeError("the store is closed")
-            conn.execute("BEGIN IMMEDIATE")
             try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    if conn.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL does)
+                        conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                raise StoreError(str(exc), path=str(self.path)) from exc
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
