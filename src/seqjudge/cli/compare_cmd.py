@@ -210,10 +210,19 @@ def compare_cmd(
             "baseline is the noise floor judge changes must exceed. " + RefHelp,
         ),
     ] = None,
+    allow_missing: Annotated[
+        bool,
+        typer.Option(
+            "--allow-missing",
+            help="Only report baseline traces missing from the candidate, and a candidate run that did not "
+            "complete (by default either is a regression).",
+        ),
+    ] = False,
     fail_on_missing: Annotated[
         bool,
         typer.Option(
-            "--fail-on-missing", help="Baseline traces missing from the candidate are a regression."
+            "--fail-on-missing",
+            help="Deprecated, and the default now: missing traces are a regression unless --allow-missing.",
         ),
     ] = False,
     junit: JunitOpt = None,
@@ -246,6 +255,12 @@ def compare_cmd(
     from seqjudge.outputs.ci_outputs import github_compare, junit_compare, markdown_compare
     from seqjudge.outputs.comparison import ComparisonView, write_ci
 
+    if fail_on_missing and allow_missing:
+        raise InputError(
+            "--fail-on-missing and --allow-missing contradict each other",
+            where="--allow-missing",
+            hint="Drop --fail-on-missing (failing on missing traces is the default now)",
+        )
     alert_webhook = alert_webhook or None  # an unset CI secret arrives as an empty string
     alerts.check_level(alert_below)
     alerts.check_webhook(alert_webhook, alert_below)
@@ -268,7 +283,8 @@ def compare_cmd(
         alpha=alpha,
         seed=seed,
         noise=noise,
-        fail_on_missing=fail_on_missing,
+        allow_missing=allow_missing,
+        candidate_status=cand.run.status if cand.run is not None else None,
         names=(baseline, candidate),
     )
     for side, summary in ((base, result.baseline), (cand, result.candidate)):
