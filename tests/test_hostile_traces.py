@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cli_suite import passing_reply, write_suite
+from cli_suite import passing_reply, run_argv, write_suite
 from cli_suite import trace as passing_trace
 from fakes.server import FakeLLMServer, openai_chat
 from seqjudge.cli import run
@@ -104,18 +104,7 @@ def test_the_deepest_accepted_trace_is_judged_stored_and_converted(
     # MAX_NESTING levels inside a value: every path (prompt, provider request, store, JSON) must cope.
     (suite / "t.jsonl").write_text(trace("edge", nested(MAX_NESTING)) + "\n", encoding="utf-8")
     fake_llm.enqueue(openai_chat(OK_REPLY))
-    argv = [
-        "run",
-        "rules.yaml",
-        "t.jsonl",
-        "--store",
-        "s.db",
-        "--model",
-        "openai:gpt-4o",
-        "--base-url",
-        fake_llm.openai_base_url,
-    ]
-    assert run(argv) == 0, capsys.readouterr()
+    assert run(run_argv(fake_llm)) == 0, capsys.readouterr()
     assert len(fake_llm.requests) == 1
     with Store("s.db") as db:
         assert db.completed_trace_ids(db.resolve_run("latest")) == {"edge"}

@@ -125,6 +125,7 @@ class RawPost(NamedTuple):
     body_json: str
     transport_retries: int
     headers: Any
+    invalid_utf8: bool = False  # bytes of the body were not UTF-8 (replaced by U+FFFD to read the rest)
 
 
 @functools.cache
@@ -265,7 +266,7 @@ class SDKProvider:
         posted = await self._post_raw(body)
         if posted is None:
             return None
-        return self.reply_from_body(
+        reply = self.reply_from_body(
             posted.data,
             request=request,
             body=body,
@@ -273,6 +274,8 @@ class SDKProvider:
             transport_retries=posted.transport_retries,
             request_id=posted.headers.get(self.request_id_header),
         )
+        reply.invalid_utf8 = posted.invalid_utf8
+        return reply
 
     async def _post_raw(self, body: dict[str, Any]) -> RawPost | None:
         """POST ``body`` to ``request_path`` through the SDK's own client (its retries, timeouts, headers and
@@ -287,11 +290,37 @@ class SDKProvider:
         response = await self._client().post(
             self.request_path, content=body_json.encode("utf-8"), cast_to=raw_type
         )
-        data = response.json()
+        data, invalid_utf8 = self._decode_body(response.content)
         if not isinstance(data, dict):
             data = self._body(data)  # raises: not a JSON object
         retries = int(response.request.headers.get("x-stainless-retry-count") or 0)
-        return RawPost(data, body_json, retries, response.headers)
+        return RawPost(data, body_json, retries, response.headers, invalid_utf8)
+
+    def _decode_body(self, content: bytes) -> tuple[Any, bool]:
+        """A 2xx body's JSON, and whether some of its bytes were not UTF-8.
+
+        Such bytes are read as U+FFFD, so that the reply still reaches the judge, which takes it as an invalid
+        reply (re-asked, then unscored: ``ProviderReply.invalid_utf8``). A body that is no JSON Python can
+        read - bad JSON, an integer of more than 4,300 digits (Python's int-string limit raises ValueError),
+        values nested past the recursion limit - is a malformed reply from the server (``kind="server"``: the
+        trace is stored unscored and the run goes on), never a crash."""
+        try:
+            text, invalid = content.decode("utf-8"), False
+        except UnicodeDecodeError:
+            text, invalid = content.decode("utf-8", errors="replace"), True
+        try:
+            return json.loads(text), invalid
+        except json.JSONDecodeError as exc:
+            why = str(exc)
+        except ValueError:
+            why = "it holds an integer too long to read"
+        except RecursionError:
+            why = "its values are nested too deep to read"
+        raise ProviderError(
+            f"{self.name} at {self.endpoint} answered with a body that is not readable JSON ({why})",
+            kind="server",
+            provider=self.name,
+        )
 
     def _body(self, parsed: Any) -> dict[str, Any]:
         """The SDK's parsed reply as a JSON dict; a body that is not a JSON object is a server error (a
@@ -371,7 +400,7 @@ class SDKProvider:
             )
         except ProviderError as exc:
             error = exc
-        except json.JSONDecodeError as exc:  # the SDK could not parse a 2xx body
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:  # the SDK's parse of a body
             error = ProviderError(
                 f"{self.name} at {self.endpoint} answered with a body that is not valid JSON ({exc})",
                 kind="server",
