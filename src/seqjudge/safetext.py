@@ -9,6 +9,11 @@ and lets what follows become markup (raw HTML included) in a pull-request commen
 from __future__ import annotations
 
 import html
+import json
+import re
+from typing import Any
+
+from pydantic_core import PydanticSerializationError, to_json
 
 
 def terminal(text: str) -> str:
@@ -29,3 +34,19 @@ def md_text(text: str) -> str:
     """Plain text for a markdown table cell or an HTML element inside markdown (``<summary>``): one line,
     HTML escaped, pipes escaped."""
     return html.escape(terminal(text), quote=False).replace("|", "\\|")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_bytes(value: Any) -> bytes:
+    """``value`` as compact JSON bytes (pydantic-core's ``to_json``), also when a string in it holds a lone
+    surrogate (valid in a JSON file, ``"\\udcff"``, but with no UTF-8 encoding, so ``to_json`` raises):
+    each is then written as the visible text ``\\udcff`` (a backslash and five characters), which is what a
+    page or a report can show of it. Surrogates only occur inside JSON strings, so the text stays JSON."""
+    try:
+        return to_json(value)
+    except PydanticSerializationError:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        shown = _SURROGATE.sub(lambda m: f"\\\\u{ord(m.group()):04x}", text)
+        return shown.encode("utf-8")
