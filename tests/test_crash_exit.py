@@ -164,3 +164,22 @@ def test_a_lone_surrogate_does_not_crash_the_html_page(suite: Path, record: str,
     assert "internal error" not in capsys.readouterr().err
     page = (suite / "page.html").read_text(encoding="utf-8")  # valid UTF-8 throughout
     assert "\\\\udcff" in page  # shown as text, escaped once more inside the page's JSON
+
+
+@pytest.mark.parametrize("lines", [1, 2], ids=["one-line-file", "jsonl"])
+@pytest.mark.parametrize("command", ["check", "run", "convert"])
+def test_a_trace_with_a_5000_digit_integer_is_bad_input(
+    suite: Path, command: str, lines: int, capsys
+) -> None:
+    # Valid JSON that Python's int-string limit (4,300 digits) will not read: exit 2 naming the line.
+    huge = '{"trace_id": "big", "calls": [{"tool_name": "A", "arguments": {"n": 1' + "0" * 5_000 + "}}]}"
+    records = [huge] if lines == 1 else [line("first"), huge]
+    (suite / "t.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
+    argv = {
+        "check": ["check", "rules.yaml", "t.jsonl"],
+        "run": ["run", "rules.yaml", "t.jsonl", "--store", "s.db"],
+        "convert": ["convert", "t.jsonl", "-o", "out.jsonl"],
+    }[command]
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert f"t.jsonl, line {lines}: a number has more digits than Python reads" in err, err

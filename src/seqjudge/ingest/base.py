@@ -186,6 +186,13 @@ def decode_json(raw: bytes, source: Source, line: int | None) -> Any:
         ) from None
     except RecursionError:  # the decoder recurses once a level: Python's limit (~1,000) ends a deeper value
         raise too_deep(source, line) from None
+    except ValueError:  # valid JSON, but Python reads no integer of more than 4,300 digits
+        raise InputError(
+            "a number has more digits than Python reads (4,300)",
+            source=source.name,
+            where=None if line is None else f"line {line}",
+            hint="Write such a value as a JSON string",
+        ) from None
 
 
 def too_deep(source: Source, line: int | None) -> InputError:

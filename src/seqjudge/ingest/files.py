@@ -257,9 +257,9 @@ def _split(
     try:
         first_value: Any = json.loads(first)
         complete = True
-    except ValueError:
+    except (json.JSONDecodeError, UnicodeDecodeError):
         complete = False
-    except RecursionError:  # a complete value, too deep to decode: refused (with its line) when it is read
+    except (ValueError, RecursionError):  # complete, but too deep or too long a number: refused when read
         complete, decoded = True, False
     if not complete and not force_jsonl:
         assert second is not None
@@ -311,8 +311,6 @@ def _concatenated(record: Record) -> list[Record] | None:
         try:
             value: Any
             value, stop = decoder.raw_decode(text, position)
-        except RecursionError:  # not a sequence this can split: the whole document's error stands
-            return None
         except json.JSONDecodeError as exc:
             if parts and not text[exc.pos :].strip():
                 # A later value cut off at the end: the whole-document error would say "Extra data" at
@@ -324,6 +322,8 @@ def _concatenated(record: Record) -> list[Record] | None:
                     hint="The file looks truncated (it ends in the middle of a JSON value); re-export or "
                     "re-copy it",
                 ) from None
+            return None
+        except (ValueError, RecursionError):  # too deep or too long a number: the document's error stands
             return None
         part = Record(record.source, line, text[position:stop].encode("utf-8"))
         part.set_value(value)
