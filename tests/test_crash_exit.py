@@ -71,6 +71,39 @@ def test_an_unexpected_exception_exits_4_with_a_log(
     assert os.stat(log).st_mode & 0o077 == 0  # the owner's only
 
 
+class _BuggyProvider:
+    """A provider plugin with a bug: its call raises what no provider may (not a ProviderError)."""
+
+    name = "buggy"
+
+    def __init__(self, model: str, **options: object) -> None:
+        self.model = model
+
+    async def complete(self, request: object) -> object:
+        raise KeyError("a bug in a provider plugin")
+
+
+@pytest.fixture
+def buggy_provider() -> Iterator[str]:
+    from seqjudge.judge.providers import registry
+
+    registry.register_provider("buggy", _BuggyProvider)
+    yield "buggy:model"
+    registry._REGISTRY.pop("buggy")
+
+
+def test_a_run_stopped_by_a_bug_exits_4_and_is_stored_interrupted(
+    suite: Path, buggy_provider: str, capsys
+) -> None:
+    (suite / "t.jsonl").write_text(line("t1") + "\n", encoding="utf-8")
+    code = run(["run", "rules.yaml", "t.jsonl", "--store", "s.db", "--model", buggy_provider])
+    err = capsys.readouterr().err
+    assert code == 4, err
+    assert "internal error" in err and "stored as interrupted" in err and "--resume" in err
+    with Store(suite / "s.db") as db:
+        assert db.run_info(db.resolve_run("latest")).status == "interrupted"
+
+
 def _limit_file_size() -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG
     resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))

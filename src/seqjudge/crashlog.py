@@ -45,7 +45,7 @@ def write_log(exc: BaseException, argv: list[str]) -> Path | None:
     return Path(name)
 
 
-def message(exc: BaseException, log: Path | None) -> str:
+def message(exc: BaseException, log: Path | None, argv: list[str]) -> str:
     """The paragraph the CLI prints: what happened, that it is no verdict, where the details are."""
     kind = type(exc).__name__
     where = (
@@ -54,8 +54,13 @@ def message(exc: BaseException, log: Path | None) -> str:
         else "The traceback could not be written to a file either; please report the bug on seqjudge's issue "
         "tracker with the command that failed"
     )
+    # A run stopped by a bug is stored interrupted (seqjudge.runner): say how it is finished.
+    resume = (
+        " The run is stored as interrupted; `seqjudge run --resume RUN` finishes it once this is fixed."
+        if argv[:1] == ["run"]
+        else ""
+    )
     return (
         f"internal error: seqjudge stopped on an unexpected {kind}. This is a bug in seqjudge, not a verdict "
-        f"on your traces: nothing was decided (a run in progress is stored as interrupted; "
-        f"`seqjudge run --resume RUN` finishes it once fixed). {where} (exit code {INTERNAL_ERROR})."
+        f"on your traces: this command decided nothing.{resume} {where} (exit code {INTERNAL_ERROR})."
     )

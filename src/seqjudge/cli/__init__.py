@@ -97,8 +97,8 @@ def run(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: never 0 or 1, which CI reads as a verdict
         from seqjudge import crashlog
 
-        log = crashlog.write_log(exc, sys.argv[1:] if argv is None else argv)
-        print(crashlog.message(exc, log), file=sys.stderr)
+        args = sys.argv[1:] if argv is None else argv
+        print(crashlog.message(exc, crashlog.write_log(exc, args), args), file=sys.stderr)
         return crashlog.INTERNAL_ERROR
     return result if isinstance(result, int) else 0
 
