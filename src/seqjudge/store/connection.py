@@ -84,9 +84,9 @@ class Connection:
     def _tx(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, taken up front (IMMEDIATE) so that a concurrent writer waits, not fails.
 
-        SQLite's OperationalError here is the machine's, not the data's (a full disk, an I/O error, a
-        read-only file, a lock held past the timeout): it becomes ``StoreError`` (exit 3). Other errors
-        (a constraint, a bad statement) are bugs and stay what they are."""
+        An error of the machine, not of the statement (a full disk, an I/O error, a read-only file, a lock
+        held past the timeout: ``_machine_error``) becomes ``StoreError`` (exit 3). Other errors (a
+        constraint, a bad statement) are bugs and stay what they are."""
         with self._lock:
             conn = self._conn
             if conn is None:
@@ -101,6 +101,8 @@ class Connection:
                     raise
                 conn.execute("COMMIT")
             except sqlite3.OperationalError as exc:
+                if not _machine_error(exc):
+                    raise
                 raise StoreError(str(exc), path=str(self.path)) from exc
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
@@ -169,3 +171,23 @@ class Connection:
 
     def _text(self, value: Any) -> str:
         return _dumps(self._clean(value))
+
+
+# SQLite's result codes (and their extended forms, FULL, IOERR_WRITE, ...) that the machine causes: the disk,
+# the file's permissions, another process's lock. Python names them on the exception (3.11+).
+_MACHINE_CODES: tuple[str, ...] = (
+    "SQLITE_FULL",
+    "SQLITE_IOERR",
+    "SQLITE_READONLY",
+    "SQLITE_BUSY",
+    "SQLITE_LOCKED",
+    "SQLITE_CANTOPEN",
+    "SQLITE_PERM",
+    "SQLITE_NOLFS",
+    "SQLITE_PROTOCOL",
+)
+
+
+def _machine_error(exc: sqlite3.Error) -> bool:
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    return name.startswith(_MACHINE_CODES)
