@@ -26,21 +26,21 @@ INTERNAL_ERROR = 4
 def write_log(exc: BaseException, argv: list[str]) -> Path | None:
     """The traceback of ``exc`` (and the command line, the version) in a new file; None if none could be
     written (the disk may be the very thing that failed)."""
-    from seqjudge.redact import ENV_SECRET_NAMES, redact_text, scrub_secrets, secret_env_values
-
-    text = "".join(
-        [
-            f"seqjudge {__version__}, Python {sys.version.split()[0]}, {datetime.now(UTC).isoformat()}\n",
-            f"command: seqjudge {' '.join(argv)}\n\n",
-            *traceback.format_exception(exc),
-        ]
-    )
-    text = scrub_secrets(redact_text(text), secret_env_values(ENV_SECRET_NAMES))
     try:
+        from seqjudge.redact import ENV_SECRET_NAMES, redact_text, scrub_secrets, secret_env_values
+
+        text = "".join(
+            [
+                f"seqjudge {__version__}, Python {sys.version.split()[0]}, {datetime.now(UTC).isoformat()}\n",
+                f"command: seqjudge {' '.join(argv)}\n\n",
+                *traceback.format_exception(exc),
+            ]
+        )
+        text = scrub_secrets(redact_text(text), secret_env_values(ENV_SECRET_NAMES))
         fd, name = tempfile.mkstemp(prefix="seqjudge-crash-", suffix=".log")  # mode 0600
         with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as out:
             out.write(text)
-    except OSError:
+    except Exception:  # a full disk, or the bug again: the message says no log was written
         return None
     return Path(name)
 
@@ -56,11 +56,12 @@ def message(exc: BaseException, log: Path | None, argv: list[str]) -> str:
     )
     # A run stopped by a bug is stored interrupted (seqjudge.runner): say how it is finished.
     resume = (
-        " The run is stored as interrupted; `seqjudge run --resume RUN` finishes it once this is fixed."
+        " The run is stored as interrupted, with the traces decided before; `seqjudge run --resume RUN` "
+        "finishes it once this is fixed."
         if argv[:1] == ["run"]
         else ""
     )
     return (
         f"internal error: seqjudge stopped on an unexpected {kind}. This is a bug in seqjudge, not a verdict "
-        f"on your traces: this command decided nothing.{resume} {where} (exit code {INTERNAL_ERROR})."
+        f"on your traces.{resume} {where} (exit code {INTERNAL_ERROR})."
     )
