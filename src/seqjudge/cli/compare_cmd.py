@@ -244,8 +244,10 @@ def compare_cmd(
 
     A rule the engine decides that newly fails on any trace is a regression. Rules only the judge decides
     are compared with a paired test (McNemar's exact test and a bootstrap interval) so that judge noise is
-    not taken for a regression. --max-drop adds a plain pass-rate gate. Judge rules a run took as advice (no
-    calibration certificate matched it) are left out and said so; --strict makes them an error.
+    not taken for a regression. --max-drop adds a plain pass-rate gate. Baseline traces missing from the
+    candidate, or a candidate run that did not complete, are a regression unless --allow-missing. Judge
+    rules a run took as advice (no calibration certificate matched it) are left out and said so; --strict
+    makes them an error.
 
     Exit 0 no regression, 1 regression, 2 bad input, 3 an alert that could not be posted (only with
     --alert-fail-hard, and only when there is no regression to report).
