@@ -216,3 +216,18 @@ def test_a_trace_with_a_5000_digit_integer_is_bad_input(
     assert run(argv) == 2
     err = capsys.readouterr().err
     assert f"t.jsonl, line {lines}: a number has more digits than Python reads" in err, err
+
+
+@pytest.mark.parametrize("fmt", ["text", "jsonl", "json", "junit", "markdown", "sarif"])
+def test_a_lone_surrogate_in_a_trace_id_gives_a_verdict_in_every_format(
+    suite: Path, fmt: str, capsys
+) -> None:
+    record = '{"trace_id": "s\\udcff", "calls": [{"tool_name": "B"}, {"tool_name": "A"}]}'
+    (suite / "t.jsonl").write_text(record + "\n", encoding="utf-8")
+    assert run(["check", "rules.yaml", "t.jsonl", "--format", fmt, "-o", "out"]) == 1  # a verdict, no crash
+    assert "internal error" not in capsys.readouterr().err
+    text = (suite / "out").read_text(encoding="utf-8")  # valid UTF-8 throughout
+    if fmt == "jsonl":
+        assert json.loads(text)["trace_id"] == "s\udcff"  # the id as the input wrote it
+    elif fmt == "json":
+        assert json.loads(text)["reports"][0]["trace_id"] == "s\udcff"

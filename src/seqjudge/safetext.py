@@ -39,14 +39,17 @@ def md_text(text: str) -> str:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def json_bytes(value: Any) -> bytes:
+def json_bytes(value: Any, *, shown: bool = False) -> bytes:
     """``value`` as compact JSON bytes (pydantic-core's ``to_json``), also when a string in it holds a lone
-    surrogate (valid in a JSON file, ``"\\udcff"``, but with no UTF-8 encoding, so ``to_json`` raises):
-    each is then written as the visible text ``\\udcff`` (a backslash and five characters), which is what a
-    page or a report can show of it. Surrogates only occur inside JSON strings, so the text stays JSON."""
+    surrogate, which is valid JSON (``"\\udcff"``) but has no UTF-8 encoding, so ``to_json`` raises.
+
+    Such a character is then written as that JSON escape, so the output reads back as the input's value (a
+    report's trace id stays the id); ``shown``: as the visible text ``\\udcff`` instead (a backslash and five
+    characters), for a page that displays it rather than passes it on. A surrogate only occurs inside a JSON
+    string, so either way the text stays JSON."""
     try:
         return to_json(value)
     except PydanticSerializationError:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        shown = _SURROGATE.sub(lambda m: f"\\\\u{ord(m.group()):04x}", text)
-        return shown.encode("utf-8")
+        escape = "\\\\u{:04x}" if shown else "\\u{:04x}"
+        return _SURROGATE.sub(lambda m: escape.format(ord(m.group())), text).encode("utf-8")

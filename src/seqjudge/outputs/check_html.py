@@ -62,7 +62,7 @@ class HtmlOutput(CheckOutput):
             shown = redact_trace(trace)  # a page is kept and shared: secrets out, as the store keeps them out
             line["row"] = vars(view.row(0, shown, result))
             line["detail"] = view.detail(shown, result)
-        return json_bytes(line)  # a lone surrogate in the trace is shown as the text \udcff
+        return json_bytes(line, shown=True)  # a lone surrogate in the trace is shown as the text \udcff
 
     def start(self) -> None:
         super().start()
