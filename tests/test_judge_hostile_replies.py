@@ -102,3 +102,29 @@ def test_a_body_not_utf8_every_time_leaves_the_trace_unscored(
     assert run(run_argv(fake_llm, "--no-cache", model=model)) == 1
     status, stages, judged = stored(suite)
     assert status == "completed" and stages == ["parse"] * 3 and judged == "unscored"
+
+
+async def test_strict_response_validation_reads_a_huge_integer_as_a_malformed_body(
+    fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With strict_response_validation the SDK parses the body itself: its ValueError is the same malformed
+    # reply (a ProviderError the run stores unscored), not an exception that ends the run.
+    from seqjudge.errors import ProviderError
+    from seqjudge.judge.providers.base import JudgeRequest
+    from seqjudge.judge.providers.registry import get_provider
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-suite-0000")
+    raw = json.dumps(openai_chat(VALID).body).replace('"prompt_tokens": 100', f'"prompt_tokens": {HUGE}')
+    fake_llm.enqueue(FakeReply(200, raw.encode(), {"content-type": "application/json"}))
+    provider = get_provider(
+        "openai:gpt-4o", base_url=fake_llm.openai_base_url, strict_response_validation=True, max_retries=0
+    )
+    request = JudgeRequest(
+        system="s", static_prompt="a", dynamic_prompt="b", schema={"type": "object"}, schema_name="judgement"
+    )
+    try:
+        with pytest.raises(ProviderError, match="integer too long to read") as info:
+            await provider.complete(request)
+    finally:
+        await provider.aclose()  # type: ignore[attr-defined]
+    assert info.value.kind == "server"

@@ -117,6 +117,20 @@ def read_api_key(provider: str, env_var: str, base_url: str | None = None) -> st
     return key
 
 
+def _unreadable(exc: BaseException) -> str | None:
+    """Why a body could not be read as JSON, when ``exc`` is the JSON decoder's; None for anything else (a
+    bug: let it surface). Python's int-string limit (4,300 digits) raises a plain ValueError."""
+    if isinstance(exc, json.JSONDecodeError):
+        return str(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        return f"bytes that are not UTF-8: {exc.reason}"
+    if isinstance(exc, RecursionError):
+        return "its values are nested too deep to read"
+    if isinstance(exc, ValueError) and "integer string conversion" in str(exc):
+        return "it holds an integer too long to read"
+    return None
+
+
 class RawPost(NamedTuple):
     """A reply read by ``SDKProvider._post_raw``: its JSON, the body's text as sent, the SDK's retries, and
     the response headers."""
@@ -310,14 +324,15 @@ class SDKProvider:
             text, invalid = content.decode("utf-8", errors="replace"), True
         try:
             return json.loads(text), invalid
-        except json.JSONDecodeError as exc:
-            why = str(exc)
-        except ValueError:
-            why = "it holds an integer too long to read"
-        except RecursionError:
-            why = "its values are nested too deep to read"
-        raise ProviderError(
-            f"{self.name} at {self.endpoint} answered with a body that is not readable JSON ({why})",
+        except (ValueError, RecursionError) as exc:
+            why = _unreadable(exc)
+            if why is None:
+                raise
+        raise self._unreadable_body(why)
+
+    def _unreadable_body(self, why: str) -> ProviderError:
+        return ProviderError(
+            f"{self.name} at {self.endpoint} answered with a body that is not valid JSON ({why})",
             kind="server",
             provider=self.name,
         )
@@ -400,12 +415,11 @@ class SDKProvider:
             )
         except ProviderError as exc:
             error = exc
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:  # the SDK's parse of a body
-            error = ProviderError(
-                f"{self.name} at {self.endpoint} answered with a body that is not valid JSON ({exc})",
-                kind="server",
-                provider=self.name,
-            )
+        except (ValueError, RecursionError) as exc:  # the SDK's own parse of a 2xx body (strict validation)
+            why = _unreadable(exc)
+            if why is None:
+                raise
+            error = self._unreadable_body(why)
         except Exception as exc:
             mapped = self._map_error(exc)
             if mapped is None:
