@@ -60,3 +60,10 @@ def judge_argv(server: Any, *extra: str) -> list[str]:
         server.openai_base_url,
         *extra,
     ]
+
+
+def run_argv(server: Any, *extra: str, model: str = "openai:gpt-4o") -> list[str]:
+    """`seqjudge run rules.yaml t.jsonl --store s.db` with ``model`` (OpenAI or Anthropic) served by the
+    loopback fake ``server``."""
+    base = server.openai_base_url if model.startswith("openai") else server.anthropic_base_url
+    return ["run", "rules.yaml", "t.jsonl", "--store", "s.db", "--model", model, "--base-url", base, *extra]

@@ -327,18 +327,29 @@ def test_max_drop_on_the_pass_rate() -> None:
     assert not compare(results(base), results(make_run(60, judge_fail=range(3))), max_drop=0.05).regression
 
 
-def test_missing_traces_are_reported_and_can_be_made_to_count() -> None:
+def test_missing_traces_count_unless_allowed() -> None:
+    # Issue 38: what the candidate never checked cannot pass the gate; --allow-missing only reports it.
     base = make_run(10, skip=[9])
     cand = make_run(12, skip=[0, 1])
     c = compare(results(base), results(cand))
     assert c.only_in_baseline == ["t00", "t01"] and c.only_in_candidate == ["t09", "t10", "t11"]
-    assert c.matched == 7 and not c.regression
-    assert (
-        "2 baseline trace(s) missing from the candidate: t00, t01 (reported only)"
-        in c.decision("missing").reason
-    )
-    hard = compare(results(base), results(cand), fail_on_missing=True)
-    assert hard.regression and [d.rule for d in hard.fired] == ["missing"]
+    assert c.matched == 7 and c.regression and [d.rule for d in c.fired] == ["missing"]
+    assert "2 baseline trace(s) missing from the candidate: t00, t01" in c.decision("missing").reason
+    soft = compare(results(base), results(cand), allow_missing=True)
+    assert not soft.regression
+    assert soft.decision("missing").reason.endswith("t00, t01 (--allow-missing)")
+
+
+@pytest.mark.parametrize("status", ["interrupted", "stopped", "running"])
+def test_a_candidate_run_that_did_not_complete_counts_unless_allowed(status: str) -> None:
+    base = make_run(5)
+    c = compare(results(base), results(make_run(5)), candidate_status=status, names=("main", "latest"))
+    assert c.regression and [d.rule for d in c.fired] == ["missing"]
+    assert f"the candidate run latest is {status}, not completed" in c.decision("missing").reason
+    assert not compare(
+        results(base), results(make_run(5)), candidate_status=status, allow_missing=True
+    ).regression
+    assert not compare(results(base), results(make_run(5)), candidate_status="completed").regression
 
 
 def test_rules_on_one_side_only_are_listed_not_counted() -> None:

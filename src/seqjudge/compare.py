@@ -19,7 +19,9 @@ Traces are matched by id. Four decision rules, each reported with the figures be
   noise floor the net flip rate ``(b - c) / n`` must also exceed. Without one, McNemar and the bootstrap
   already account for noise, since both work on paired differences.
 - ``max_drop`` (only when set): the pass rate on the traces both runs hold fell by more than ``max_drop``.
-- ``missing`` (only with ``fail_on_missing``): baseline traces absent from the candidate.
+- ``missing``: baseline traces absent from the candidate, or a candidate run that did not complete
+  (``candidate_status`` not ``completed``: stopped, interrupted, still running). What was never checked
+  cannot pass the gate, so this counts unless ``allow_missing`` (``--allow-missing``) makes it a report.
 
 Rules present on only one side (a changed rule file) are listed and never count as regressions: a rule
 the baseline never decided cannot have regressed.
@@ -303,7 +305,8 @@ def compare(
     seed: int = 0,
     resamples: int = RESAMPLES,
     noise: NoiseFloor | None = None,
-    fail_on_missing: bool = False,
+    allow_missing: bool = False,
+    candidate_status: str | None = None,
     names: tuple[str, str] = ("baseline", "candidate"),
 ) -> Comparison:
     """Compare two runs' per-trace results; see the module docstring for the decision rules."""
@@ -428,7 +431,7 @@ def compare(
         _deterministic_decision(deterministic, rule_changes),
         _judge_decision(judge, alpha, noise),
         _max_drop_decision(pass_rate, max_drop, len(matched_ids)),
-        _missing_decision(only_base, fail_on_missing),
+        _missing_decision(only_base, allow_missing, candidate_status, names[1]),
     ]
     base_side = summarize(names[0], list(base.values()))
     cand_side = summarize(names[1], list(cand.values()))
@@ -612,15 +615,29 @@ def _max_drop_decision(pass_rate: dict[str, float], max_drop: float | None, matc
     )
 
 
-def _missing_decision(only_base: list[str], fail_on_missing: bool) -> Decision:
-    if not only_base:
+def _missing_decision(
+    only_base: list[str], allow_missing: bool, candidate_status: str | None, candidate: str
+) -> Decision:
+    problems = []
+    if candidate_status is not None and candidate_status != "completed":
+        problems.append(f"the candidate run {candidate} is {candidate_status}, not completed")
+    if only_base:
+        problems.append(
+            f"{len(only_base)} baseline trace(s) missing from the candidate: {_listing(only_base)}"
+        )
+    if not problems:
         return Decision(
             rule="missing",
-            applies=fail_on_missing,
+            applies=not allow_missing,
             fired=False,
             reason="the candidate holds every baseline trace",
         )
-    figures = f"{len(only_base)} baseline trace(s) missing from the candidate: {_listing(only_base)}"
-    if not fail_on_missing:
-        return Decision(rule="missing", applies=False, fired=False, reason=f"{figures} (reported only)")
-    return Decision(rule="missing", applies=True, fired=True, reason=figures)
+    figures = "; ".join(problems)
+    if allow_missing:
+        return Decision(rule="missing", applies=False, fired=False, reason=f"{figures} (--allow-missing)")
+    return Decision(
+        rule="missing",
+        applies=True,
+        fired=True,
+        reason=f"{figures}: what was not checked cannot pass (--allow-missing reports it only)",
+    )

@@ -2,6 +2,10 @@
 
 Every failure a user can cause or meet is one of these, raised where the cause is known and turned into an
 exit code and a one-paragraph message in one place (``seqjudge.cli``). Nothing here may carry a secret.
+
+Exit codes: 1 a verdict (a trace failed or needs review), 2 bad input (``InputError``), 3 infrastructure (a
+provider, the store's disk, an alert endpoint), 4 an internal error: any other exception is a bug in
+seqjudge, never a verdict, so it must not read as 1 (``|| test $? -eq 1`` in CI) nor as 0.
 """
 
 from __future__ import annotations
@@ -74,6 +78,21 @@ class ProviderError(SeqjudgeError):
         # The judge's attempts recorded before this error ended a judge call (seqjudge.judge.judge.Attempt).
         self.attempts: list[Any] = []
         super().__init__(message)
+
+
+class StoreError(SeqjudgeError):
+    """The store's database failed under a write: a full disk, an I/O error, a read-only file or a lock held
+    too long (exit 3). ``path`` is the store's file."""
+
+    exit_code = 3
+
+    def __init__(self, problem: str, *, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path}: the seqjudge store failed ({problem}); what this command had not stored by then is not "
+            "stored. Free disk space (or fix the file's permissions, or end the other process holding it), "
+            "then run the command again (`seqjudge run --resume RUN` finishes a run)."
+        )
 
 
 class JudgeOutputError(SeqjudgeError):

@@ -8,9 +8,9 @@ from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic_core import to_json
 
 from seqjudge.defaults import DEFAULT_THRESHOLD, ReviewReason
+from seqjudge.safetext import json_bytes
 
 ViolationType = Literal[
     "out_of_order",
@@ -156,7 +156,7 @@ def report_line(data: dict[str, Any], *, finite: bool = False) -> bytes:
             return orjson.dumps(data, option=_ORJSON)
         except TypeError:  # orjson.JSONEncodeError: pydantic-core decides, as it always did
             pass
-    return to_json(data) + b"\n"
+    return json_bytes(data) + b"\n"  # pydantic-core, or a lone surrogate as its JSON escape
 
 
 # A subclass of str, int, dict or list (an enum, say) or a dataclass or datetime raises instead of being

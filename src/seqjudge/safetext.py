@@ -16,9 +16,12 @@ goes through ``terminal`` where it enters.
 from __future__ import annotations
 
 import html
+import json
 import re
 import sys
 from typing import IO, Any, cast
+
+from pydantic_core import PydanticSerializationError, to_json
 
 
 def terminal(text: str) -> str:
@@ -105,3 +108,22 @@ def csv_cell(value: object) -> object:
     if isinstance(value, str) and value.startswith(_FORMULA_START):
         return "'" + value
     return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_bytes(value: Any, *, shown: bool = False) -> bytes:
+    """``value`` as compact JSON bytes (pydantic-core's ``to_json``), also when a string in it holds a lone
+    surrogate, which is valid JSON (``"\\udcff"``) but has no UTF-8 encoding, so ``to_json`` raises.
+
+    Such a character is then written as that JSON escape, so the output reads back as the input's value (a
+    report's trace id stays the id); ``shown``: as the visible text ``\\udcff`` instead (a backslash and five
+    characters), for a page that displays it rather than passes it on. A surrogate only occurs inside a JSON
+    string, so either way the text stays JSON."""
+    try:
+        return to_json(value)
+    except PydanticSerializationError:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        escape = "\\\\u{:04x}" if shown else "\\u{:04x}"
+        return _SURROGATE.sub(lambda m: escape.format(ord(m.group())), text).encode("utf-8")

@@ -256,6 +256,10 @@ class PlainTrace:
 # no UTF-8 encoding. A trace is checked against these limits before it is judged, stored or converted, so
 # one bad trace ends in a message naming it, never in a traceback halfway through a run.
 MAX_NESTING = 100  # levels of lists and objects inside one value (arguments, output, context, ...)
+# The one message for a value nested too deep, whichever path meets it: this bound on a trace's values, or
+# Python's recursion limit (far above it) while a record is decoded or an importer walks it.
+TOO_DEEP = f"a value is nested more than {MAX_NESTING} levels deep"
+TOO_DEEP_HINT = "Flatten it, or store the deep part as a JSON string"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -270,6 +274,37 @@ def check_trace_data(trace: Trace, source: str | None = None) -> None:
         if found is not None:
             where, problem, hint = found
             raise InputError(f"{label}: {problem}", source=source, where=where, hint=hint)
+
+
+def check_nesting(trace: Trace | dict[str, Any], source: str | None = None, where: str | None = None) -> None:
+    """Raise ``InputError`` when a value of ``trace`` (a Trace, or the decoded record of a PlainTrace) nests
+    deeper than ``MAX_NESTING`` levels, naming the record (``where``) and the value's JSON path. Every
+    importer's traces pass this as they are read, in every format of `check` alike (its outputs and the
+    store walk values recursively); only ``check_trace_data`` also refuses lone surrogates."""
+    if isinstance(trace, Trace):
+        values, trace_id = _trace_values(trace), trace.trace_id
+    else:
+        values, trace_id = _record_values(trace), trace.get("trace_id")
+    for path, value in values:
+        kind = type(value)
+        if (kind is dict or kind is list) and _too_deep(value, 0):
+            found = _first_problem(value, path, surrogates=False)
+            assert found is not None  # the same walk, with paths
+            at, problem, hint = found
+            label = f"trace {trace_id!r}" if trace_id is not None else "a trace without trace_id"
+            place = f"{where}, {at}" if where and at else where or at
+            raise InputError(f"{label}: {problem}", source=source, where=place, hint=hint)
+
+
+def _too_deep(value: dict[Any, Any] | list[Any], depth: int) -> bool:
+    # Recursive, but never past MAX_NESTING frames, as _clean.
+    if depth >= MAX_NESTING:
+        return True
+    for child in value.values() if type(value) is dict else value:
+        kind = type(child)
+        if (kind is dict or kind is list) and _too_deep(child, depth + 1):
+            return True
+    return False
 
 
 def _clean_trace(trace: Trace) -> bool:
@@ -349,11 +384,23 @@ def _trace_values(trace: Trace) -> Iterator[tuple[str, Any]]:
             yield f"messages[{i}]", message.__pydantic_extra__
 
 
-def _first_problem(value: Any, path: str) -> tuple[str, str, str] | None:
-    """(JSON path, problem, hint) of the first value too deep or holding a lone surrogate; None if none."""
+def _record_values(record: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """The values of a plain native record (``ingest.plain``: known keys, calls that are objects)."""
+    for key, value in record.items():
+        if key != "calls":
+            yield key, value
+    for i, call in enumerate(record["calls"]):
+        for key, value in call.items():
+            yield f"calls[{i}].{key}", value
+
+
+def _first_problem(value: Any, path: str, *, surrogates: bool = True) -> tuple[str, str, str] | None:
+    """(JSON path, problem, hint) of the first value too deep or (``surrogates``) holding a lone surrogate;
+    None if none."""
     kind = type(value)
     if kind is str:
-        return None if value.isascii() or not _SURROGATE.search(value) else _surrogate_at(path)
+        bad = surrogates and not value.isascii() and _SURROGATE.search(value)
+        return _surrogate_at(path) if bad else None
     if kind is not dict and kind is not list:
         return None
     # Iterative, depth-first: a recursive walk would itself hit the recursion limit it guards against.
@@ -362,19 +409,15 @@ def _first_problem(value: Any, path: str) -> tuple[str, str, str] | None:
         item, where, depth = stack.pop()
         if depth > MAX_NESTING:
             shown = where if len(where) <= 80 else where[:60] + f"... ({depth} levels down)"
-            return (
-                shown,
-                f"a value is nested more than {MAX_NESTING} levels deep",
-                "flatten it, or store the deep part as a JSON string",
-            )
+            return shown, TOO_DEEP, TOO_DEEP_HINT
         children = item.items() if type(item) is dict else enumerate(item)
         for key, child in children:
-            if type(key) is str and not key.isascii() and _SURROGATE.search(key):
+            if surrogates and type(key) is str and not key.isascii() and _SURROGATE.search(key):
                 return _surrogate_at(f"{where}.{key.encode('utf-8', 'backslashreplace').decode()}")
             sub = (f"{where}.{key}" if where else str(key)) if type(key) is str else f"{where}[{key}]"
             ckind = type(child)
             if ckind is str:
-                if not child.isascii() and _SURROGATE.search(child):
+                if surrogates and not child.isascii() and _SURROGATE.search(child):
                     return _surrogate_at(sub)
             elif ckind is dict or ckind is list:
                 stack.append((child, sub, depth + 1))

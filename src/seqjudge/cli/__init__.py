@@ -1,7 +1,9 @@
 """Command-line entry point. Errors become exit codes and one-paragraph messages here, and only here.
 
 Exit codes: 0 every trace passed (or the command succeeded), 1 some trace failed or needs review,
-2 bad input, 3 infrastructure (a provider that cannot be reached).
+2 bad input, 3 infrastructure (a provider that cannot be reached, a store on a full disk), 4 an internal
+error (any other exception: a bug, never a verdict; the traceback goes to a log file, ``seqjudge.crashlog``),
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -94,6 +96,12 @@ def run(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         say("interrupted", err=True)
         return 130
+    except Exception as exc:  # a bug: never 0 or 1, which CI reads as a verdict
+        from seqjudge import crashlog
+
+        args = sys.argv[1:] if argv is None else argv
+        print(crashlog.message(exc, crashlog.write_log(exc, args), args), file=sys.stderr)
+        return crashlog.INTERNAL_ERROR
     return result if isinstance(result, int) else 0
 
 

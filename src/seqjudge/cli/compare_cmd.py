@@ -211,10 +211,19 @@ def compare_cmd(
             "baseline is the noise floor judge changes must exceed. " + RefHelp,
         ),
     ] = None,
+    allow_missing: Annotated[
+        bool,
+        typer.Option(
+            "--allow-missing",
+            help="Only report baseline traces missing from the candidate, and a candidate run that did not "
+            "complete (by default either is a regression).",
+        ),
+    ] = False,
     fail_on_missing: Annotated[
         bool,
         typer.Option(
-            "--fail-on-missing", help="Baseline traces missing from the candidate are a regression."
+            "--fail-on-missing",
+            help="Deprecated, and the default now: missing traces are a regression unless --allow-missing.",
         ),
     ] = False,
     junit: JunitOpt = None,
@@ -237,8 +246,10 @@ def compare_cmd(
 
     A rule the engine decides that newly fails on any trace is a regression. Rules only the judge decides
     are compared with a paired test (McNemar's exact test and a bootstrap interval) so that judge noise is
-    not taken for a regression. --max-drop adds a plain pass-rate gate. Judge rules a run took as advice (no
-    calibration certificate matched it) are left out and said so; --strict makes them an error.
+    not taken for a regression. --max-drop adds a plain pass-rate gate. Baseline traces missing from the
+    candidate, or a candidate run that did not complete, are a regression unless --allow-missing. Judge
+    rules a run took as advice (no calibration certificate matched it) are left out and said so; --strict
+    makes them an error.
 
     Exit 0 no regression, 1 regression, 2 bad input, 3 an alert that could not be posted (only with
     --alert-fail-hard, and only when there is no regression to report).
@@ -248,6 +259,12 @@ def compare_cmd(
     from seqjudge.outputs.ci_outputs import github_compare, junit_compare, markdown_compare
     from seqjudge.outputs.comparison import ComparisonView, write_ci
 
+    if fail_on_missing and allow_missing:
+        raise InputError(
+            "--fail-on-missing and --allow-missing contradict each other",
+            where="--allow-missing",
+            hint="Drop --fail-on-missing (failing on missing traces is the default now)",
+        )
     alert_webhook = alert_webhook or None  # an unset CI secret arrives as an empty string
     alerts.check_level(alert_below)
     alerts.check_webhook(alert_webhook, alert_below)
@@ -271,7 +288,8 @@ def compare_cmd(
         alpha=alpha,
         seed=seed,
         noise=noise,
-        fail_on_missing=fail_on_missing,
+        allow_missing=allow_missing,
+        candidate_status=cand.run.status if cand.run is not None else None,
         names=(baseline, candidate),
     )
     for side, summary in ((base, result.baseline), (cand, result.candidate)):

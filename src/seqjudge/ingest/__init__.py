@@ -37,11 +37,11 @@ from typing import cast
 
 from seqjudge.errors import InputError
 from seqjudge.ingest import detect, files, native
-from seqjudge.ingest.base import Batch, Blocks, Done, Format, NativeLines, Options, Record, Source
+from seqjudge.ingest.base import Batch, Blocks, Done, Format, NativeLines, Options, Record, Source, too_deep
 from seqjudge.ingest.files import TRACE_SUFFIXES
 from seqjudge.ingest.stats import IngestStats
 from seqjudge.safetext import say
-from seqjudge.trace import PlainTrace, Trace
+from seqjudge.trace import PlainTrace, Trace, check_nesting
 
 # Every format's name and its module in this package, in detection order.
 _IMPORTERS: dict[str, str] = {
@@ -229,7 +229,7 @@ def _load(inputs: files.Inputs, options: Options) -> Generator[Trace | PlainTrac
         fmt, traces = _parse(first, records, source, options, tracker.blocks)
         base = number << 40
         made = count = 0
-        for trace in traces:
+        for trace in _bounded(traces, source, tracker, fmt is not native):
             if isinstance(trace, Batch):
                 # A hook's run of records: their ids checked at once when none repeats (the usual case),
                 # else one by one below, for the message and line of the first that does.
@@ -279,6 +279,21 @@ def _load(inputs: files.Inputs, options: Options) -> Generator[Trace | PlainTrac
             + ("every file is empty" if len(sources) > 1 else "the input is empty"),
             hint="Point at a file with traces, or pass --allow-empty to accept an empty input",
         )
+
+
+def _bounded(
+    traces: Iterable[Trace | PlainTrace | Done | Batch], source: Source, tracker: _Tracker, check: bool
+) -> Iterator[Trace | PlainTrace | Done | Batch]:
+    """``traces``, each within trace.MAX_NESTING (``check``: the native importer checks its own, for the
+    worker pool and Spark that read records without this loader). Every importer walks what it reads
+    recursively somewhere, so a value too deep for that is refused here too, naming the record read last."""
+    try:
+        for trace in traces:
+            if check and type(trace) is Trace:
+                check_nesting(trace, source.name, None if tracker.line is None else f"line {tracker.line}")
+            yield trace
+    except RecursionError:
+        raise too_deep(source, tracker.line) from None
 
 
 def _duplicate(

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from seqjudge.errors import InputError
 from seqjudge.ingest.stats import IngestStats
-from seqjudge.trace import PlainTrace, Trace
+from seqjudge.trace import TOO_DEEP, TOO_DEEP_HINT, PlainTrace, Trace
 
 NEVER_ANSWERED = "never answered: no tool result for call id {id}"
 # A call without an id: results answer calls by id, so nothing can answer it.
@@ -186,6 +186,22 @@ def decode_json(raw: bytes, source: Source, line: int | None) -> Any:
             where=None if line is None else f"line {line}",
             hint="Save the file as UTF-8",
         ) from None
+    except RecursionError:  # the decoder recurses once a level: Python's limit (~1,000) ends a deeper value
+        raise too_deep(source, line) from None
+    except ValueError:  # valid JSON, but Python reads no integer of more than 4,300 digits
+        raise InputError(
+            "a number has more digits than Python reads (4,300)",
+            source=source.name,
+            where=None if line is None else f"line {line}",
+            hint="Write such a value as a JSON string",
+        ) from None
+
+
+def too_deep(source: Source, line: int | None) -> InputError:
+    """The error for a record nested too deep to decode or walk (trace.MAX_NESTING is the bound)."""
+    return InputError(
+        TOO_DEEP, source=source.name, where=None if line is None else f"line {line}", hint=TOO_DEEP_HINT
+    )
 
 
 class Format(Protocol):

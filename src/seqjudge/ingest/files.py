@@ -255,18 +255,21 @@ def _split(
     if second is None and not force_jsonl:
         yield Record(source, None, b"".join(head) + b"".join(between))
         return
+    decoded = True
     try:
         first_value: Any = json.loads(first)
         complete = True
-    except ValueError:
+    except (json.JSONDecodeError, UnicodeDecodeError):
         complete = False
+    except (ValueError, RecursionError):  # complete, but too deep or too long a number: refused when read
+        complete, decoded = True, False
     if not complete and not force_jsonl:
         assert second is not None
         rest = stream.read()
         yield Record(source, None, b"".join(head) + b"".join(between) + second + rest)
         return
     record = Record(source, first_line, first)
-    if complete:
+    if decoded and complete:
         record.set_value(first_value)
     yield record
     if second is None:
@@ -321,6 +324,8 @@ def _concatenated(record: Record) -> list[Record] | None:
                     hint="The file looks truncated (it ends in the middle of a JSON value); re-export or "
                     "re-copy it",
                 ) from None
+            return None
+        except (ValueError, RecursionError):  # too deep or too long a number: the document's error stands
             return None
         part = Record(record.source, line, text[position:stop].encode("utf-8"))
         part.set_value(value)

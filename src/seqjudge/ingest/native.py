@@ -32,7 +32,7 @@ from seqjudge.ingest.base import (
     validation_error,
 )
 from seqjudge.ingest.plain import plain_trace
-from seqjudge.trace import PlainTrace, Trace, gc_paused
+from seqjudge.trace import MAX_NESTING, PlainTrace, Trace, check_nesting, gc_paused
 
 NAME = "native"
 SIGNATURE = (
@@ -154,6 +154,8 @@ def parse_line(record: Record, options: Options) -> Trace | PlainTrace:
         if value is not _UNDECODABLE:
             plain = plain_trace(value, options.error_pattern)
             if plain is not None:
+                if _may_nest_deep(record.raw):
+                    check_nesting(value, record.source.name, record.where)
                 if plain.trace_id is None:
                     plain.trace_id = record.default_id()
                 return plain
@@ -166,13 +168,23 @@ def parse_line(record: Record, options: Options) -> Trace | PlainTrace:
     else:
         if trace.trace_id is None:
             trace.trace_id = record.default_id()
+    if _may_nest_deep(record.raw):
+        check_nesting(trace, record.source.name, record.where)
     return apply_error_pattern(check_outcomes(trace, record, ""), options.error_pattern)
+
+
+def _may_nest_deep(raw: bytes) -> bool:
+    """False when the record has too few brackets to nest past MAX_NESTING: most skip the walk."""
+    return raw.count(b"[") + raw.count(b"{") > MAX_NESTING
 
 
 def _document(record: Record, options: Options) -> Iterator[Trace | PlainTrace]:
     traces = fast_document(record, options) if record.is_undecoded else None
     if traces is not None:
-        yield from traces
+        for trace in traces:
+            if type(trace) is Trace:
+                check_nesting(trace, record.source.name)
+            yield trace
         return
     value = record.value()
     if isinstance(value, list) and value and isinstance(value[0], dict) and "calls" in value[0]:
@@ -184,11 +196,13 @@ def _document(record: Record, options: Options) -> Iterator[Trace | PlainTrace]:
                     hint="A JSON list of traces holds trace objects only",
                 )
             trace = _from_value(record, item, f"[{index}]", record.default_id(index), options)
+            check_nesting(trace, record.source.name, f"[{index}]")
             yield apply_error_pattern(check_outcomes(trace, record, f"[{index}]"), options.error_pattern)
         return
     if value == []:
         return  # an empty list of traces
     trace = _from_value(record, value, "", record.default_id(), options)
+    check_nesting(trace, record.source.name)
     yield apply_error_pattern(check_outcomes(trace, record, ""), options.error_pattern)
 
 

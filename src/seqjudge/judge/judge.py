@@ -436,6 +436,14 @@ class JudgeSession:
                 "a cut-off reply is not re-asked unchanged"
             )
         try:
+            if reply.invalid_utf8:
+                raise InvalidJudgeOutput(
+                    "parse",
+                    [
+                        "the reply held bytes that are not UTF-8 (shown here as \ufffd); answer with the "
+                        "JSON object in UTF-8 text"
+                    ],
+                )
             if oversized:
                 raise InvalidJudgeOutput(
                     "size",

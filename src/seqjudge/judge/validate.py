@@ -140,6 +140,25 @@ def parse_json(text: str) -> Any:
                 "exactly one JSON object, without prose or code fences"
             ],
         ) from None
+    # Valid JSON that Python will not read: an integer of more than 4,300 digits (ValueError), or values
+    # nested past the recursion limit. A model's reply, so an invalid one: re-asked, never a crash.
+    except ValueError:
+        raise InvalidJudgeOutput(
+            "parse",
+            [
+                "the reply is not valid JSON for this harness (it holds an integer too long to read); "
+                "answer with exactly one JSON object whose numbers are ordinary (a score between 0 and 1, "
+                "small counts)"
+            ],
+        ) from None
+    except RecursionError:
+        raise InvalidJudgeOutput(
+            "parse",
+            [
+                "the reply is not valid JSON for this harness (its values are nested too deep to read); "
+                "answer with exactly one JSON object of the schema's shape"
+            ],
+        ) from None
 
 
 def check_schema(data: Any) -> JudgeOutput:

@@ -17,8 +17,6 @@ import json
 import os
 from typing import IO, Any
 
-from pydantic_core import to_json
-
 from seqjudge.checkpool import Checked, Checks, Origin
 from seqjudge.outputs.coverage import coverage_lines
 from seqjudge.outputs.streams import byte_writer
@@ -26,7 +24,7 @@ from seqjudge.outputs.textview import PLAIN, Palette, Totals, report_bytes
 from seqjudge.report import DEFAULT_THRESHOLD, report_line
 from seqjudge.rules.engine import FINITE
 from seqjudge.rules.model import RuleSet
-from seqjudge.safetext import shown
+from seqjudge.safetext import json_bytes, shown
 from seqjudge.trace import PlainTrace, Trace
 
 
@@ -168,7 +166,7 @@ class JsonOutput(CheckOutput):
     def render(self, trace: Trace | PlainTrace, data: dict[str, Any], origin: Origin | None) -> bytes:
         # What report_line writes, without its newline, after the separator from the report before it (the
         # first report goes without its comma): parts so made join into the document as they are.
-        return b",\n    " + to_json(data)
+        return b",\n    " + json_bytes(data)
 
     def start(self) -> None:
         super().start()

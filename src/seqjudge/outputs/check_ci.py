@@ -29,8 +29,6 @@ from itertools import accumulate, groupby
 from operator import itemgetter
 from typing import IO, TYPE_CHECKING, Any
 
-from pydantic_core import to_json
-
 from seqjudge.checkpool import Checked, Origin
 from seqjudge.errors import InputError
 from seqjudge.outputs.check import CheckOutput, deferred_note
@@ -55,7 +53,7 @@ from seqjudge.outputs.textview import (
     window_text,
 )
 from seqjudge.report import score_reasons
-from seqjudge.safetext import terminal
+from seqjudge.safetext import json_bytes, terminal
 from seqjudge.trace import PlainTrace, Trace
 
 if TYPE_CHECKING:
@@ -618,7 +616,7 @@ class MarkdownOutput(CheckOutput):
         if failed and not self._rendered_blocks:
             blocks = blocks_text(trace, check_result(data, self.threshold, self.risk_level))
             self._rendered_blocks = True
-        return to_json([data["trace_id"], data["verdict"], score, failed, reasons, blocks]) + b"\n"
+        return json_bytes([data["trace_id"], data["verdict"], score, failed, reasons, blocks]) + b"\n"
 
     def start(self) -> None:
         super().start()

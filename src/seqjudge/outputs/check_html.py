@@ -22,8 +22,6 @@ from __future__ import annotations
 import json
 from typing import IO, Any
 
-from pydantic_core import to_json
-
 from seqjudge.checkpool import Checked, Origin
 from seqjudge.outputs.check import CheckOutput, deferred_note
 from seqjudge.outputs.check_ci import NO_JUDGE, check_result, failed_and_reasons
@@ -31,6 +29,7 @@ from seqjudge.outputs.html import view
 from seqjudge.outputs.html.render import CheckPage, render_check
 from seqjudge.outputs.textview import Totals
 from seqjudge.redact import redact_trace
+from seqjudge.safetext import json_bytes
 from seqjudge.trace import PlainTrace, Trace
 
 LISTED = 500  # traces that did not pass, listed in full (row and detail); the rest are counted only
@@ -63,7 +62,7 @@ class HtmlOutput(CheckOutput):
             shown = redact_trace(trace)  # a page is kept and shared: secrets out, as the store keeps them out
             line["row"] = vars(view.row(0, shown, result))
             line["detail"] = view.detail(shown, result)
-        return to_json(line)
+        return json_bytes(line, shown=True)  # a lone surrogate in the trace is shown as the text \udcff
 
     def start(self) -> None:
         super().start()

@@ -49,7 +49,7 @@ MARKER_RUN = "<!-- seqjudge:report-ci -->"  # lets a workflow find and update it
 MARKER_COMPARE = "<!-- seqjudge:compare -->"
 
 # Characters XML 1.0 cannot hold (control characters that a tool output may carry).
-_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")  # lone surrogates too
 
 
 # -- actionable messages ------------------------------------------------------------------------------------

@@ -19,12 +19,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic_core import to_json
-
 from seqjudge.checkpool import Checked, Origin
 from seqjudge.outputs.check import CheckOutput, deferred_note
 from seqjudge.outputs.textview import Totals
 from seqjudge.rules.model import RuleSet
+from seqjudge.safetext import json_bytes
 from seqjudge.trace import PlainTrace, Trace
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -129,7 +128,7 @@ class SarifOutput(CheckOutput):
                     "verdict": data["verdict"],
                 },
             }
-            parts.append(b",\n        " + to_json(result))
+            parts.append(b",\n        " + json_bytes(result))
         return b"".join(parts)
 
     def start(self) -> None:

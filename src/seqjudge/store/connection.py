@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from seqjudge.defaults import DEFAULT_STORE_PATH
-from seqjudge.errors import InputError
+from seqjudge.errors import InputError, StoreError
 from seqjudge.redact import ENV_SECRET_NAMES, scrub_secrets, secret_env_values
 from seqjudge.store.codec import _dumps, _iso, _now
 from seqjudge.store.schema import MIGRATIONS, Migration
@@ -82,18 +82,28 @@ class Connection:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taken up front (IMMEDIATE) so that a concurrent writer waits, not fails."""
+        """One write transaction, taken up front (IMMEDIATE) so that a concurrent writer waits, not fails.
+
+        An error of the machine, not of the statement (a full disk, an I/O error, a read-only file, a lock
+        held past the timeout: ``_machine_error``) becomes ``StoreError`` (exit 3). Other errors (a
+        constraint, a bad statement) are bugs and stay what they are."""
         with self._lock:
             conn = self._conn
             if conn is None:
                 raise RuntimeError("the store is closed")
-            conn.execute("BEGIN IMMEDIATE")
             try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    if conn.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL does)
+                        conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                if not _machine_error(exc):
+                    raise
+                raise StoreError(str(exc), path=str(self.path)) from exc
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -161,3 +171,23 @@ class Connection:
 
     def _text(self, value: Any) -> str:
         return _dumps(self._clean(value))
+
+
+# SQLite's result codes (and their extended forms, FULL, IOERR_WRITE, ...) that the machine causes: the disk,
+# the file's permissions, another process's lock. Python names them on the exception (3.11+).
+_MACHINE_CODES: tuple[str, ...] = (
+    "SQLITE_FULL",
+    "SQLITE_IOERR",
+    "SQLITE_READONLY",
+    "SQLITE_BUSY",
+    "SQLITE_LOCKED",
+    "SQLITE_CANTOPEN",
+    "SQLITE_PERM",
+    "SQLITE_NOLFS",
+    "SQLITE_PROTOCOL",
+)
+
+
+def _machine_error(exc: sqlite3.Error) -> bool:
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    return name.startswith(_MACHINE_CODES)

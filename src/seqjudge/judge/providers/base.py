@@ -246,6 +246,8 @@ class ProviderReply(BaseModel):
     request_id: str | None = None
     # (token, log-probability) of each output token, when asked for and returned (OpenAI chat ``logprobs``).
     token_logprobs: list[tuple[str, float]] | None = None
+    # Bytes of the response that were not UTF-8, read as U+FFFD: the judge takes the reply as invalid.
+    invalid_utf8: bool = False
 
 
 @runtime_checkable
@@ -268,7 +270,7 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     for candidate in (text, *(m.group(1) for m in [_FENCE.match(text)] if m)):
         try:
             value = json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):  # the judge's validation says what is wrong with it
             continue
         return value if isinstance(value, dict) else None
     return None

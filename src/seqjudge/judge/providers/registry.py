@@ -215,6 +215,32 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
     return provider, model
 
 
+def check_base_url(url: str) -> None:
+    """Refuse a base URL that carries credentials (``https://user:password@host/v1``), naming it without them.
+
+    Refused rather than stripped: the SDKs would not send them as a server expects (aiohttp even raises on
+    them), dropping them silently would turn into a puzzling 401, and a URL holding a password would be
+    written into the run's stored config and into connection messages. A key belongs in the environment."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        userinfo = parts.username is not None or parts.password is not None
+    except ValueError:  # e.g. a bad port or bracket; what is wrong with it is the SDK's to say
+        return
+    if not userinfo:
+        return
+    host = parts.hostname or ""
+    shown = f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "") + parts.path
+    raise InputError(
+        f"the base URL {shown} carries a user name or password (written as user:password@ before the host), "
+        "which seqjudge does not send and will not store",
+        where="--base-url",
+        hint="Give the URL without them and put the key in the environment (the provider's key variable, or "
+        "the one named by api_key_env); a gateway that needs basic auth can be reached through a local proxy",
+    )
+
+
 def get_provider(spec: str, **options: Any) -> Provider:
     """Build the provider named by ``spec``, e.g. ``openai:gpt-4o`` or ``anthropic:claude-sonnet-4-5``.
 
@@ -227,6 +253,8 @@ def get_provider(spec: str, **options: Any) -> Provider:
     ``await provider.aclose()`` when done.
     """
     provider, model = parse_model_spec(spec)
+    if options.get("base_url") is not None:
+        check_base_url(options["base_url"])
     profile = provider_profile(provider)
     if profile is None:
         raise InputError(

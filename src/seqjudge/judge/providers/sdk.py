@@ -117,6 +117,20 @@ def read_api_key(provider: str, env_var: str, base_url: str | None = None) -> st
     return key
 
 
+def _unreadable(exc: BaseException) -> str | None:
+    """Why a body could not be read as JSON, when ``exc`` is the JSON decoder's; None for anything else (a
+    bug: let it surface). Python's int-string limit (4,300 digits) raises a plain ValueError."""
+    if isinstance(exc, json.JSONDecodeError):
+        return str(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        return f"bytes that are not UTF-8: {exc.reason}"
+    if isinstance(exc, RecursionError):
+        return "its values are nested too deep to read"
+    if isinstance(exc, ValueError) and "integer string conversion" in str(exc):
+        return "it holds an integer too long to read"
+    return None
+
+
 class RawPost(NamedTuple):
     """A reply read by ``SDKProvider._post_raw``: its JSON, the body's text as sent, the SDK's retries, and
     the response headers."""
@@ -125,6 +139,7 @@ class RawPost(NamedTuple):
     body_json: str
     transport_retries: int
     headers: Any
+    invalid_utf8: bool = False  # bytes of the body were not UTF-8 (replaced by U+FFFD to read the rest)
 
 
 @functools.cache
@@ -265,7 +280,7 @@ class SDKProvider:
         posted = await self._post_raw(body)
         if posted is None:
             return None
-        return self.reply_from_body(
+        reply = self.reply_from_body(
             posted.data,
             request=request,
             body=body,
@@ -273,6 +288,8 @@ class SDKProvider:
             transport_retries=posted.transport_retries,
             request_id=posted.headers.get(self.request_id_header),
         )
+        reply.invalid_utf8 = posted.invalid_utf8
+        return reply
 
     async def _post_raw(self, body: dict[str, Any]) -> RawPost | None:
         """POST ``body`` to ``request_path`` through the SDK's own client (its retries, timeouts, headers and
@@ -287,11 +304,38 @@ class SDKProvider:
         response = await self._client().post(
             self.request_path, content=body_json.encode("utf-8"), cast_to=raw_type
         )
-        data = response.json()
+        data, invalid_utf8 = self._decode_body(response.content)
         if not isinstance(data, dict):
             data = self._body(data)  # raises: not a JSON object
         retries = int(response.request.headers.get("x-stainless-retry-count") or 0)
-        return RawPost(data, body_json, retries, response.headers)
+        return RawPost(data, body_json, retries, response.headers, invalid_utf8)
+
+    def _decode_body(self, content: bytes) -> tuple[Any, bool]:
+        """A 2xx body's JSON, and whether some of its bytes were not UTF-8.
+
+        Such bytes are read as U+FFFD, so that the reply still reaches the judge, which takes it as an invalid
+        reply (re-asked, then unscored: ``ProviderReply.invalid_utf8``). A body that is no JSON Python can
+        read - bad JSON, an integer of more than 4,300 digits (Python's int-string limit raises ValueError),
+        values nested past the recursion limit - is a malformed reply from the server (``kind="server"``: the
+        trace is stored unscored and the run goes on), never a crash."""
+        try:
+            text, invalid = content.decode("utf-8"), False
+        except UnicodeDecodeError:
+            text, invalid = content.decode("utf-8", errors="replace"), True
+        try:
+            return json.loads(text), invalid
+        except (ValueError, RecursionError) as exc:
+            why = _unreadable(exc)
+            if why is None:
+                raise
+        raise self._unreadable_body(why)
+
+    def _unreadable_body(self, why: str) -> ProviderError:
+        return ProviderError(
+            f"{self.name} at {self.endpoint} answered with a body that is not valid JSON ({why})",
+            kind="server",
+            provider=self.name,
+        )
 
     def _body(self, parsed: Any) -> dict[str, Any]:
         """The SDK's parsed reply as a JSON dict; a body that is not a JSON object is a server error (a
@@ -371,12 +415,11 @@ class SDKProvider:
             )
         except ProviderError as exc:
             error = exc
-        except json.JSONDecodeError as exc:  # the SDK could not parse a 2xx body
-            error = ProviderError(
-                f"{self.name} at {self.endpoint} answered with a body that is not valid JSON ({exc})",
-                kind="server",
-                provider=self.name,
-            )
+        except (ValueError, RecursionError) as exc:  # the SDK's own parse of a 2xx body (strict validation)
+            why = _unreadable(exc)
+            if why is None:
+                raise
+            error = self._unreadable_body(why)
         except Exception as exc:
             mapped = self._map_error(exc)
             if mapped is None:
