@@ -20,11 +20,13 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 from operator import contains
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from seqjudge.rules.lineage import Sources, sources_of
 from seqjudge.rules.select import Selector
 from seqjudge.trace import PlainTrace, Trace
+
+if TYPE_CHECKING:
+    from seqjudge.rules.lineage import Sources
 
 EMPTY: list[int] = []
 # Up to this many calls a trace is indexed by the loop that suits few calls to many tools.
@@ -195,6 +197,9 @@ class TraceIndex:
         if found is None:
             if self.source is None:
                 raise ValueError("this index was built without its trace: lineage rules cannot read outputs")
+            # Imported here: only a rule set with lineage rules pays for it (and for `regex`) at start-up.
+            from seqjudge.rules.lineage import sources_of
+
             found = self._lineage = sources_of(self.source)
         return found
 

@@ -14,12 +14,11 @@ are to a person reading the trace. ``None`` is no value. A list or object is the
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
-
-import regex
 
 from seqjudge.trace import PlainTrace, Trace
 
@@ -46,7 +45,7 @@ _MAX_DEPTH = 100
 MAX_OUTPUT_CHARS = 1_000_000
 
 
-_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class _Key:
@@ -295,4 +294,4 @@ def sources_of(trace: Trace | PlainTrace) -> Sources:
 @lru_cache(maxsize=4096)
 def word_pattern(value: str) -> Any:
     """``value`` as a whole word: not inside a longer run of letters, digits or underscores."""
-    return regex.compile(r"(?<![\w])" + regex.escape(value) + r"(?![\w])")
+    return re.compile(r"(?<![\w])" + re.escape(value) + r"(?![\w])")
