@@ -9,6 +9,7 @@ and lets what follows become markup (raw HTML included) in a pull-request commen
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 
 
 def terminal(text: str) -> str:
@@ -29,3 +30,10 @@ def md_text(text: str) -> str:
     """Plain text for a markdown table cell or an HTML element inside markdown (``<summary>``): one line,
     HTML escaped, pipes escaped."""
     return html.escape(terminal(text), quote=False).replace("|", "\\|")
+
+
+def listing(names: Sequence[str], limit: int) -> str:
+    """The first ``limit`` names, comma-separated, then how many more there are ("a, b and 3 more"): enough
+    for a message to show what exists without printing thousands of ids."""
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
