@@ -714,6 +714,8 @@ def estimate_run(
         if not rule_ids:
             continue
         checked = check_inputs(trace, ruleset, catalog_names=names, rule_ids=rule_ids, redact=cfg.redact)
+        if est.judge_skipped:
+            continue  # inputs checked as a run would; no judge would be asked, so no call is counted
         prompt = render(
             checked,
             ruleset,

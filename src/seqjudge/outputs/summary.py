@@ -139,10 +139,11 @@ def estimate_text(est: RunEstimate, out: IO[str] | None = None) -> None:
     """The `--dry-run` report."""
     w = (out or sys.stdout).write
     skipped = f" ({est.skipped_stored} already stored, not counted)" if est.skipped_stored else ""
-    w(f"dry run: {est.traces} trace(s){skipped}, {est.calls} judge call(s) (re-asks not counted)\n")
     if est.judge_skipped:
+        w(f"dry run: {est.traces} trace(s){skipped}, no judge call\n")
         w(f"judge skipped: {est.judge_skipped}; no tokens would be spent.\n")
         return
+    w(f"dry run: {est.traces} trace(s){skipped}, {est.calls} judge call(s) (re-asks not counted)\n")
     w(
         f"estimated tokens (characters / 4): {est.input_tokens:,} input ({est.static_tokens:,} a call are "
         f"the static part a prompt cache can reuse), {est.output_tokens:,} output (about "
