@@ -238,6 +238,11 @@ def _check(dataset: Path, model: str | None, store: Path | None) -> int:
             f"certificate of {cert.created} holds: same model, prompt template, rules and labels ({folder})"
         )
         return 0
+    if cert is None:
+        # never calibrated: not "stale", and not a pass either
+        print(f"{dataset} has no calibration certificate (looked in {folder}): the judge is not certified")
+        print(f"  run `seqjudge calibrate {dataset}` to certify it")
+        return 1
     print(f"the calibration certificate of {dataset} is stale: " + "; ".join(changes))
     print(f"  re-run `seqjudge calibrate {dataset}` to certify the judge again")
     return 1
