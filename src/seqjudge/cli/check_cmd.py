@@ -131,6 +131,7 @@ def check(
         shown = output_class(
             out,
             source=traces[0] if len(traces) == 1 else "-",
+            title=" ".join(traces),
             ruleset=ruleset,
             threshold=threshold,
             risk_level=risk_level.value,
