@@ -180,6 +180,9 @@ def check(
             with contextlib.suppress(OSError):  # the error that ended the run is the one to show
                 shown.abandon()
             raise
+    if output is not None and str(output) != "-":
+        # The output went to a file: one line here says it ran and how it came out, as linters do.
+        print(f"seqjudge: {totals.line()}; written to {output}", file=sys.stderr)
     if verbose:
         report_ingest(stats)
     if fmt != "text":  # the text view ends with these; machine formats keep stdout for their data
