@@ -330,3 +330,17 @@ def test_anthropic_proxy_requests_of_one_conversation_are_one_trace(tmp_path: Pa
     rules = tmp_path / "rules.yaml"
     rules.write_text("rules:\n  - {type: require, tool: get_order}\n")
     assert run(["check", str(rules), str(FIXTURES / name)]) == 0
+
+
+def test_an_openai_records_id_is_metadata_not_the_trace_id(tmp_path: Path) -> None:
+    # documented in the README (Traces from agent frameworks): trace_id names a trace, `id` does not
+    call = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+    record = {"id": "resp_1", "output": [call]}
+    path = tmp_path / "responses.jsonl"
+    path.write_text(json.dumps(record) + "\n" + json.dumps({**record, "trace_id": "mine"}) + "\n")
+    unnamed, named = load_traces(path)
+    assert unnamed.trace_id == "responses.jsonl:1" and unnamed.metadata["id"] == "resp_1"
+    assert named.trace_id == "mine"
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
+    said = "an `openai` or `anthropic` record's is its `trace_id` key, else `FILE:LINE`. Their `id` key"
+    assert said in readme
