@@ -76,6 +76,12 @@ class ProviderError(SeqjudgeError):
         super().__init__(message)
 
 
+class InfrastructureError(SeqjudgeError):
+    """What seqjudge runs on cannot run it (Spark's Python workers cannot import it, ...): exit 3."""
+
+    exit_code = 3
+
+
 class JudgeOutputError(SeqjudgeError):
     """A judge reply that failed parsing, the schema or a semantic check; the harness re-asks with it."""
 
