@@ -359,7 +359,7 @@ def test_max_cost_stops_the_run_and_resume_finishes_it_without_paying_twice(
             info = db.run_info(run_id)
         first = stored_ids(store)
         assert info.status == "stopped" and 0 < len(first) < n
-        assert f"`seqjudge run --resume {run_id}` finishes it" in out
+        assert f"`seqjudge run --resume {run_id} --store {store}` finishes it" in out  # typed here, it works
         assert info.totals is not None and info.totals["cost"]["usd"] <= 0.5 + 0.11  # one call's misestimate
         calls_before = len(srv.requests)
         assert calls_before == len(first)
