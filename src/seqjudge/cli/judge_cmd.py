@@ -33,7 +33,7 @@ from seqjudge.defaults import DEFAULT_THRESHOLD
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
-from seqjudge.safetext import listing, terminal
+from seqjudge.safetext import terminal
 
 if TYPE_CHECKING:
     from seqjudge.judge.judge import JudgeResult
@@ -98,7 +98,7 @@ def prompt(
             if trace_id is not None:
                 break
     if chosen is None:
-        some = listing(seen, _NAMED_IDS) + (f" and {count - len(seen)} more" if count > len(seen) else "")
+        some = ", ".join(seen) + (f" and {count - len(seen)} more" if count > len(seen) else "")
         raise InputError(
             f"no trace with id {trace_id!r} among the input's {count} trace(s): {some}"
             if trace_id and count
