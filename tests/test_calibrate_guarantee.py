@@ -168,6 +168,16 @@ def test_cli_json_text_plot_and_check(
     assert run(["calibrate", str(suite), "--alpha", "0", "--model", "conf:m", "--store", str(store)]) == 2
 
 
+def test_check_without_any_certificate_says_none_exists(
+    suite: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "db" / "seqjudge.db"
+    assert run(["calibrate", str(suite), "--check", "--model", "conf:m", "--store", str(store)]) == 1
+    out = capsys.readouterr().out
+    assert "has no calibration certificate" in out and "stale" not in out
+    assert f"run `seqjudge calibrate {suite}`" in out
+
+
 def scores_file(path: Path, dataset: Any, **line_extra: Any) -> Path:
     lines = []
     for i, trace in enumerate(dataset.traces):

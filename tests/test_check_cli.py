@@ -124,8 +124,11 @@ def test_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     traces = write(tmp_path, "t.json", json.dumps(["VerifyIdentity", "DeleteCustomer"]))
     out = tmp_path / "out.jsonl"
     assert run(["check", rules, traces, "--format", "jsonl", "--output", str(out)]) == 0
-    assert capsys.readouterr().out == ""
+    captured = capsys.readouterr()
+    assert captured.out == ""
     assert json.loads(out.read_text())["verdict"] == "pass"
+    # not silent: one summary line on stderr, as linters print
+    assert captured.err.splitlines()[0] == f"seqjudge: 1 trace(s): 1 pass, 0 fail, 0 review; written to {out}"
 
 
 def test_report_json_has_exactly_the_documented_keys() -> None:

@@ -81,9 +81,10 @@ def command(
     out = traces.with_suffix(".out")
     out.unlink(missing_ok=True)
     code = run(["check", str(rules), str(traces), "--format", fmt, "--output", str(out), *extra])
-    err = "".join(
-        line for line in capsys.readouterr().err.splitlines(True) if not line.startswith("warning: ")
-    )
+    lines = capsys.readouterr().err.splitlines(True)
+    summary = f"; written to {out}\n"  # the one line `check -o FILE` ends with, when it checked the input
+    assert code == 2 or any(line.startswith("seqjudge: ") and line.endswith(summary) for line in lines)
+    err = "".join(line for line in lines if not line.startswith("warning: ") and not line.endswith(summary))
     return code, out.read_bytes() if out.exists() else b"", err
 
 

@@ -190,3 +190,20 @@ def test_workers_render_the_same_first_failing_traces(
     page = Page(pooled)
     assert [t["id"] for t in page.data()["traces"]] == ["bad0", "bad3", "bad6"]
     assert page.text_of("data-count", "not-listed") == "17"
+
+
+def test_a_suite_of_several_trace_files_is_titled_with_their_names(
+    suite: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # seqjudge.yaml names two trace files: the page and the JUnit suite say which, not "-"
+    rules, traces = suite
+    more = tmp_path / "more.jsonl"
+    more.write_text(json.dumps(record(1)).replace("good1", "more1") + "\n", encoding="utf-8")
+    (tmp_path / "seqjudge.yaml").write_text(
+        f"rules: {rules.name}\ntraces: [{traces.name}, {more.name}]\n", encoding="utf-8"
+    )
+    assert run(["check", "--format", "html", "-o", "out.html"]) == 1
+    title = Page((tmp_path / "out.html").read_text(encoding="utf-8")).text_of("id", "check-source")
+    assert title == f"{traces} {more}"
+    assert run(["check", "--format", "junit", "-o", "out.xml"]) == 1
+    assert f'name="seqjudge check {traces} {more}"' in (tmp_path / "out.xml").read_text(encoding="utf-8")

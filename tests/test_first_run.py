@@ -44,6 +44,7 @@ def test_init_then_run_and_check_with_no_arguments(
     out = capsys.readouterr().out
     assert "2 trace(s) decided: 1 pass, 1 fail, 0 review" in out
     assert "judge rules deferred (no model): confirm-before-write;" in out
+    assert "`seqjudge runs show r" in out and "--store" not in out  # the default store needs no flag
     # check reads the same suite, and every rule of the starter file does what its comment says
     assert run(["check", "--format", "jsonl"]) == 1
     reports = {r["trace_id"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
@@ -76,8 +77,16 @@ def test_init_into_a_new_folder_then_run_and_check_it_from_outside(
     assert run(["init", "suites/mine"]) == 0
     assert "cd suites/mine && seqjudge run" in capsys.readouterr().out
     assert run(["run", "suites/mine"]) == 1
-    assert "1 pass, 1 fail" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "1 pass, 1 fail" in out
     assert (tmp_path / "suites/mine/.seqjudge/seqjudge.db").is_file()  # the config's store, beside it
+    # the commands the summary suggests work as typed from here: they name that store
+    shown = re.search(r"`(seqjudge runs show [^`]+)`", out)
+    assert shown is not None and shown.group(1).endswith(
+        " --store " + str(tmp_path / "suites/mine/.seqjudge/seqjudge.db")
+    )
+    assert run(shown.group(1).split()[1:]) == 0
+    assert not (tmp_path / ".seqjudge").exists()  # and did not make an empty store here
     assert run(["check", "suites/mine"]) == 1
     assert "2 trace(s): 1 pass, 1 fail, 0 review" in capsys.readouterr().out
 

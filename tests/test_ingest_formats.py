@@ -202,6 +202,7 @@ DETECTED = {
     "openai/responses.json": "openai",
     "anthropic/conversation.json": "anthropic",
     "anthropic/conversations.jsonl": "anthropic",
+    "anthropic/proxy_requests.jsonl": "anthropic",
     "otel/export.json": "otel",
     "otel/spans.jsonl": "otel",
     "assay/episodes.jsonl": "assay",
@@ -314,3 +315,32 @@ def test_convert_omits_defaults_the_importer_did_not_set(tmp_path: Path) -> None
             {"role": "assistant", "content": "Hi! How can I help?", "at": 0},
         ],
     }
+
+
+def test_anthropic_proxy_requests_of_one_conversation_are_one_trace(tmp_path: Path) -> None:
+    # A logging proxy's requests: each resends the conversation so far (one is a retry of the one before);
+    # a second conversation is interleaved with the first.
+    name = "anthropic/proxy_requests.jsonl"
+    refund, other = load(name)
+    assert summary(refund) == [("get_order", "ok", 0), ("refund_order", "ok", 1)]
+    assert refund.trace_id == "proxy_requests.jsonl:1"  # where the conversation began
+    assert refund.metadata["model"] == "claude-sonnet-4-5"
+    assert summary(other) == [("get_order", "ok", 0)] and other.trace_id == "proxy_requests.jsonl:2"
+    # so a rule every conversation meets passes, rather than failing on each shorter request
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - {type: require, tool: get_order}\n")
+    assert run(["check", str(rules), str(FIXTURES / name)]) == 0
+
+
+def test_an_openai_records_id_is_metadata_not_the_trace_id(tmp_path: Path) -> None:
+    # documented in docs/traces.md: trace_id names a trace, `id` does not
+    call = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+    record = {"id": "resp_1", "output": [call]}
+    path = tmp_path / "responses.jsonl"
+    path.write_text(json.dumps(record) + "\n" + json.dumps({**record, "trace_id": "mine"}) + "\n")
+    unnamed, named = load_traces(path)
+    assert unnamed.trace_id == "responses.jsonl:1" and unnamed.metadata["id"] == "resp_1"
+    assert named.trace_id == "mine"
+    readme = " ".join((Path(__file__).parents[1] / "docs" / "traces.md").read_text(encoding="utf-8").split())
+    said = "an `openai` or `anthropic` record's is its `trace_id` key, else `FILE:LINE`. Their `id` key"
+    assert said in readme

@@ -204,6 +204,49 @@ def test_codex_rollout_shell_exit_codes_patches_and_an_unanswered_call() -> None
     assert stats.skipped["'event_msg' lines (not response items)"] == 1
 
 
+def _with_line(name: str, line: dict[str, object], after: int, tmp_path: Path) -> Path:
+    """The fixture ``name`` with ``line`` written after its line ``after`` (a record a newer tool writes)."""
+    lines = (FIXTURES / name).read_text().splitlines()
+    lines.insert(after, json.dumps(line))
+    path = tmp_path / Path(name).name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_codex_line_type_newer_than_the_importer_is_skipped_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    future = {"timestamp": "2025-09-10T08:15:02.500Z", "type": "future_synthetic_record", "payload": {"x": 1}}
+    path = _with_line("codex/rollout-2025-09-10T08-15-00-0199a1b2.jsonl", future, 2, tmp_path)
+    stats = IngestStats()
+    (rollout,) = list(load_traces(path, stats=stats))
+    assert len(rollout.calls) == 5  # the rest of the file read as before
+    reason = "'future_synthetic_record' lines (a line type this importer does not know)"
+    assert stats.skipped[reason] == 1
+    # detected, not refused as "matches no format"; -v names what was skipped
+    assert run(["convert", str(path), "-v", "-o", str(tmp_path / "out.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "format codex" in err and "1 " + reason in err
+    # alone, an unknown envelope line decides nothing: a file of only such lines is still refused
+    alone = tmp_path / "alone.jsonl"
+    alone.write_text(json.dumps({"type": "x", "payload": {}}) + "\n")
+    assert run(["convert", str(alone), "-o", str(tmp_path / "o2.jsonl")]) == 2
+
+
+def test_claude_code_line_type_newer_than_the_importer_is_skipped_and_counted(tmp_path: Path) -> None:
+    future = {
+        "type": "future_synthetic_record",
+        "sessionId": "3f1e6a2b-8c4d-4e5f-9a0b-1c2d3e4f5a6b",
+        "uuid": "00000000-0000-4000-8000-0000000000ff",
+        "timestamp": "2025-08-01T10:00:01.500Z",
+    }
+    path = _with_line("claude-code/session.jsonl", future, 2, tmp_path)
+    stats = IngestStats()
+    (session,) = list(load_traces(path, stats=stats))
+    assert len(session.calls) == 4
+    assert stats.skipped["'future_synthetic_record' lines (a line type this importer does not know)"] == 1
+
+
 # --- convert, for every new format -----------------------------------------------------------------------
 
 NEW = sorted(

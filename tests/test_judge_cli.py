@@ -146,7 +146,9 @@ def test_prompt_notes_which_trace_it_shows(files, capsys) -> None:
 
 def test_prompt_rejects_bad_input(files, capsys) -> None:
     assert run(["prompt", str(files["rules"]), str(files["traces"]), "--trace-id", "nope"]) == 2
-    assert "no trace with id 'nope'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # names the ids there are, so the next try can pick one
+    assert "no trace with id 'nope' among the input's 2 trace(s): good, bad" in err
     partial = files["dir"] / "partial.json"
     partial.write_text(json.dumps({"tools": [{"name": "SendEmail"}]}), encoding="utf-8")
     assert run(["prompt", str(files["rules"]), str(files["good"]), "--catalog", str(partial)]) == 2

@@ -152,6 +152,18 @@ def test_show_an_item_without_a_judge(queue: dict[str, Any], capsys: pytest.Capt
     assert "Raw judge replies" not in out and "Disagreement:" not in out
 
 
+def test_show_of_a_missing_item_names_the_items_there_are(
+    queue: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["review", "show", "99"]) == 2
+    open_ids = ", ".join(str(i) for i in sorted(queue["items"].values()))
+    assert f"the open items are {open_ids} (`seqjudge review list` shows them)" in capsys.readouterr().err
+    with Store(tmp_path / "new.db"):
+        pass  # a new store, as a README example meets it: item 3 is not there, and it says so
+    assert run(["review", "show", "3", "--store", str(tmp_path / "new.db")]) == 2
+    assert "the store has no open review item" in capsys.readouterr().err
+
+
 def test_resolve_errors(queue: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     item = str(queue["items"]["t1"])
     assert run(["review", "resolve", "99", "--verdict", "pass"]) == 2

@@ -271,7 +271,12 @@ def test_dry_run_without_a_model_says_the_judge_is_skipped(
 ) -> None:
     rules, traces, _ = write_suite(tmp_path / "suite", 2)
     assert run(["run", str(rules), str(traces), "--dry-run"]) == 0
-    assert "judge skipped: no model configured" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "judge skipped: no model configured" in out
+    # no judge call is announced for a judge that will not run
+    assert "dry run: 2 trace(s), no judge call\n" in out and "judge call(s)" not in out
+    assert run(["run", str(rules), str(traces), "--dry-run", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["calls"] == 0
 
 
 # -- cost --------------------------------------------------------------------------------------------------
@@ -354,7 +359,7 @@ def test_max_cost_stops_the_run_and_resume_finishes_it_without_paying_twice(
             info = db.run_info(run_id)
         first = stored_ids(store)
         assert info.status == "stopped" and 0 < len(first) < n
-        assert f"`seqjudge run --resume {run_id}` finishes it" in out
+        assert f"`seqjudge run --resume {run_id} --store {store}` finishes it" in out  # typed here, it works
         assert info.totals is not None and info.totals["cost"]["usd"] <= 0.5 + 0.11  # one call's misestimate
         calls_before = len(srv.requests)
         assert calls_before == len(first)

@@ -157,6 +157,21 @@ def test_export_csv_latest_to_stdout(stored: dict[str, Any], capsys: pytest.Capt
     assert rows[1]["tokens_in"] == "200"
 
 
+def test_export_and_show_take_a_baseline_name_as_compare_does(
+    stored: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = ["--store", str(stored["path"])]
+    assert run(["baseline", "save", stored["old"], "--name", "main", *store]) == 0
+    capsys.readouterr()
+    assert run(["runs", "export", "main", "--format", "csv", *store]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["trace_id"] for r in rows] == ["t0", "t1", "t2", "t3"]  # the baseline's run, not latest
+    assert run(["runs", "show", "main", *store]) == 0
+    assert stored["old"] in capsys.readouterr().out
+    assert run(["runs", "show", "nomain", *store]) == 2
+    assert "a baseline name" in capsys.readouterr().err  # the hint says what a RUN may be
+
+
 def test_export_rejects_an_unknown_format(stored: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["runs", "export", "latest", "--format", "xml", "--store", str(stored["path"])]) == 2
 

@@ -18,7 +18,7 @@ from pyspark.errors import PythonException  # pyspark is part of the test extras
 from pyspark.sql import SparkSession
 
 from seqjudge import spark as sj
-from seqjudge.errors import InputError
+from seqjudge.errors import InfrastructureError, InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ["customer-support", "tau-retail", "tau-airline"]
@@ -178,8 +178,48 @@ def test_rule_failure_counts_match_check(spark: SparkSession) -> None:
     assert counts == dict(expected) and counts
 
 
+def test_local_mode_without_a_worker_python_runs_the_drivers(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As a session started from a virtual environment without PYSPARK_PYTHON: Spark would run `python3`.
+    monkeypatch.delenv("PYSPARK_PYTHON")
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", "python3")
+    monkeypatch.setattr(sj, "_READY", set())
+    frame = text_frame(spark, ROOT / "golden_traces" / "tau-retail" / "traces.jsonl", partitions=1)
+    assert sj.check(frame, ROOT / "golden_traces" / "tau-retail" / "rules.yaml").count() == 72
+    assert spark.sparkContext.pythonExec == sys.executable
+
+
+SYSTEM_PYTHON = Path("/root/.pyenv/versions/3.11.7/bin/python3")
+
+
+@pytest.mark.skipif(
+    not SYSTEM_PYTHON.is_file()
+    or subprocess.run([SYSTEM_PYTHON, "-c", "import pyarrow"], capture_output=True).returncode == 0,
+    reason="needs a Python without pyarrow (or seqjudge) to be the workers'",
+)
+def test_workers_that_cannot_import_seqjudge_fail_at_once_in_one_sentence(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYSPARK_PYTHON", str(SYSTEM_PYTHON))
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", str(SYSTEM_PYTHON))
+    monkeypatch.setattr(sj, "_READY", set())
+    tracker = spark.sparkContext.statusTracker()
+    jobs = len(tracker.getJobIdsForGroup())
+    frame = text_frame(spark, ROOT / "golden_traces" / "tau-retail" / "traces.jsonl", partitions=1)
+    with pytest.raises(InfrastructureError) as raised:
+        sj.check(frame, ROOT / "golden_traces" / "tau-retail" / "rules.yaml")
+    message = str(raised.value)
+    assert message.startswith(f"Spark's Python workers ({SYSTEM_PYTHON}) cannot import ")
+    assert "pyarrow" in message and "set PYSPARK_PYTHON" in message and sys.executable in message
+    assert "\n" not in message and raised.value.exit_code == 3
+    # at once: the one-task probe was the only job, the check itself never started
+    assert len(tracker.getJobIdsForGroup()) == jobs + 1
+
+
 def test_the_documented_example_runs(spark: SparkSession, tmp_path: Path) -> None:
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    # as written: no PYSPARK_PYTHON (local mode then runs this interpreter's workers)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
     out = tmp_path / "out"
     result = subprocess.run(
         [

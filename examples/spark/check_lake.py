@@ -9,7 +9,8 @@ or `trace_id` + `calls` columns). OUT gets:
 - rule_failures.csv  rule_id,traces_failed — how many traces failed each rule, most first.
 
 Exit codes follow `seqjudge check`: 0 every trace passed, 1 some failed, 2 bad input (including an input
-with no trace at all: nothing checked is not a pass).
+with no trace at all: nothing checked is not a pass), 3 when Spark's Python workers cannot run seqjudge (in
+local mode they run this interpreter unless PYSPARK_PYTHON names another).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from seqjudge import spark as sj
-from seqjudge.errors import InputError
+from seqjudge.errors import SeqjudgeError
 
 
 def read(session: SparkSession, path: str):  # type: ignore[no-untyped-def]
@@ -65,9 +66,9 @@ def main() -> int:
             f"per-rule counts in {out / 'rule_failures.csv'}"
         )
         return 0 if failed == 0 else 1
-    except InputError as exc:
+    except SeqjudgeError as exc:  # bad input (2), or workers that cannot import seqjudge (3): one sentence
         print(exc, file=sys.stderr)
-        return 2
+        return exc.exit_code
     finally:
         session.stop()
 

@@ -311,7 +311,9 @@ def finish(store: Store, run_id: str, cfg: RunConfig) -> Any:
     from seqjudge.runner import RunSummary, _count, run_price
 
     price = run_price(cfg)
-    summary = RunSummary(run_id=run_id, judged=True, judge_skipped=None, model=cfg.model, price=price)
+    summary = RunSummary(
+        run_id=run_id, judged=True, judge_skipped=None, model=cfg.model, price=price, store=str(store.path)
+    )
     requests = store.batch_requests(run_id, handled=None)
     # (trace id, attempt number) of every attempt a batch answered.
     batched = {(r.trace_id, r.attempt) for r in requests if r.outcome == "succeeded"}

@@ -39,6 +39,7 @@ from pydantic import BaseModel, Field
 from seqjudge.crosscheck import RuleDecision, TraceResult, agreement, gating_verdict
 from seqjudge.errors import InputError
 from seqjudge.report import Verdict
+from seqjudge.safetext import listing
 from seqjudge.store import StoredResult
 
 DecisionRule = Literal["deterministic", "judge_paired", "max_drop", "missing"]
@@ -207,8 +208,7 @@ def _results(items: Iterable[TraceResult | StoredResult], side: str) -> dict[str
 
 
 def _listing(ids: Sequence[str], limit: int = LISTED) -> str:
-    shown = ", ".join(ids[:limit])
-    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+    return listing(ids, limit)
 
 
 def _pct(value: float) -> str:

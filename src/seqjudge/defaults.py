@@ -7,6 +7,8 @@ modules import their value from here; nothing else declares them.
 
 from __future__ import annotations
 
+import os
+import shlex
 from pathlib import Path
 from typing import Literal
 
@@ -15,6 +17,22 @@ DEFAULT_THRESHOLD = 0.85
 # The SQLite store (seqjudge.config, seqjudge.store).
 DEFAULT_STORE = ".seqjudge/seqjudge.db"
 DEFAULT_STORE_PATH = Path(DEFAULT_STORE)
+# What every command's --store reads when the flag is not given (seqjudge.cli.options).
+STORE_ENV = "SEQJUDGE_STORE"
+
+
+def store_flag(path: str | Path | None) -> str:
+    """`` --store PATH`` to append to a command shown to the user, when that command typed here would open
+    another store than ``path`` (a run of `seqjudge run my-suite` is stored in my-suite's folder); else "".
+    """
+    if path is None:
+        return ""
+    default = os.environ.get(STORE_ENV) or DEFAULT_STORE
+    if os.path.abspath(default) == os.path.abspath(path):
+        return ""
+    return f" --store {shlex.quote(str(path))}"
+
+
 # A project's config, found in a folder by `run`, `check`, `calibrate` and `init` (seqjudge.config).
 CONFIG_FILE = "seqjudge.yaml"
 

@@ -80,7 +80,13 @@ class ProviderError(SeqjudgeError):
         super().__init__(message)
 
 
-class StoreError(SeqjudgeError):
+class InfrastructureError(SeqjudgeError):
+    """What seqjudge runs on cannot run it (Spark's Python workers cannot import it, ...): exit 3."""
+
+    exit_code = 3
+
+
+class StoreError(InfrastructureError):
     """The store's database failed under a write: a full disk, an I/O error, a read-only file or a lock held
     too long (exit 3). ``path`` is the store's file."""
 

@@ -104,6 +104,7 @@ class RunSummary:
     # Judge-engine agreement, counted as results come: a run keeps no per-trace data in memory.
     tally: AgreementTally = field(default_factory=AgreementTally, repr=False)
     stages: StageTally | None = None  # an escalation cascade's judges (seqjudge.cascade)
+    store: str | None = None  # the store the run is in, for the commands the summary suggests
 
     @property
     def traces(self) -> int:
@@ -278,6 +279,7 @@ async def run_traces(
     coverage = Coverage.of(ruleset, catalog, strict=cfg.strict)
     summary = RunSummary(
         run_id=run_id,
+        store=str(store.path),
         judged=provider is not None,
         judge_skipped=skipped,
         model=cfg.model if provider is not None else None,
@@ -726,6 +728,8 @@ def estimate_run(
         if not rule_ids:
             continue
         checked = check_inputs(trace, ruleset, catalog_names=names, rule_ids=rule_ids, redact=cfg.redact)
+        if est.judge_skipped:
+            continue  # inputs checked as a run would; no judge would be asked, so no call is counted
         prompt = render(
             checked,
             ruleset,

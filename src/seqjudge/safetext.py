@@ -19,6 +19,7 @@ import html
 import json
 import re
 import sys
+from collections.abc import Sequence
 from typing import IO, Any, cast
 
 from pydantic_core import PydanticSerializationError, to_json
@@ -127,3 +128,10 @@ def json_bytes(value: Any, *, shown: bool = False) -> bytes:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         escape = "\\\\u{:04x}" if shown else "\\u{:04x}"
         return _SURROGATE.sub(lambda m: escape.format(ord(m.group())), text).encode("utf-8")
+
+
+def listing(names: Sequence[str], limit: int) -> str:
+    """The first ``limit`` names, comma-separated, then how many more there are ("a, b and 3 more"): enough
+    for a message to show what exists without printing thousands of ids."""
+    head = ", ".join(names[:limit])
+    return head + (f" and {len(names) - limit} more" if len(names) > limit else "")

@@ -15,6 +15,12 @@ Why this shape:
 - A row that is not a valid trace raises by default (fail closed: a lake with a broken writer should not
   look clean). ``on_error="column"`` keeps going and puts the message in an ``error`` column, with
   ``verdict`` ``"error"``, so such rows can be counted and inspected instead.
+- The Python workers must import seqjudge. In local mode with no worker interpreter named
+  (``PYSPARK_PYTHON``, ``spark.pyspark.python``), they run the driver's (``sys.executable``), not whatever
+  ``python3`` is first on PATH: from a virtual environment that one has no seqjudge. Before the first job of
+  a session (and interpreter) a one-task job asks the workers to import what the check needs; one that
+  cannot fails at once with one sentence saying what to set or install, not a worker's long traceback
+  after a minute of retries (``_workers``).
 
 pyspark and pyarrow are imported only here and only when a function runs: the rest of seqjudge never needs
 them (``pip install 'seqjudge[spark]'``).
@@ -22,12 +28,15 @@ them (``pip install 'seqjudge[spark]'``).
 
 from __future__ import annotations
 
+import builtins
 import json
+import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from seqjudge.errors import InputError, SeqjudgeError
+from seqjudge.errors import InfrastructureError, InputError, SeqjudgeError
 from seqjudge.report import DEFAULT_THRESHOLD, EXPLAIN_CHOICES, Explain, RiskLevel
 
 if TYPE_CHECKING:
@@ -48,6 +57,23 @@ OnError = Literal["raise", "column"]
 # rules are compiled once per worker rather than once per task or batch.
 _ENGINES: dict[tuple[str, float, str, str], Checker] = {}
 
+# (application id, worker interpreter) whose workers were seen to import seqjudge: probed once, not per call.
+_READY: set[tuple[str, str]] = set()
+# Run on a worker: what it cannot import of what a check needs. Compiled from text (``_probe``) so that it
+# travels by value and needs nothing of seqjudge to arrive: it must run where seqjudge is missing.
+_PROBE = """
+def probe(_):
+    import sys
+    missing = []
+    for name in ("seqjudge.spark", "pyarrow"):
+        try:
+            __import__(name)
+        except ImportError as exc:
+            top = name.split(".")[0]
+            missing.append(top if exc.name in (None, name, top) else f"{top} (it needs {exc.name})")
+    return sys.executable, missing
+"""
+
 
 def _require_spark() -> Any:
     try:
@@ -59,6 +85,54 @@ def _require_spark() -> Any:
             hint="Install them with: pip install 'seqjudge[spark]'",
         ) from None
     return pyspark
+
+
+def _probe() -> Callable[[Any], tuple[str, list[str]]]:
+    namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "seqjudge_worker_probe"}
+    exec(compile(_PROBE, "<seqjudge worker probe>", "exec"), namespace)  # noqa: S102 - our own constant
+    return namespace["probe"]  # type: ignore[no-any-return]
+
+
+def _workers(session: Any) -> None:
+    """Make sure the session's Python workers can run the check: pick the driver's interpreter in local mode
+    when none is named, then ask the workers once (per application and interpreter) to import seqjudge."""
+    try:
+        context = session.sparkContext
+    except Exception:  # Spark Connect: no SparkContext here; the server's workers are configured there
+        return
+    named = os.environ.get("PYSPARK_PYTHON") or context.getConf().get("spark.pyspark.python")
+    if not named and str(context.master).startswith("local"):
+        # Functions take the interpreter from the context when they are wrapped: the next job uses this one.
+        context.pythonExec = sys.executable
+    interpreter = str(context.pythonExec)
+    key = (str(context.applicationId), interpreter)
+    if key in _READY:
+        return
+    fix = (
+        "set PYSPARK_PYTHON (or spark.pyspark.python) to a Python that has seqjudge[spark] installed (this "
+        f"driver's is {sys.executable}), or install seqjudge[spark] into {interpreter}"
+    )
+    try:
+        ((where, missing),) = context.parallelize([0], 1).map(_probe()).collect()
+    except Exception as exc:  # the workers did not start or died: Spark's error is a page of JVM stack
+        raise InfrastructureError(
+            f"Spark's Python workers ({interpreter}) could not run a one-task job "
+            f"({_first_line(exc)}): {fix}."
+        ) from None
+    if missing:
+        raise InfrastructureError(
+            f"Spark's Python workers ({where}) cannot import {', '.join(missing)}: {fix}."
+        )
+    _READY.add(key)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The line of a Spark/JVM error that says what went wrong, shortened: not its stack."""
+    lines = [line.strip().lstrip(": ") for line in str(exc).splitlines() if line.strip()]
+    causes = [line.removeprefix("Caused by:").strip() for line in lines if line.startswith("Caused by:")]
+    errors = [line for line in lines if "Error" in line or "Exception" in line]
+    said = (causes or errors or [type(exc).__name__])[0]
+    return said if len(said) <= 200 else said[:197] + "..."
 
 
 def _ruleset(rules: str | Path | RuleSet, catalog: str | Path | None) -> RuleSet:
@@ -251,6 +325,7 @@ def check(
     mode, columns = _mode(df, trace_column)
     rules_json = ruleset.model_dump_json()
     session = df.sparkSession
+    _workers(session)
     try:
         payload: Any = session.sparkContext.broadcast(rules_json)
     except Exception:  # Spark Connect has no SparkContext: the text then travels inside the function

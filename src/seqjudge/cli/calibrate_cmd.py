@@ -237,6 +237,11 @@ def _check(dataset: Path, model: str | None, store: Path | None) -> int:
         assert cert is not None
         say(f"certificate of {cert.created} holds: same model, prompt template, rules and labels ({folder})")
         return 0
+    if cert is None:
+        # never calibrated: not "stale", and not a pass either
+        say(f"{dataset} has no calibration certificate (looked in {folder}): the judge is not certified")
+        say(f"  run `seqjudge calibrate {dataset}` to certify it")
+        return 1
     say(f"the calibration certificate of {dataset} is stale: " + "; ".join(changes))
     say(f"  re-run `seqjudge calibrate {dataset}` to certify the judge again")
     return 1

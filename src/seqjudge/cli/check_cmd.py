@@ -140,6 +140,7 @@ def check(
         shown = output_class(
             out,
             source=traces[0] if len(traces) == 1 else "-",
+            title=" ".join(traces),
             ruleset=ruleset,
             threshold=threshold,
             risk_level=risk_level.value,
@@ -188,6 +189,9 @@ def check(
             with contextlib.suppress(OSError):  # the error that ended the run is the one to show
                 shown.abandon()
             raise
+    if output is not None and str(output) != "-":
+        # The output went to a file: one line here says it ran and how it came out, as linters do.
+        say(f"seqjudge: {totals.line()}; written to {output}", err=True)
     if verbose:
         report_ingest(stats)
     if fmt != "text":  # the text view ends with these; machine formats keep stdout for their data

@@ -125,7 +125,7 @@ def load_side(ref: str, stores: _Stores, role: str) -> Side:
             hint="give an exported JSONL file, a baseline name, a run id or `latest`",
         )
     db = stores.get()
-    run_id = db.baselines().get(ref) or db.resolve_run(ref)
+    run_id = db.resolve_run(ref)
     return Side(name=ref, run=db.run_info(run_id), stored=list(db.results(run_id)))
 
 

@@ -33,7 +33,7 @@ from seqjudge.defaults import DEFAULT_THRESHOLD
 from seqjudge.errors import InputError, ProviderError
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
-from seqjudge.safetext import say
+from seqjudge.safetext import say, terminal
 from seqjudge.safetext import shown as terminal_lines
 
 if TYPE_CHECKING:
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from seqjudge.outputs.judged import JudgeOutput
     from seqjudge.report import Report, RiskLevel
     from seqjudge.rules.model import RuleSet
+
+_NAMED_IDS = 10  # trace ids named when --trace-id matches none; the rest are counted
 
 
 def _traces(traces: list[str], **options: Any) -> Any:
@@ -86,18 +88,24 @@ def prompt(
         )
     chosen = None
     count = 0
+    seen: list[str] = []  # the first ids, to name some when --trace-id matches none
     options = load_options(trace_format, messages_key, error_pattern, False, allow_empty)
     for t in _traces(trace, **options):
         count += 1
+        if len(seen) < _NAMED_IDS:
+            seen.append(terminal(t.trace_id))
         if chosen is None and (trace_id is None or t.trace_id == trace_id):
             chosen = t
             if trace_id is not None:
                 break
     if chosen is None:
+        some = ", ".join(seen) + (f" and {count - len(seen)} more" if count > len(seen) else "")
         raise InputError(
-            f"no trace with id {trace_id!r}" if trace_id else "the input holds no trace",
+            f"no trace with id {trace_id!r} among the input's {count} trace(s): {some}"
+            if trace_id and count
+            else "the input holds no trace",
             source=", ".join(trace),
-            hint="pick an existing trace with --trace-id" if trace_id else None,
+            hint="pick one of those with --trace-id" if trace_id and count else None,
         )
     if trace_id is None and count > 1:
         say(

@@ -14,9 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
+from seqjudge.defaults import STORE_ENV
 from seqjudge.outputs.registry import names
-
-STORE_ENV = "SEQJUDGE_STORE"
 
 
 def _store_option(help: str) -> Any:

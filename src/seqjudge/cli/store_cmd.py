@@ -43,7 +43,7 @@ class HumanVerdict(StrEnum):
     failed = "fail"
 
 
-RunArg = Annotated[str, typer.Argument(help="A run id, a unique prefix of one, or `latest`.")]
+RunArg = Annotated[str, typer.Argument(help="A run id, a unique prefix of one, a baseline name or `latest`.")]
 ListFormatOpt = Annotated[str, format_option("runs")]
 
 

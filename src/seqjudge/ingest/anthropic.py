@@ -8,7 +8,9 @@ text and are not kept. Server tools (``server_tool_use`` answered by a ``*_tool_
 message) and MCP blocks (``mcp_tool_use`` / ``mcp_tool_result``) are calls like any other.
 
 Record shapes as for OpenAI: a message list, an object holding it under ``messages`` (a request body) or
-``--messages-key``, or a list of such objects; JSONL holds one a line.
+``--messages-key``, or a list of such objects; JSONL holds one a line. Request bodies (objects with a
+``model``) that resend an earlier request's messages and add more, as a logging proxy writes an agent loop's
+requests, are one trace: the longest (``ingest.grouping`` gives the grouping key).
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from seqjudge.ingest.base import (
     at,
     combine_levels,
     conversation_level,
-    conversation_traces,
     decode_arguments,
     kind_of,
     message_list,
@@ -33,6 +34,7 @@ from seqjudge.ingest.base import (
     split_records,
     text_of,
 )
+from seqjudge.ingest.grouping import grouped_traces
 from seqjudge.trace import Trace
 
 NAME = "anthropic"
@@ -62,7 +64,7 @@ def sniff(record: Any, options: Options | None = None) -> int:
 
 
 def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]:
-    yield from conversation_traces(records, options, _is_message, _trace)
+    yield from grouped_traces(records, options, _is_message, _trace)
 
 
 def _trace(record: Record, conversation: Any, prefix: str, default_id: str, options: Options) -> Trace:

@@ -8,6 +8,10 @@ turn are one step, however many lines they span. ``tool_result`` blocks in ``use
 (``is_error`` marks a failure); a call no line answers is failed "never answered" (a session cut off mid-
 tool). Text blocks become messages. Lines of a sub-agent (``isSidechain: true``) and lines with no message
 (summaries, snapshots, system notes) are counted as skipped. Sessions are built when the input ends.
+
+Claude Code adds line types as it evolves: a line with a ``sessionId`` and a ``uuid`` whose string ``type``
+this importer does not know is counted as skipped, by type, not refused. It fits a file already read as a
+session (MAYBE) but alone does not decide the format.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seqjudge.ingest import anthropic
-from seqjudge.ingest.base import NO, YES, Options, Record, Source, TraceBuilder, kind_of
+from seqjudge.ingest.base import MAYBE, NO, YES, Options, Record, Source, TraceBuilder, kind_of
 from seqjudge.trace import Trace
 
 NAME = "claude-code"
@@ -26,8 +30,11 @@ _LINE_TYPES = {"user", "assistant", "summary", "system", "file-history-snapshot"
 
 
 def sniff(record: Any, options: Options | None = None) -> int:
-    if not isinstance(record, dict) or record.get("type") not in _LINE_TYPES:
+    if not isinstance(record, dict) or not isinstance(record.get("type"), str):
         return NO
+    if record["type"] not in _LINE_TYPES:
+        # a line type newer than this importer: it fits a session file, it does not make one
+        return MAYBE if "sessionId" in record and "uuid" in record else NO
     if "sessionId" in record and ("uuid" in record or "message" in record):
         return YES
     # summaries and snapshots carry no session id but belong in a session file
@@ -45,12 +52,15 @@ def parse(records: Iterable[Record], source: Source, options: Options) -> Iterat
     sessions: dict[str, _Session] = {}
     for record in records:
         line = record.value()
-        if not isinstance(line, dict) or line.get("type") not in _LINE_TYPES:
+        if not isinstance(line, dict) or (line.get("type") not in _LINE_TYPES and sniff(line) == NO):
             raise record.error(
                 f"this is {kind_of(line)}, not a Claude Code session line",
                 hint="Session lines have 'type' user / assistant / summary / system and a 'sessionId'",
             )
         message = line.get("message")
+        if line["type"] not in _LINE_TYPES:
+            options.stats.skip(f"'{line['type']}' lines (a line type this importer does not know)")
+            continue
         if line.get("isSidechain"):
             options.stats.skip("sub-agent (sidechain) lines")
             continue

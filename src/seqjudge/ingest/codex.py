@@ -8,6 +8,10 @@ consecutive calls one step, a call never answered failed. A shell call whose out
 code (``{"metadata": {"exit_code": N}}``, or text beginning ``Exit code: N``) failed. ``event_msg`` lines (the
 UI's view of the same turn), ``turn_context`` and ``session_meta`` lines are counted as skipped; the
 ``session_meta`` payload's ``cwd`` and ``cli_version`` go to metadata.
+
+Codex adds line types as it evolves. A line in the rollout envelope (exactly ``timestamp``, a string ``type``
+and an object ``payload``) whose type this importer does not know is counted as skipped, by type, not
+refused: it fits a file already read as a rollout (MAYBE), but alone it does not decide the format.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from seqjudge.ingest import openai
-from seqjudge.ingest.base import NO, YES, Options, Record, Source, TraceBuilder, kind_of
+from seqjudge.ingest.base import MAYBE, NO, YES, Options, Record, Source, TraceBuilder, kind_of
 from seqjudge.trace import Trace
 
 NAME = "codex"
@@ -27,13 +31,16 @@ _LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "co
 _EXIT = re.compile(r"^Exit code: (-?\d+)")
 
 
+_ENVELOPE = {"timestamp", "type", "payload"}
+
+
 def sniff(record: Any, options: Options | None = None) -> int:
-    ok = (
-        isinstance(record, dict)
-        and record.get("type") in _LINE_TYPES
-        and isinstance(record.get("payload"), dict)
-    )
-    return YES if ok else NO
+    if not isinstance(record, dict) or not isinstance(record.get("payload"), dict):
+        return NO
+    if record.get("type") in _LINE_TYPES:
+        return YES
+    # A line type newer than this importer, in the same envelope: it fits a rollout, it does not make one.
+    return MAYBE if record.keys() == _ENVELOPE and isinstance(record["type"], str) else NO
 
 
 def parse(records: Iterable[Record], source: Source, options: Options) -> Iterator[Trace]:
@@ -55,6 +62,9 @@ def parse(records: Iterable[Record], source: Source, options: Options) -> Iterat
         if line["type"] == "session_meta":
             trace_id = str(payload.get("id") or trace_id)
             metadata.update({k: payload[k] for k in ("cwd", "cli_version") if payload.get(k) is not None})
+        if line["type"] not in _LINE_TYPES:
+            options.stats.skip(f"'{line['type']}' lines (a line type this importer does not know)")
+            continue
         if line["type"] != "response_item":
             options.stats.skip(f"'{line['type']}' lines (not response items)")
             continue

@@ -18,6 +18,7 @@ from typing import IO, Any
 
 from seqjudge.errors import InputError
 from seqjudge.ingest.base import Record, Source
+from seqjudge.safetext import listing
 from seqjudge.schema import SCHEMA_FILES
 
 TRACE_SUFFIXES = (".json", ".jsonl")
@@ -46,8 +47,7 @@ _OTHER = "other"
 
 
 def _listing(names: list[str]) -> str:
-    more = len(names) - _NAMED
-    return ", ".join(names[:_NAMED]) + (f" and {more} more" if more > 0 else "")
+    return listing(names, _NAMED)
 
 
 @dataclass

@@ -13,6 +13,10 @@ a step. Hosted tools (``web_search_call`` and the like) carry their outcome inli
 Record shapes: a message list; an object holding it under ``messages`` (or ``--messages-key``); an object
 with Responses ``input`` / ``output`` lists; or a list of such objects. JSONL holds one record a line.
 System and developer messages are instructions, not conversation, and are not kept.
+
+The trace id is the record's ``trace_id``, else ``FILE:LINE`` (``base.record_trace_id``); its ``id`` is not
+used, only kept in metadata: a Responses object's ``id`` names one model response, not the conversation (the
+``openai-log`` format joins responses into conversations), and a dataset's ``id`` need not be unique.
 """
 
 from __future__ import annotations

@@ -53,9 +53,12 @@ class CheckOutput:
         ruleset: RuleSet,
         threshold: float = DEFAULT_THRESHOLD,
         risk_level: str = "medium",
+        title: str | None = None,
     ) -> None:
         self.out = out
-        self.source = source  # the TRACES argument: a file, a folder, or - for stdin
+        self.source = source  # the TRACES argument: a file, a folder, or - for stdin or several paths
+        # What the reader is shown as checked: every path given (several, or a config's list), not "-".
+        self.title = title or source
         self.ruleset = ruleset
         self.threshold = threshold  # what the verdicts were decided with (`check --threshold/--risk-level`)
         self.risk_level = risk_level

@@ -406,7 +406,7 @@ class JunitOutput(CheckOutput):
         attributes = " ".join(f'{k}="{v}"' for k, v in counts.items())
         # Quoted as ElementTree quotes an attribute (``_attr``), as the cases' are: xml.sax's quoteattr picks
         # single quotes for a value with a double one, and importing it loads urllib and ssl at start-up.
-        name = _attr(f"seqjudge check {self.source}")
+        name = _attr(f"seqjudge check {self.title}")
         return (
             f"<?xml version='1.0' encoding='utf-8'?>\n<testsuites name=\"seqjudge\" {attributes}>\n"
             f'  <testsuite name="{name}" {attributes}>\n'.encode()
@@ -627,6 +627,6 @@ class MarkdownOutput(CheckOutput):
         self.digest.add(trace_id, verdict, score, [tuple(f) for f in failed], reasons, blocks)
 
     def finish(self, totals: Totals) -> None:
-        text = self.digest.markdown(f"seqjudge check {self.source}", None)
+        text = self.digest.markdown(f"seqjudge check {self.title}", None)
         note = deferred_note(totals)
         self.out.write(text + (f"\n{note}\n" if note else ""))

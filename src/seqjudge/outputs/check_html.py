@@ -88,7 +88,7 @@ class HtmlOutput(CheckOutput):
 
     def finish(self, totals: Totals) -> None:
         page = CheckPage(
-            source=self.source,
+            source=self.title,
             rules=self.ruleset.source or f"{len(self.ruleset.rules)} rule(s)",
             risk_level=self.risk_level,
             listed_limit=LISTED,

@@ -10,6 +10,7 @@ import json
 import sys
 from typing import IO
 
+from seqjudge.defaults import store_flag
 from seqjudge.outputs.coverage import coverage_lines
 from seqjudge.runner import DRY_RUN_OUTPUT_TOKENS, RunEstimate, RunSummary
 
@@ -69,14 +70,15 @@ def run_text(summary: RunSummary, out: IO[str] | None = None) -> None:
         w(line + "\n")
     if summary.violated:
         w("most often failed: " + ", ".join(f"{k} ({v})" for k, v in summary.violated.most_common(5)) + "\n")
+    store = store_flag(summary.store)  # the hints work from the folder the run was started in
     w(
-        f"stored as {summary.run_id}: `seqjudge runs show {summary.run_id}`, `seqjudge review list --run "
-        f"{summary.run_id}`\n"
+        f"stored as {summary.run_id}: `seqjudge runs show {summary.run_id}{store}`, `seqjudge review list "
+        f"--run {summary.run_id}{store}`\n"
     )
     if summary.status == "stopped":
         w(
             f"STOPPED before every trace was judged: {summary.stopped}. The run is resumable: "
-            f"`seqjudge run --resume {summary.run_id}` finishes it (add --max-cost to cap the rest).\n"
+            f"`seqjudge run --resume {summary.run_id}{store}` finishes it (add --max-cost to cap the rest).\n"
         )
 
 
@@ -142,10 +144,11 @@ def estimate_text(est: RunEstimate, out: IO[str] | None = None) -> None:
     """The `--dry-run` report."""
     w = (out or sys.stdout).write
     skipped = f" ({est.skipped_stored} already stored, not counted)" if est.skipped_stored else ""
-    w(f"dry run: {est.traces} trace(s){skipped}, {est.calls} judge call(s) (re-asks not counted)\n")
     if est.judge_skipped:
+        w(f"dry run: {est.traces} trace(s){skipped}, no judge call\n")
         w(f"judge skipped: {est.judge_skipped}; no tokens would be spent.\n")
         return
+    w(f"dry run: {est.traces} trace(s){skipped}, {est.calls} judge call(s) (re-asks not counted)\n")
     w(
         f"estimated tokens (characters / 4): {est.input_tokens:,} input ({est.static_tokens:,} a call are "
         f"the static part a prompt cache can reuse), {est.output_tokens:,} output (about "

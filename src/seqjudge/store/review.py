@@ -12,6 +12,8 @@ from seqjudge.store.codec import _dumps, _iso, _now
 from seqjudge.store.models import Resolution, ReviewDetail, ReviewItem
 from seqjudge.store.results import ResultsMixin
 
+_NAMED = 10  # open item numbers named when one asked for does not exist
+
 
 class ReviewMixin(ResultsMixin):
     """The ``review_items`` table."""
@@ -75,11 +77,7 @@ class ReviewMixin(ResultsMixin):
     def review_item(self, item_id: int) -> ReviewDetail:
         rows = self._read(self._REVIEW_SELECT + " WHERE i.id = ?", (item_id,))
         if not rows:
-            raise InputError(
-                f"no review item {item_id}",
-                source=str(self.path),
-                hint="`seqjudge review list` shows the open items",
-            )
+            raise InputError(f"no review item {item_id}", source=str(self.path), hint=self._items_hint())
         fields = self._review_fields(rows[0])
         stored = self.result(fields["run_id"], fields["trace_id"])
         return ReviewDetail(
@@ -88,6 +86,16 @@ class ReviewMixin(ResultsMixin):
             result=stored.result,
             attempts=self.attempts(fields["run_id"], fields["trace_id"]),
         )
+
+    def _items_hint(self) -> str:
+        """Which item numbers there are: a new store has none, and an example's number names nothing."""
+        (count,) = self._read("SELECT COUNT(*) AS n FROM review_items WHERE status = 'open'")
+        if not count["n"]:
+            return "the store has no open review item: `seqjudge run` routes traces to review"
+        rows = self._read("SELECT id FROM review_items WHERE status = 'open' ORDER BY id LIMIT ?", (_NAMED,))
+        shown = ", ".join(str(r["id"]) for r in rows)
+        more = f" and {count['n'] - len(rows)} more" if count["n"] > len(rows) else ""
+        return f"the open items are {shown}{more} (`seqjudge review list` shows them)"
 
     def resolve_review(
         self,

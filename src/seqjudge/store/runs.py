@@ -140,8 +140,14 @@ class RunsMixin(Connection):
         return self.run_info(run_id)
 
     def resolve_run(self, ref: str) -> str:
-        """A run id, a unique prefix of one, or ``latest`` (the newest run) -> the run id."""
+        """A baseline name, a run id, a unique prefix of one, or ``latest`` (the newest run) -> the run id.
+
+        Every command that takes a RUN resolves it here, so what one accepts (`compare main`) the others do
+        too (`runs export main`). A baseline name is looked up first, as `compare` always did."""
         ref = ref.strip()
+        named = self._read("SELECT run_id FROM baselines WHERE name = ?", (ref,)) if ref else []
+        if named:
+            return str(named[0]["run_id"])
         if ref == "latest":
             rows = self._read("SELECT id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1")
             if not rows:
@@ -167,7 +173,7 @@ class RunsMixin(Connection):
         raise InputError(
             f"no run {ref!r} in the store",
             source=str(self.path),
-            hint=f"give a run id, a unique prefix of one, or `latest`; {LIST_RUNS_HINT}",
+            hint=f"give a run id, a unique prefix of one, a baseline name or `latest`; {LIST_RUNS_HINT}",
         )
 
     def run_info(self, run_id: str) -> RunInfo:
