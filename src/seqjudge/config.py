@@ -162,7 +162,7 @@ def load_config(path: str | Path) -> RunConfig:
         raise InputError(
             "a config file is a mapping (rules:, traces:, model:, ...)",
             source=str(p),
-            hint="see the README's `seqjudge run` section",
+            hint="see docs/run.md (the `seqjudge run` reference)",
         )
     try:
         cfg = RunConfig.model_validate(data)

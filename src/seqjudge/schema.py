@@ -26,7 +26,7 @@ _TITLES = {
     "rules": (
         "seqjudge rule file",
         "Rules an agent's tool calls must respect (rules.yaml). Every rule type and its exact meaning: the "
-        "README's 'Rule semantics' section. Generated from seqjudge's rule model: `seqjudge schema rules`.",
+        "reference page docs/rules.md. Generated from seqjudge's rule model: `seqjudge schema rules`.",
     ),
     "config": (
         "seqjudge.yaml",

@@ -22,7 +22,7 @@ CONFIG = (
 # seqjudge.yaml: this suite's settings (written by `seqjudge init`; paths are relative to this file).
 # `seqjudge run` in this folder reads it; `seqjudge run path/to/this/folder` works from anywhere.
 rules: rules.yaml
-traces: traces.jsonl        # your agent's traces: native JSON/JSONL, or a framework's log (see README)
+traces: traces.jsonl        # your agent's traces: native JSON/JSONL, or a framework's log (docs/traces.md)
 catalog: catalog.json       # the tools your agent has: a rule naming any other tool is an error
 risk_level: medium
 threshold: 0.85             # a trace scoring below this goes to review
@@ -36,7 +36,7 @@ RULES = (
     modeline("rules")
     + """
 # rules.yaml: one rule of each common type, for the support agent of traces.jsonl. Edit or replace them.
-# Every rule type and its exact meaning: the README's "Rule semantics" section.
+# Every rule type and its exact meaning: docs/rules.md in seqjudge's repository.
 aliases:
   Write: [cancel_order, refund_order]       # an alias names several tools at once
 

@@ -347,7 +347,7 @@ def validation_error(exc: ValidationError, record: Record, prefix: str = "", *, 
     if hint is None and "step" in message:
         hint = "Give the calls of one step adjacent places in execution order, or drop the step labels"
     if hint is None:
-        hint = "See the native trace format in the README"
+        hint = "See the native trace format in docs/traces.md"
     return record.error(problem, path or None, hint=hint)
 
 

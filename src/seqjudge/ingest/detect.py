@@ -150,7 +150,7 @@ def _guess_hint(value: Any, options: Options, formats: Mapping[str, Format]) -> 
                 and "role" in inner[0]
             ):
                 return f"The records hold a message list under {key!r}: pass --messages-key {key}"
-    return f"Name the format with --trace-format ({', '.join(formats)}); the README describes each"
+    return f"Name the format with --trace-format ({', '.join(formats)}); docs/traces.md describes each"
 
 
 def say(options: Options, source: Source, name: str, why: str) -> None:
