@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import signal
 import sqlite3
@@ -427,6 +428,26 @@ def terminal_escapes() -> Result:
     return not raw, f"raw ESC in: {raw or 'none'}"
 
 
+_FENCE = re.compile(r"^ {0,3}(`{3,})[^`]*$")
+
+
+def outside_fences(md: str) -> list[str]:
+    """The lines CommonMark reads as markdown: outside fenced blocks (one ends at a line of at least as many
+    backticks as opened it, indented up to three spaces)."""
+    outside: list[str] = []
+    fence: str | None = None
+    for line in md.splitlines():
+        if fence is None:
+            opened = _FENCE.match(line)
+            if opened:
+                fence = opened.group(1)
+            else:
+                outside.append(line)
+        elif re.fullmatch(rf" {{0,3}}`{{{len(fence)},}}\s*", line):
+            fence = None
+    return outside
+
+
 def markdown_fence() -> Result:
     fence = "``````\n# injected\n<img src=x>"
     d = fresh()
@@ -435,8 +456,12 @@ def markdown_fence() -> Result:
     )
     c = sh(["check", "rules.yaml", "t.jsonl", "--format", "markdown", "-o", "c.md"], d)
     text = (d / "c.md").read_text() if (d / "c.md").exists() else ""
-    broke = "\n# injected" in text or "<img" in text
-    return not broke and c.clean, f"exit {c.code}, heading or <img> outside a fence: {broke}"
+    outside = outside_fences(text)
+    broke = any(line.startswith("# injected") for line in outside) or any("<img" in line for line in outside)
+    return (
+        not broke and c.clean and "injected" in text,
+        f"exit {c.code}, heading or <img> outside a fence: {broke}",
+    )
 
 
 def csv_formula() -> Result:
