@@ -158,7 +158,7 @@ def runs_export(
     """Export a run's results: JSONL holds every trace, result and the run itself; CSV a row per trace."""
     with _open(store) as db:
         run_id = db.resolve_run(run)
-        with open_output(output) as out:
+        with open_output(output, inputs=[store]) as out:
             count = writer("export", fmt)(db, run_id, out)
     if output is not None and str(output) != "-":
         print(f"exported {count} trace(s) of run {run_id} to {output}", file=sys.stderr)
@@ -372,7 +372,7 @@ def review_export(
     """Write resolved items as golden-dataset labels ({trace_id, verdict, rules, labeler, note} per line)."""
     with _open(store) as db:
         out: IO[str]
-        with open_output(labels) as out:
+        with open_output(labels, inputs=[store], option="--labels") as out:
             count = db.export_labels(out, run=run)
     where = "stdout" if str(labels) == "-" else str(labels)
     print(f"wrote {count} label(s) to {where}", file=sys.stderr)
