@@ -43,7 +43,7 @@ from functools import lru_cache
 from typing import Any
 
 from seqjudge.errors import InputError
-from seqjudge.rules.pattern import PatternError, UserPattern, compile_user_pattern
+from seqjudge.pattern import PatternError, UserPattern, compile_user_pattern
 from seqjudge.trace import Trace
 
 DEFAULT_REDACT: tuple[str, ...] = ("password", "api_key", "token", "authorization", "secret")
@@ -101,8 +101,8 @@ def _user_patterns(names: tuple[str, ...]) -> list[str]:
     return [f"(?:{n[len(VALUE_PREFIX) :]})" for n in names if n.startswith(VALUE_PREFIX)]
 
 
-# A pattern holding a ``value:`` entry: the time-limited matcher (rules.pattern), since a user's pattern may
-# backtrack without end (``value:(a|aa)+$``); running out is exit 2 naming the entries. Built-in alone: re.
+# A pattern holding a ``value:`` entry: the time-limited matcher (seqjudge.pattern), since a user's pattern
+# may backtrack without end (``value:(a|aa)+$``); running out is exit 2 naming the entries. Built-ins: re.
 _Searcher = re.Pattern[str] | UserPattern
 
 

@@ -40,7 +40,7 @@ from seqjudge.ingest import detect, files, native
 from seqjudge.ingest.base import Batch, Blocks, Done, Format, NativeLines, Options, Record, Source
 from seqjudge.ingest.files import TRACE_SUFFIXES
 from seqjudge.ingest.stats import IngestStats
-from seqjudge.rules.pattern import PatternError, compile_user_pattern
+from seqjudge.pattern import PatternError, compile_user_pattern
 from seqjudge.trace import PlainTrace, Trace
 
 # Every format's name and its module in this package, in detection order.
@@ -181,7 +181,7 @@ def _prepare(
             hint=f"Choose one of: {', '.join(FORMATS)}",
         )
     if error_pattern is not None:
-        # Time-limited (rules.pattern): a backtracking pattern over a call's output stops with exit 2
+        # Time-limited (seqjudge.pattern): a backtracking pattern over a call's output stops with exit 2
         # naming it and the input, not a hang.
         named = path if isinstance(path, str | Path) else ", ".join(map(str, path))
         try:

@@ -21,7 +21,7 @@ from seqjudge.ingest.stats import IngestStats
 from seqjudge.trace import PlainTrace, Trace
 
 if TYPE_CHECKING:
-    from seqjudge.rules.pattern import Pattern
+    from seqjudge.pattern import Pattern
 
 NEVER_ANSWERED = "never answered: no tool result for call id {id}"
 

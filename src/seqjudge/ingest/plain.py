@@ -17,7 +17,7 @@ from seqjudge.ingest.base import text_of
 from seqjudge.trace import PlainTrace
 
 if TYPE_CHECKING:
-    from seqjudge.rules.pattern import Pattern
+    from seqjudge.pattern import Pattern
 
 _TRACE_KEYS = frozenset({"trace_id", "calls", "context", "metadata"})
 _CALL_KEYS = frozenset({"tool_name", "arguments", "status", "output", "error", "id"})

@@ -1,4 +1,7 @@
-"""``args_match`` patterns: compiled and searched so that no search takes more than a bounded time.
+"""Regular expressions from users, compiled and searched so that no search takes more than a bounded time:
+``args_match`` patterns of rules, and patterns given for whole texts (``--error-pattern`` over call
+outputs, ``redact: ["value:..."]`` over stored traces: ``UserPattern``). Outside the data flow (not in
+``rules``), so that reading traces may use it as the rules do.
 
 Python's ``re`` backtracks: ``(a+)+$`` against 28 a's and a ``!`` takes seconds, against 5,000 it never
 ends, and even ``.*x.*y`` is quadratic on a failing search. A linear-time engine (RE2) has no look-ahead,
