@@ -9,6 +9,7 @@ read with ``resource.getrusage(RUSAGE_CHILDREN)`` in an intermediate process tha
     python benchmarks/large_inputs.py                    # both cases, once
     python benchmarks/large_inputs.py --repeat 3 --only check --formats jsonl
     python benchmarks/large_inputs.py --repeat 3 --only memory   # json.load vs check vs run, 1M calls
+    python benchmarks/large_inputs.py --only nul --nul-mb 1024    # 1 GB of NUL bytes, no newline (exit 2)
     PYTHONPATH=/path/to/other/src python benchmarks/large_inputs.py   # the same inputs, another seqjudge
 """
 
@@ -123,6 +124,34 @@ def memory(seqjudge: list[str], repeat: int) -> None:
         print(f"    {name:22s}{fig['peak_mb']:7.0f} MB  {ratio:4.2f}x   {fig['wall_s']:6.1f} s wall{goal}")
 
 
+def nul_line(seqjudge: list[str], mb: int, repeat: int) -> None:
+    """Issue 38.6: a file of ``mb`` MB of NUL bytes without a newline reached 2.2 GB RSS before its error.
+    Lines are read at most SEQJUDGE_MAX_RECORD_BYTES (256 MiB by default) at a time: the peak is about the
+    limit, whatever the file's size, and the command ends with exit 2 naming the limit."""
+    path = FOLDER / f"nul-{mb}mb.json"
+    if not path.exists() or path.stat().st_size != mb << 20:
+        FOLDER.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as out:
+            for _ in range(mb):
+                out.write(bytes(1 << 20))
+    argv = [*seqjudge, "check", str(FOLDER / "rules.yaml"), str(path), "-o", os.devnull]
+    walls, peaks = [], []
+    for _ in range(repeat):
+        out = subprocess.run(
+            [sys.executable, __file__, "--measure", *argv], capture_output=True, text=True, check=True
+        ).stdout
+        figures = json.loads(out.strip().splitlines()[-1])
+        if figures["rc"] != 2:
+            raise SystemExit(f"expected exit 2, got {figures['rc']}: {figures['err']}")
+        walls.append(figures["wall_s"])
+        peaks.append(figures["peak_mb"])
+    print(
+        f"check {mb} MB of NUL bytes, no newline: exit 2, {statistics.median(walls):.1f} s wall, "
+        f"{statistics.median(peaks):.0f} MB peak RSS (median of {repeat}; "
+        f"limit {os.environ.get('SEQJUDGE_MAX_RECORD_BYTES', '268435456')} bytes)"
+    )
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--measure":
         measure(sys.argv[2:])
@@ -132,15 +161,21 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--mb", type=int, default=200, help="size of the JSONL file for check")
-    parser.add_argument("--only", choices=["run", "check", "memory"])
+    parser.add_argument("--only", choices=["run", "check", "memory", "nul"])
+    parser.add_argument("--nul-mb", type=int, default=1024, help="size of the NUL-byte file (--only nul)")
     parser.add_argument("--formats", default="jsonl,text", help="check's output formats to measure")
     args = parser.parse_args()
-    make_inputs(args.mb)
     seqjudge = [
         sys.executable,
         "-c",
         "import sys; from seqjudge.cli import main; sys.argv[0] = 'seqjudge'; main()",
     ]
+    if args.only == "nul":  # needs only the rules of the other cases
+        FOLDER.mkdir(parents=True, exist_ok=True)
+        (FOLDER / "rules.yaml").write_text(RULES, encoding="utf-8")
+        nul_line(seqjudge, args.nul_mb, args.repeat)
+        return
+    make_inputs(args.mb)
     store = FOLDER / "store.db"
     print(f"inputs in {FOLDER}; seqjudge from {os.environ.get('PYTHONPATH') or 'the installed package'}")
     if args.only in (None, "run"):

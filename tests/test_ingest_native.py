@@ -239,11 +239,16 @@ def test_a_default_id_that_collides_with_a_given_one_is_a_duplicate(tmp_path: Pa
 def test_jsonl_is_read_one_line_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     consumed: list[int] = []
 
+    def produce():  # type: ignore[no-untyped-def]
+        for i in range(1_000_000):
+            consumed.append(i)
+            yield json.dumps({"calls": [{"tool_name": f"t{i}"}]}).encode() + b"\n"
+
     class Lines:
-        def __iter__(self):  # type: ignore[no-untyped-def]
-            for i in range(1_000_000):
-                consumed.append(i)
-                yield json.dumps({"calls": [{"tool_name": f"t{i}"}]}).encode() + b"\n"
+        lines = produce()
+
+        def readline(self, size: int = -1) -> bytes:  # lines are read at most a limit's bytes at a time
+            return next(self.lines, b"")
 
         def read(self) -> bytes:
             raise AssertionError("a JSONL input must never be read whole")

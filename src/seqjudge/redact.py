@@ -46,6 +46,7 @@ from functools import lru_cache
 from typing import Any
 
 from seqjudge.errors import InputError
+from seqjudge.pattern import PatternError, UserPattern, compile_user_pattern
 from seqjudge.trace import Trace
 
 DEFAULT_REDACT: tuple[str, ...] = ("password", "api_key", "token", "authorization", "secret")
@@ -107,15 +108,32 @@ def _user_patterns(names: tuple[str, ...]) -> list[str]:
     return [f"(?:{n[len(VALUE_PREFIX) :]})" for n in names if n.startswith(VALUE_PREFIX)]
 
 
+# A pattern holding a ``value:`` entry: the time-limited matcher (seqjudge.pattern), since a user's pattern
+# may backtrack without end (``value:(a|aa)+$``); running out is exit 2 naming the entries. Built-ins: re.
+_Searcher = re.Pattern[str] | UserPattern
+
+
+def _compile(expression: str, names: tuple[str, ...]) -> _Searcher:
+    user = _user_patterns(names)
+    if not user:
+        return re.compile(expression)
+    try:
+        return compile_user_pattern(expression, given="redact", shown=", ".join(user))
+    except PatternError as exc:
+        raise InputError(
+            f"the redact patterns {', '.join(user)} are not regular expressions ({exc})", where="redact"
+        ) from None
+
+
 @lru_cache(maxsize=64)
-def _value_screen(names: tuple[str, ...]) -> re.Pattern[str]:
+def _value_screen(names: tuple[str, ...]) -> _Searcher:
     """Matches wherever a value pattern might: the built-in literals and the ``value:`` patterns."""
     _value_pattern(names)  # reports a bad value: pattern before it is used here
-    return re.compile("|".join((_VALUE_HINTS, *_user_patterns(names))))
+    return _compile("|".join((_VALUE_HINTS, *_user_patterns(names))), names)
 
 
 @lru_cache(maxsize=64)
-def _value_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+def _value_pattern(names: tuple[str, ...]) -> _Searcher:
     """The built-in value patterns and the ``value:REGEX`` entries of ``names``, as one pattern."""
     extra = []
     for name in names:
@@ -130,7 +148,7 @@ def _value_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
                     hint='write it as "value:REGEX", e.g. "value:acme-[0-9a-f]{32}"',
                 ) from None
             extra.append(f"(?:{pattern})")
-    return re.compile("|".join((*VALUE_PATTERNS, *extra)))
+    return _compile("|".join((*VALUE_PATTERNS, *extra)), names)
 
 
 def _replace_value(match: re.Match[str]) -> str:
@@ -239,18 +257,18 @@ def redact_text(text: str, names: Iterable[str] = DEFAULT_REDACT) -> str:
 
 
 @lru_cache(maxsize=64)
-def _filter(names: tuple[str, ...]) -> re.Pattern[str]:
+def _filter(names: tuple[str, ...]) -> _Searcher:
     """Matches where a redaction may start: the first word of a name (a matching key contains one) or a
     key-shaped value. Text without a match is left alone: one search spares most strings the full work."""
     firsts = sorted({words[0] for words, _ in _compiled(names)})
     alternatives = [*(f"(?i:{re.escape(w)})" for w in firsts), _value_screen(names).pattern]
-    return re.compile("|".join(alternatives))
+    return _compile("|".join(alternatives), names)
 
 
 @lru_cache(maxsize=64)
 def _screen_literals(
     names: tuple[str, ...],
-) -> tuple[tuple[str, ...], re.Pattern[str] | None, re.Pattern[str]]:
+) -> tuple[tuple[str, ...], _Searcher | None, re.Pattern[str]]:
     """The screen's lower-case literals, the ``value:`` patterns (None: none), and the literals as one
     pattern, which finds any of them in a short text faster than one find each."""
     user = _user_patterns(names)
@@ -258,7 +276,7 @@ def _screen_literals(
     literals = (*words, *_VALUE_LITERALS)
     return (
         literals,
-        re.compile("|".join(user)) if user else None,
+        _compile("|".join(user), names) if user else None,
         re.compile("|".join(map(re.escape, literals))),
     )
 
@@ -289,18 +307,18 @@ def may_need_redaction(text: str, names: Iterable[str] = DEFAULT_REDACT) -> bool
     return not (text.isascii() and text.isalnum()) and _split_name_in(text, names)
 
 
-def _first_words(names: tuple[str, ...]) -> re.Pattern[str]:
+def _first_words(names: tuple[str, ...]) -> _Searcher:
     """The screen (``_filter``): handed down a walk so that each string costs one search, not a lookup."""
     return _filter(names)
 
 
 # Short strings that needed no redaction, per filter: statuses, rule ids, tool names and verdicts repeat in
 # every stored result, and a set lookup is cheaper than the filter's search. Bounded; cleared when full.
-_CLEAN_SHORT: dict[re.Pattern[str], set[str]] = {}
+_CLEAN_SHORT: dict[_Searcher, set[str]] = {}
 _SHORT = 48
 
 
-def _redact_text(text: str, names: tuple[str, ...], screen: re.Pattern[str]) -> str:
+def _redact_text(text: str, names: tuple[str, ...], screen: _Searcher) -> str:
     if not text or _clean_text(text, names, screen):
         return text
     if _compiled(names):
@@ -308,7 +326,7 @@ def _redact_text(text: str, names: tuple[str, ...], screen: re.Pattern[str]) -> 
     return _value_pattern(names).sub(_replace_value, text)
 
 
-def _clean_text(text: str, names: tuple[str, ...], screen: re.Pattern[str]) -> bool:
+def _clean_text(text: str, names: tuple[str, ...], screen: _Searcher) -> bool:
     """True when no redaction can start in ``text``: no match of ``screen`` and no split name."""
     if len(text) <= _SHORT:
         clean = _CLEAN_SHORT.get(screen)
@@ -330,7 +348,7 @@ def _clean_text(text: str, names: tuple[str, ...], screen: re.Pattern[str]) -> b
 _LABEL = re.compile(r"[A-Za-z_][\w.\-]{0,100}:")
 
 
-def _redact_pairs(text: str, names: tuple[str, ...], screen: re.Pattern[str]) -> str:
+def _redact_pairs(text: str, names: tuple[str, ...], screen: _Searcher) -> str:
     """``text`` with the value of every ``_PAIR`` whose key is secret replaced, at any depth of nested
     ``label: value`` text. A pair whose key is not secret is not consumed: the search goes on from its
     value (from inside its key when quoted; past it when nothing can start there), so a secret label that
@@ -415,8 +433,8 @@ def _json_needs_walk(json_text: str, names: tuple[str, ...], split: bool) -> boo
     # (a regex alternation costs ~100 ns a character, too much for a 40 MB trace).
     if any(hint in folded for hint in _VALUE_LITERALS):
         return True
-    user = _user_patterns(names)
-    if user and re.search("|".join(user), json_text):
+    user = _screen_literals(names)[1]  # the value: patterns, time-limited
+    if user is not None and user.search(json_text):
         return True
     if split and any(
         (":" in m or "=" in m) and _split_name_in(m, names, json_text=True)
@@ -480,7 +498,7 @@ def json_holds_secret(json_text: str, secrets: Iterable[str]) -> bool:
     return any(json.dumps(s, ensure_ascii=False)[1:-1] in json_text for s in secrets)
 
 
-def _redact_value(value: Any, names: tuple[str, ...], firsts: re.Pattern[str], keys: bool) -> Any:
+def _redact_value(value: Any, names: tuple[str, ...], firsts: _Searcher, keys: bool) -> Any:
     # Exact type checks first: this walks every value a run stores, and ABC checks cost more.
     kind = type(value)
     if kind is str:
@@ -501,7 +519,7 @@ def _redact_value(value: Any, names: tuple[str, ...], firsts: re.Pattern[str], k
 
 
 def _redact_mapping(
-    value: Mapping[Any, Any], names: tuple[str, ...], firsts: re.Pattern[str], keys: bool
+    value: Mapping[Any, Any], names: tuple[str, ...], firsts: _Searcher, keys: bool
 ) -> dict[Any, Any]:
     out: dict[Any, Any] = {}
     for k, v in value.items():

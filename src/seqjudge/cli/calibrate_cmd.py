@@ -213,7 +213,7 @@ def calibrate(
             guarantee_plot = extra
     to_stdout = output is not None and str(output) == "-"
     if output is not None:
-        with open_output(output) as handle:
+        with open_output(output, inputs=_dataset_files(dataset)) as handle:
             writer("calibration", "json")(report, handle)
     if not to_stdout:
         writer("calibration", "text")(report, sys.stdout)
@@ -226,6 +226,16 @@ def calibrate(
     if no_plot:
         say(f"plot: not written to {plot}: {no_plot}", err=True)
     return 0
+
+
+def _dataset_files(dataset: Path) -> list[Path]:
+    """The files of a golden dataset that calibrate reads (its figures may be written beside them)."""
+    from seqjudge.golden import CATALOG_FILE, EXAMPLES_FILES, LABELS_FILE, RULES_FILE, TRACES_FILE
+
+    if not dataset.is_dir():
+        return [dataset]
+    names = (RULES_FILE, TRACES_FILE, LABELS_FILE, CATALOG_FILE, *EXAMPLES_FILES)
+    return [dataset / name for name in names]
 
 
 def _check(dataset: Path, model: str | None, store: Path | None) -> int:

@@ -135,7 +135,7 @@ def check(
         allow_empty=allow_empty,
         stats=stats,
     )
-    with open_output(output) as out:
+    with open_output(output, inputs=[rules, catalog, *traces]) as out:
         # Several paths name no single file or folder, as stdin does not (SARIF then gives no file location).
         shown = output_class(
             out,

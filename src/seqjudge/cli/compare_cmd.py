@@ -302,6 +302,7 @@ def compare_cmd(
         junit_tree=lambda: junit_compare(result, cand.pairs),
         markdown_text=lambda: markdown_compare(result, cand.pairs),
         annotations=lambda: github_compare(result, cand.pairs),
+        inputs=[store, baseline, candidate, repeat],
     )
     view = ComparisonView(result, _describe(base), _describe(cand), cand.pairs)
     writer("compare", fmt)(view, sys.stdout)
@@ -388,6 +389,7 @@ def report_ci(
         junit_tree=lambda: junit_run(pairs, name=name),
         markdown_text=lambda: markdown_run(pairs, name=name),
         annotations=lambda: github_run(pairs, name=name),
+        inputs=[store, run],
     )
     results = [r for _, r in pairs]
     counts = {"pass": 0, "fail": 0, "review": 0}

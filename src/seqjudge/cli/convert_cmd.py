@@ -3,15 +3,13 @@
 Output keeps exactly the keys the input gave (plus those an importer derived, and defaulted trace ids):
 ``model_dump_json(exclude_unset=True)``. So a native file round-trips without growing ``"status": "ok"``,
 ``"messages": []`` and nulls on every call, and nothing the input said is lost; reading the output back gives
-the same traces. Traces are written as they are read, so memory stays flat; the output file is written
+the same traces. Traces are written as they are read, so memory stays flat; a regular output file is written
 beside its final name and renamed into place only when the whole input converted, so a bad input never leaves
-a half-written file (with ``-o -`` the traces before a bad record have already been printed).
+a half-written file (with ``-o -``, a pipe or a device the traces before a bad record have already been
+written); ``open_output`` says which outputs are written how.
 """
 
-import os
-import sys
 from collections.abc import Iterable
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated
 
 import typer
@@ -25,7 +23,7 @@ from seqjudge.cli.trace_options import (
     Verbose,
     load_options,
 )
-from seqjudge.errors import InputError
+from seqjudge.outputs.streams import open_output
 from seqjudge.safetext import say
 
 if TYPE_CHECKING:
@@ -60,11 +58,10 @@ def convert(
     options = load_options(trace_format, messages_key, error_pattern, verbose, allow_empty)
     traces = load_traces(input, stats=stats, **options)
     named = ", ".join(input)
-    if output == "-":
-        count, calls = _write(traces, sys.stdout, named)
-        sys.stdout.flush()
-    else:
-        count, calls = _write_file(traces, Path(output), named)
+    # A regular output file is renamed into place only once the whole input converted (open_output).
+    with open_output(output, inputs=input) as out:
+        count, calls = _write(traces, out, named)
+        out.flush()
     say(f"converted {count} trace(s), {calls} call(s): {named} -> {output}", err=True)
     report(stats)
     return 0
@@ -81,30 +78,3 @@ def _write(traces: "Iterable[Trace]", stream: IO[str], source: str) -> tuple[int
         count += 1
         calls += len(trace.calls)
     return count, calls
-
-
-def _write_file(traces: "Iterable[Trace]", target: Path, source: str) -> tuple[int, int]:
-    folder = target.parent
-    if not folder.is_dir():
-        raise InputError(
-            "the output folder does not exist",
-            source=str(target),
-            where="--output",
-            hint="Create the folder first, or write elsewhere",
-        )
-    # A sibling name, created like any file (so the umask applies), renamed over the target at the end.
-    temp = folder / f".{target.name}.{os.getpid()}.part"
-    try:
-        stream = temp.open("w", encoding="utf-8")
-    except OSError as exc:
-        raise InputError(
-            f"cannot write the output ({exc.strerror or exc})", source=str(target), where="--output"
-        ) from None
-    try:
-        with stream:
-            result = _write(traces, stream, source)
-        os.replace(temp, target)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    return result

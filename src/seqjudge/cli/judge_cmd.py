@@ -184,7 +184,7 @@ def judge(
         max_attempts,
         ResponseCache(read=not no_cache),  # --no-cache still writes fresh entries
     )
-    with open_output(output) as out:
+    with open_output(output, inputs=[rules, catalog, examples, *traces]) as out:
         shown: JudgeOutput = output_class(out)
         try:
             asyncio.run(run.all(stream, shown))

@@ -140,7 +140,14 @@ ConfigMaxAttemptsOpt = Annotated[
         "--max-attempts", min=1, help="Model answers per trace, re-asks included (default: the config's)."
     ),
 ]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Ignore and do not fill .seqjudge/cache/.")]
+# Not reading is all it does: the fresh replies are still cached (judge.cache.ResponseCache(read=False)).
+NoCacheOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Ask the model afresh instead of reusing cached replies; the fresh replies are still cached.",
+    ),
+]
 # None: the config's ``strict`` (when a seqjudge.yaml is found), else off; the flag wins both ways.
 StrictOpt = Annotated[
     bool | None,

@@ -216,7 +216,8 @@ def report(
     info, stored = candidate
     shown = _calibration(calibration, folders, info.id, _run_suite(info, stored))
     page = render_report(info, stored, baseline=baseline, calibration=shown)
-    with open_output(output) as out:
+    # The store, an export or a calibration read: never the file the page replaces.
+    with open_output(output, inputs=[store, run, compare, calibration]) as out:
         out.write(page)
     if str(output) != "-":
         against = f" against {baseline[0].id}" if baseline else ""

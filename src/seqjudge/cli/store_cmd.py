@@ -163,7 +163,7 @@ def runs_export(
     """Export a run's results: JSONL holds every trace, result and the run itself; CSV a row per trace."""
     with _open(store) as db:
         run_id = db.resolve_run(run)
-        with open_output(output) as out:
+        with open_output(output, inputs=[store]) as out:
             count = writer("export", fmt)(db, run_id, out)
     if output is not None and str(output) != "-":
         say(f"exported {count} trace(s) of run {run_id} to {output}", err=True)
@@ -380,7 +380,7 @@ def review_export(
     with _open(store) as db:
         found = db.review_labels(run=run)  # before the output is opened: a conflict leaves it as it was
     out: IO[str]
-    with open_output(labels) as out:
+    with open_output(labels, inputs=[store], option="--labels") as out:
         count = write_labels(out, found)
     where = "stdout" if str(labels) == "-" else str(labels)
     say(f"wrote {count} label(s) to {where}", err=True)

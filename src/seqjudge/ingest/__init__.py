@@ -28,7 +28,6 @@ Reading files into records is ``ingest.files``.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from importlib import import_module
@@ -40,6 +39,7 @@ from seqjudge.ingest import detect, files, native
 from seqjudge.ingest.base import Batch, Blocks, Done, Format, NativeLines, Options, Record, Source, too_deep
 from seqjudge.ingest.files import TRACE_SUFFIXES
 from seqjudge.ingest.stats import IngestStats
+from seqjudge.pattern import PatternError, compile_user_pattern
 from seqjudge.safetext import say
 from seqjudge.trace import PlainTrace, Trace, check_nesting
 
@@ -181,9 +181,14 @@ def _prepare(
             hint=f"Choose one of: {', '.join(FORMATS)}",
         )
     if error_pattern is not None:
+        # Time-limited (seqjudge.pattern): a backtracking pattern over a call's output stops with exit 2
+        # naming it and the input, not a hang.
+        named = path if isinstance(path, str | Path) else ", ".join(map(str, path))
         try:
-            options.error_pattern = re.compile(error_pattern)
-        except re.error as exc:
+            options.error_pattern = compile_user_pattern(
+                error_pattern, given="--error-pattern", source=str(named)
+            )
+        except PatternError as exc:
             raise InputError(
                 f"the error pattern {error_pattern!r} is not a valid regular expression ({exc})",
                 where="--error-pattern",

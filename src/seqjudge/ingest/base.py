@@ -12,13 +12,16 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
 from seqjudge.errors import InputError
 from seqjudge.ingest.stats import IngestStats
 from seqjudge.trace import TOO_DEEP, TOO_DEEP_HINT, PlainTrace, Trace
+
+if TYPE_CHECKING:
+    from seqjudge.pattern import Pattern
 
 NEVER_ANSWERED = "never answered: no tool result for call id {id}"
 # A call without an id: results answer calls by id, so nothing can answer it.
@@ -41,7 +44,7 @@ class Source:
 class Options:
     format: str | None = None
     messages_key: str | None = None
-    error_pattern: re.Pattern[str] | None = None
+    error_pattern: Pattern | None = None
     verbose: bool = False
     # Yield seqjudge.trace.PlainTrace for plain native JSONL records (for callers that only run the engine).
     plain: bool = False
@@ -351,7 +354,7 @@ def validation_error(exc: ValidationError, record: Record, prefix: str = "", *, 
     return record.error(problem, path or None, hint=hint)
 
 
-def apply_error_pattern(trace: Trace, pattern: re.Pattern[str] | None) -> Trace:
+def apply_error_pattern(trace: Trace, pattern: Pattern | None) -> Trace:
     """Mark ok calls whose output matches ``--error-pattern`` as failed (logs that only say 'Error: ...')."""
     if pattern is None:
         return trace

@@ -5,6 +5,10 @@ A file whose first line is a complete JSON value and which has more lines (or en
 read one line at a time, so memory stays flat however long it is; otherwise it is one document, read whole.
 A document that turns out to hold several JSON values one after another becomes one record per value, each
 named by the line it starts on.
+
+No record is read whole past ``sizes.RECORD_BYTES``: lines are read at most that many bytes at a time, and a
+line (or a document) that goes on past it stops the read with exit 2 naming the file, the line and the
+limit. A gigabyte without a newline costs the limit in memory, not the gigabyte.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from seqjudge.errors import InputError
 from seqjudge.ingest.base import Record, Source
 from seqjudge.safetext import listing
 from seqjudge.schema import SCHEMA_FILES
+from seqjudge.sizes import RECORD_BYTES
 
 TRACE_SUFFIXES = (".json", ".jsonl")
 
@@ -144,8 +149,11 @@ class _TextAsBytes:
         for line in self.stream:
             yield line.encode("utf-8")
 
-    def read(self) -> bytes:
-        return self.stream.read().encode("utf-8")
+    def readline(self, size: int = -1) -> bytes:
+        return self.stream.readline(size).encode("utf-8")  # (characters, not bytes: a test's stand-in)
+
+    def read(self, size: int = -1) -> bytes:
+        return self.stream.read(size).encode("utf-8")
 
     def close(self) -> None:
         pass
@@ -191,7 +199,11 @@ class Reader:
                 if not block:
                     return
                 if block[-1] != 10:  # b"\n": the line it ends in, whole
-                    block += stream.readline()
+                    limit = RECORD_BYTES.value()
+                    end = stream.readline(limit + 1)
+                    if len(end) > limit and end[-1] != 10:
+                        raise _too_large(self.source, line + _newlines(block) + 1, limit)
+                    block += end
                 yield line, block
                 line += _newlines(block)
         except OSError as exc:
@@ -217,6 +229,23 @@ def _unreadable(source: Source, exc: OSError) -> InputError:
     return InputError(f"reading failed ({exc})", source=source.name)
 
 
+def _too_large(source: Source, line: int | None, limit: int) -> InputError:
+    subject = f"line {line}" if line is not None else "the document"
+    return RECORD_BYTES.exceeded(subject, limit, source=source.name, where=f"line {line}" if line else None)
+
+
+def bounded_lines(stream: IO[bytes], source: Source, limit: int) -> Iterator[bytes]:
+    """The lines of ``stream`` as iterating it gives them, each read at most ``limit`` bytes at a time: a
+    longer line is an error naming it, found before more than ``limit + 1`` of its bytes are held."""
+    read = stream.readline
+    line = 0
+    while raw := read(limit + 1):
+        line += 1
+        if len(raw) > limit and raw[-1] != 10:  # b"\n"
+            raise _too_large(source, line, limit)
+        yield raw
+
+
 def following(source: Source, lines: Iterable[bytes], line: int) -> Iterator[Record]:
     """The records of JSONL ``lines`` that come after line ``line``: one a line that is not blank."""
     for raw in lines:
@@ -229,7 +258,8 @@ def _split(
     stream: IO[bytes], source: Source, *, force_jsonl: bool, reader: Reader | None = None
 ) -> Iterator[Record]:
     """JSONL (one record a line) or one whole document, decided by the first non-blank line."""
-    lines = iter(stream)
+    limit = RECORD_BYTES.value()
+    lines = bounded_lines(stream, source, limit)
     head: list[bytes] = []
     lineno = 0
     first: bytes | None = None
@@ -253,7 +283,10 @@ def _split(
             break
         between.append(raw)
     if second is None and not force_jsonl:
-        yield Record(source, None, b"".join(head) + b"".join(between))
+        whole = b"".join(head) + b"".join(between)
+        if len(whole) > limit:
+            raise _too_large(source, None, limit)
+        yield Record(source, None, whole)
         return
     decoded = True
     try:
@@ -265,8 +298,11 @@ def _split(
         complete, decoded = True, False
     if not complete and not force_jsonl:
         assert second is not None
-        rest = stream.read()
-        yield Record(source, None, b"".join(head) + b"".join(between) + second + rest)
+        start = b"".join(head) + b"".join(between) + second
+        rest = stream.read(max(limit + 1 - len(start), 0))
+        if len(start) + len(rest) > limit:
+            raise _too_large(source, None, limit)
+        yield Record(source, None, start + rest)
         return
     record = Record(source, first_line, first)
     if decoded and complete:

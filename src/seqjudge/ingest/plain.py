@@ -11,18 +11,20 @@ ordering rule stays in one place.
 
 from __future__ import annotations
 
-import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seqjudge.ingest.base import text_of
 from seqjudge.trace import PlainTrace
+
+if TYPE_CHECKING:
+    from seqjudge.pattern import Pattern
 
 _TRACE_KEYS = frozenset({"trace_id", "calls", "context", "metadata"})
 _CALL_KEYS = frozenset({"tool_name", "arguments", "status", "output", "error", "id"})
 _ABSENT: Any = object()
 
 
-def plain_trace(value: Any, error_pattern: re.Pattern[str] | None) -> PlainTrace | None:
+def plain_trace(value: Any, error_pattern: Pattern | None) -> PlainTrace | None:
     """The record as a PlainTrace, or None when it is not plainly a valid native trace.
 
     ``error_pattern`` marks ok calls whose output matches as failed, as ``apply_error_pattern`` does.
@@ -81,9 +83,7 @@ def plain_trace(value: Any, error_pattern: re.Pattern[str] | None) -> PlainTrace
     return plain
 
 
-def _call(
-    call: dict[str, Any], error_pattern: re.Pattern[str] | None
-) -> tuple[str, bool, dict[str, Any]] | None:
+def _call(call: dict[str, Any], error_pattern: Pattern | None) -> tuple[str, bool, dict[str, Any]] | None:
     """A call's (name, success, arguments) as ``Trace`` reads them, or None when it is not plainly valid."""
     name = call.get("tool_name")
     if type(name) is not str or not name:

@@ -32,6 +32,7 @@ from seqjudge.report import VIOLATION_TYPES, RiskLevel
 from seqjudge.rules.base import Wording
 from seqjudge.rules.model import ArgsSelector, Operand, RuleSet
 from seqjudge.rules.select import compile_operand, expand_name, operand_names
+from seqjudge.sizes import PROMPT_CHARS
 from seqjudge.trace import Trace
 
 TEMPLATE_NAME = "sequence_judge.md.j2"
@@ -406,7 +407,7 @@ def render(
     )
     # The dynamic block sees only the trace: nothing trace-specific can leak into the cached prefix, and
     # nothing of the prefix is needed after it.
-    dynamic = _block(template, "dynamic", {"trace": data})
+    dynamic = _block(template, "dynamic", {"trace": data}, ruleset.source, len(system) + len(static))
     prompt_hash = hashlib.sha256("\0".join((system, static, dynamic)).encode("utf-8")).hexdigest()
     return RenderedPrompt(
         system,
@@ -490,7 +491,8 @@ def _static_parts(
             if t in types and (t != "criteria_not_met" or evidence.outputs is None)
         ],
     }
-    parts = (_block(template, "system", static_vars), _block(template, "static", static_vars), evidence)
+    system = _block(template, "system", static_vars, ruleset.source, 0)
+    parts = (system, _block(template, "static", static_vars, ruleset.source, len(system)), evidence)
     if len(_STATIC_MEMO) >= _STATIC_MEMO_SIZE:
         _STATIC_MEMO.pop(next(iter(_STATIC_MEMO)))
     _STATIC_MEMO[key] = (held, parts)
@@ -519,8 +521,26 @@ def _named_aliases(rule: Any, aliases: dict[str, list[str]]) -> list[str]:
     return out
 
 
-def _block(template: jinja2.Template, name: str, variables: dict[str, Any]) -> str:
-    # Blocks are sent as separate parts (system text, cached static text, the trace) and joined by the
-    # adapters; their edges are trimmed so that the joins alone decide the spacing.
+def _block(
+    template: jinja2.Template,
+    name: str,
+    variables: dict[str, Any],
+    source: str | None = None,
+    before: int = 0,
+) -> str:
+    """A block of the template, rendered. Blocks are sent as separate parts (system text, cached static
+    text, the trace) and joined by the adapters; their edges are trimmed so that the joins alone decide the
+    spacing. ``before``: the characters of the blocks rendered before it, which count against
+    ``PROMPT_CHARS`` with it: a prompt stops growing at the limit (exit 2), not at a MemoryError."""
     context = template.new_context(variables)
-    return "".join(template.blocks[name](context)).strip("\n")
+    limit = PROMPT_CHARS.value()
+    size = before
+    pieces = []
+    for piece in template.blocks[name](context):
+        size += len(piece)
+        if size > limit:
+            raise PROMPT_CHARS.exceeded(
+                "the rendered judge prompt", limit, source=source, stopped="it was not rendered further"
+            )
+        pieces.append(piece)
+    return "".join(pieces).strip("\n")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from seqjudge.calibrate import Calibration
 from seqjudge.errors import InputError
+from seqjudge.outputs.streams import write_bytes
 from seqjudge.provenance import SUITE_KEY
 
 PASS_COLOUR = "#2b8a3e"
@@ -152,10 +153,5 @@ def write_plot(
 def write_png(data: bytes, path: str | Path) -> Path:
     """Write a drawn plot; an unwritable path is bad input (exit 2), not a traceback."""
     p = Path(path)
-    try:
-        p.write_bytes(data)
-    except OSError as exc:
-        raise InputError(
-            f"cannot write the plot ({exc.strerror})", source=str(p), hint="choose a writable path"
-        ) from None
+    write_bytes(data, p, option="--plot")
     return p

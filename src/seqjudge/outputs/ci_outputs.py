@@ -21,16 +21,18 @@ named ``classname=<trace id>``, ``name=<group>``. What a test case's state means
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from seqjudge.errors import InputError
+from seqjudge.outputs.streams import write_bytes
 from seqjudge.outputs.textview import Calls, trace_lines, violation_block
 from seqjudge.report import Violation
 from seqjudge.safetext import md_code, md_fence, md_text, terminal
@@ -319,14 +321,16 @@ def _severity(decisions: list[RuleDecision], rule_id: str) -> str:
     return next((d.severity for d in decisions if d.rule_id == rule_id), "critical")
 
 
-def write_junit(tree: ET.ElementTree, path: Path) -> None:
+def write_junit(tree: ET.ElementTree, path: Path, *, inputs: Iterable[Path | str | None] = ()) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tree.write(path, encoding="utf-8", xml_declaration=True)
     except OSError as exc:
         raise InputError(
             f"cannot write the JUnit file ({exc.strerror})", source=str(path), hint="choose a writable path"
         ) from None
+    data = io.BytesIO()
+    tree.write(data, encoding="utf-8", xml_declaration=True)
+    write_bytes(data.getvalue(), path, inputs=inputs, option="--junit")
 
 
 # -- GitHub --------------------------------------------------------------------------------------------------

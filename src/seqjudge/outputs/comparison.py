@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -68,14 +68,16 @@ def write_ci(
     junit_tree: Callable[[], ElementTree],
     markdown_text: Callable[[], str],
     annotations: Callable[[], list[str]],
+    inputs: Iterable[Path | str | None] = (),
 ) -> None:
     """The CI outputs asked for: JUnit XML to ``junit``, the markdown to ``markdown`` (- for stdout), and
-    with ``github`` the workflow annotations on stdout and the markdown appended to the job summary."""
+    with ``github`` the workflow annotations on stdout and the markdown appended to the job summary.
+    ``inputs``: what the command read, which neither output may replace."""
     if junit is not None:
-        write_junit(junit_tree(), junit)
+        write_junit(junit_tree(), junit, inputs=inputs)
     md = markdown_text() if (markdown is not None or github) else ""
     if markdown is not None:
-        with open_output(markdown) as out:
+        with open_output(markdown, inputs=inputs, option="--markdown") as out:
             out.write(md)
     if github:
         for line in annotations():

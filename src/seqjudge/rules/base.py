@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from seqjudge.rules.pattern import PatternError, compile_pattern
+from seqjudge.pattern import PatternError, compile_pattern
 
 if TYPE_CHECKING:
     from seqjudge.rules.evaluate import Finding
@@ -74,7 +74,7 @@ class ArgsSelector(BaseModel):
     def _compile(cls, value: dict[str, str]) -> dict[str, str]:
         for key, pattern in value.items():
             try:
-                compile_pattern(pattern)  # the engine's own pattern compiler (seqjudge.rules.pattern)
+                compile_pattern(pattern)  # the engine's own pattern compiler (seqjudge.pattern)
             except PatternError as exc:
                 raise ValueError(
                     f"args_match.{key}: {pattern!r} is not a valid regular expression ({exc})"

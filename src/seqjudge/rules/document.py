@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from seqjudge.errors import InputError
+from seqjudge.sizes import EXPANDED_CHARS
 
 __all__ = ["Document", "LineMap", "Loc", "read_document"]
 
@@ -92,16 +93,22 @@ def _find_duplicate_key(root: yaml.Node | None) -> tuple[str, int, int] | None:
 
 # YAML aliases share one node wherever they are used, so a small file can stand for an enormous value
 # ("a billion laughs"): 738 bytes became 80 MB of judge prompt per trace. The value a file stands for is
-# counted with every alias expanded, and refused past this many nodes (a real rule file has thousands).
+# counted with every alias expanded, and refused past this many nodes (a real rule file has thousands), or
+# past ``sizes.EXPANDED_CHARS`` characters of text: a few nodes can stand for gigabytes too (a 100 KB
+# description reused through 20,000 aliases).
 MAX_EXPANDED_NODES = 100_000
+_ALIAS_HINT = "Write the values out, or use fewer nested aliases (anchors &name reused as *name)"
 
 
-def _alias_problem(root: yaml.Node | None) -> tuple[str, int] | None:
-    """(problem, line) when aliases make the document expand past ``MAX_EXPANDED_NODES`` nodes or refer
-    to themselves; None otherwise. Each distinct node is sized once, so this costs the file's own size."""
+def _alias_problem(root: yaml.Node | None, source: str) -> InputError | None:
+    """The error when aliases make the document expand past ``MAX_EXPANDED_NODES`` nodes or
+    ``EXPANDED_CHARS`` characters, or refer to themselves; None otherwise. Each distinct node is sized
+    once, so this costs the file's own size."""
     if root is None:
         return None
+    max_chars = EXPANDED_CHARS.value()
     size: dict[int, int] = {}
+    chars: dict[int, int] = {}
     open_nodes: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
@@ -113,9 +120,15 @@ def _alias_problem(root: yaml.Node | None) -> tuple[str, int] | None:
             kids = [n for pair in node.value for n in pair]
         elif isinstance(node, yaml.SequenceNode):
             kids = list(node.value)
+        where = f"line {node.start_mark.line + 1}"
         if not children_done:
             if id(node) in open_nodes:
-                return "an alias refers to a value that contains it", node.start_mark.line + 1
+                return InputError(
+                    "an alias refers to a value that contains it",
+                    source=source,
+                    where=where,
+                    hint=_ALIAS_HINT,
+                )
             open_nodes.add(id(node))
             stack.append((node, True))
             stack.extend((k, False) for k in kids if id(k) not in size)
@@ -123,12 +136,20 @@ def _alias_problem(root: yaml.Node | None) -> tuple[str, int] | None:
         open_nodes.discard(id(node))
         total = 1 + sum(size[id(k)] for k in kids)
         if total > MAX_EXPANDED_NODES:
-            return (
+            return InputError(
                 f"with its aliases (*name) expanded, this value holds more than {MAX_EXPANDED_NODES:,} "
                 "values",
-                node.start_mark.line + 1,
+                source=source,
+                where=where,
+                hint=_ALIAS_HINT,
+            )
+        text = len(node.value) if isinstance(node, yaml.ScalarNode) else sum(chars[id(k)] for k in kids)
+        if text > max_chars:
+            return EXPANDED_CHARS.exceeded(
+                "with its aliases (*name) expanded, this value's text", max_chars, source=source, where=where
             )
         size[id(node)] = total
+        chars[id(node)] = text
     return None
 
 
@@ -242,14 +263,9 @@ def _read_yaml(text: str, source: str, what: str) -> Document:
                 where=f"line {dup[1]}",
                 hint=f"The key {dup[0]!r} was first given on line {dup[2]}; keep one of them",
             )
-        aliased = _alias_problem(node)
+        aliased = _alias_problem(node, source)
         if aliased is not None:
-            raise InputError(
-                aliased[0],
-                source=source,
-                where=f"line {aliased[1]}",
-                hint="Write the values out, or use fewer nested aliases (anchors &name reused as *name)",
-            )
+            raise aliased
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark

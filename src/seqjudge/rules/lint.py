@@ -22,13 +22,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from seqjudge.pattern import SEARCH_TIMEOUT, nested_quantifier
 from seqjudge.rules.base import ArgsSelector
 from seqjudge.rules.model import (
     BlocklistRule,
     RuleBase,
     RuleSet,
 )
-from seqjudge.rules.pattern import SEARCH_TIMEOUT, nested_quantifier
 from seqjudge.rules.problems import suggest
 from seqjudge.rules.select import Selector, compile_operand, expand_name, operand_names
 

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from seqjudge.pattern import Pattern, compile_pattern, timed_out
 from seqjudge.rules.base import ArgsSelector, Operand, operand_text
-from seqjudge.rules.pattern import Pattern, compile_pattern, timed_out
 from seqjudge.trace import Call
 
 # Built once: json.dumps with options builds an encoder per call, a third of the cost of a small value.

@@ -4,6 +4,9 @@ through, the schema migrated on open, and secrets scrubbed from every value writ
 - WAL journal, ``synchronous=NORMAL``: a commit survives the process being killed; only a power loss may
   drop the last commits (never corrupt the file), which ``--resume`` then redoes.
 - ``schema_version`` holds one row per applied migration; a file written by a newer seqjudge is refused.
+- A store this process may not write (a read-only file or folder, a read-only mount) is opened read-only
+  when it exists and is up to date: it can be listed, shown, reported and exported; a write is then an
+  ``InputError`` saying the store is read-only, never "remove this file".
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, Self
+from urllib.parse import quote
 
 from seqjudge.defaults import DEFAULT_STORE_PATH
 from seqjudge.errors import InputError, StoreError
@@ -45,27 +49,62 @@ class Connection:
         self._redact_names: dict[str, tuple[str, ...]] = {}
         self._run_locks: dict[str, int] = {}  # run id -> the descriptor holding its lock (store.runs)
         self._secrets = secret_env_values(ENV_SECRET_NAMES)
+        self.read_only = False
         try:
-            self._conn = sqlite3.connect(
-                self.path, isolation_level=None, timeout=10.0, check_same_thread=False
-            )
-            self._conn.row_factory = sqlite3.Row
-            mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._migrate()
-        except BaseException as exc:
-            conn = getattr(self, "_conn", None)
-            if conn is not None:
-                conn.close()
-            if not isinstance(exc, sqlite3.DatabaseError):
-                raise
-            raise InputError(
-                f"cannot open the seqjudge store ({exc})",
-                source=str(self.path),
-                hint="pass --store with the path of a seqjudge database, or remove this file",
-            ) from None
+            mode = self._open()
+        except sqlite3.OperationalError as exc:
+            if not (self.path.is_file() and _not_writable(exc)):
+                raise self._unopenable(exc) from None
+            self.read_only = True  # (a file that exists: a new store must be written)
+            try:
+                mode = self._open()
+            except sqlite3.DatabaseError as again:
+                raise self._unopenable(again) from None
+        except sqlite3.DatabaseError as exc:
+            raise self._unopenable(exc) from None
         self.journal_mode = str(mode).lower()
+
+    def _open(self) -> str:
+        """Connect, set the pragmas and migrate; the journal mode. Read-only: the file's own journal mode,
+        and the schema must be up to date already (a migration is a write)."""
+        if self.read_only:
+            # immutable: a WAL file in a folder we may not write has no -shm to share, and none can be made.
+            uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+            conn = _connect(uri)
+            try:
+                conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+            except sqlite3.OperationalError:
+                conn.close()
+                conn = _connect(uri + "&immutable=1")
+        else:
+            conn = _connect(str(self.path), uri=False)
+        self._conn = conn
+        try:
+            if self.read_only:
+                mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+            else:
+                mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except BaseException:
+            conn.close()
+            self._conn = None  # type: ignore[assignment]
+            raise
+        return str(mode)
+
+    def _unopenable(self, exc: sqlite3.DatabaseError) -> InputError:
+        if _not_writable(exc):
+            return InputError(
+                f"cannot open the seqjudge store: it cannot be written here ({exc})",
+                source=str(self.path),
+                hint="Make the file and its folder writable, or pass --store with a writable path",
+            )
+        return InputError(
+            f"cannot open the seqjudge store ({exc})",
+            source=str(self.path),
+            hint="pass --store with the path of a seqjudge database, or remove this file",
+        )
 
     # -- lifecycle --
     def close(self) -> None:
@@ -91,6 +130,12 @@ class Connection:
             conn = self._conn
             if conn is None:
                 raise RuntimeError("the store is closed")
+            if self.read_only:
+                raise InputError(
+                    "the store is read-only here: it can be listed, shown and reported, not written",
+                    source=str(self.path),
+                    hint="Make the file and its folder writable, or pass --store with a writable path",
+                )
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -124,6 +169,14 @@ class Connection:
             )
         if current == len(migrations):
             return
+        if self.read_only:
+            raise InputError(
+                f"the store has schema version {current}, older than this seqjudge's "
+                f"({len(migrations)}), and it is read-only here, so it cannot be upgraded",
+                source=str(self.path),
+                hint="Run a seqjudge command that writes it once where it is writable, or use an older "
+                "seqjudge to read it",
+            )
         with self._tx() as conn:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_version ("
@@ -191,3 +244,15 @@ _MACHINE_CODES: tuple[str, ...] = (
 def _machine_error(exc: sqlite3.Error) -> bool:
     name = getattr(exc, "sqlite_errorname", None) or ""
     return name.startswith(_MACHINE_CODES)
+
+
+def _connect(target: str, *, uri: bool = True) -> sqlite3.Connection:
+    conn = sqlite3.connect(target, isolation_level=None, timeout=10.0, check_same_thread=False, uri=uri)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _not_writable(exc: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite failed because the file or its folder may not be written (it then reads on)."""
+    text = str(exc).lower()
+    return "readonly" in text or "read-only" in text or "unable to open database file" in text

@@ -1,4 +1,7 @@
-"""``args_match`` patterns: compiled and searched so that no search takes more than a bounded time.
+"""Regular expressions from users, compiled and searched so that no search takes more than a bounded time:
+``args_match`` patterns of rules, and patterns given for whole texts (``--error-pattern`` over call
+outputs, ``redact: ["value:..."]`` over stored traces: ``UserPattern``). Outside the data flow (not in
+``rules``), so that reading traces may use it as the rules do.
 
 Python's ``re`` backtracks: ``(a+)+$`` against 28 a's and a ``!`` takes seconds, against 5,000 it never
 ends, and even ``.*x.*y`` is quadratic on a failing search. A linear-time engine (RE2) has no look-ahead,
@@ -21,6 +24,10 @@ from typing import Any
 from seqjudge.errors import InputError
 
 SEARCH_TIMEOUT = 0.1  # seconds a single search may take (the engine checks its clock as it goes)
+# A user's pattern run over whole texts (``--error-pattern`` over a call's output, a ``redact`` entry over a
+# stored trace) may take this much longer a character: a linear search of a 40 MB text is not stopped, a
+# backtracking one of a 41-character text is.
+PER_CHAR_TIMEOUT = 1e-5
 
 
 class PatternError(Exception):
@@ -33,9 +40,9 @@ FAST_STEPS = 200_000  # the backtracking steps a plain ``re`` search may cost in
 class Pattern:
     """``search(text)`` like ``re.Pattern.search``, bounded in time (``TimeoutError`` past the limit)."""
 
-    __slots__ = ("fast", "pattern", "short", "timed")
+    __slots__ = ("fast", "pattern", "per_char", "short", "timed")
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, *, per_char: float = 0.0) -> None:
         # Imported here: only rules with args_match need it, and it costs a fresh `seqjudge check` ~15 ms.
         import regex
 
@@ -46,11 +53,58 @@ class Pattern:
             raise PatternError(str(exc)) from None
         self.fast = re.compile(pattern)
         self.short = fast_length(pattern)
+        self.per_char = per_char
 
     def search(self, text: str) -> Any:
         if len(text) <= self.short:
             return self.fast.search(text)
-        return self.timed.search(text, timeout=SEARCH_TIMEOUT)
+        return self.timed.search(text, timeout=SEARCH_TIMEOUT + len(text) * self.per_char)
+
+    def sub(self, repl: Any, text: str) -> str:
+        """``re.Pattern.sub``, bounded in time as ``search`` is."""
+        if len(text) <= self.short:
+            return self.fast.sub(repl, text)
+        return self.timed.sub(repl, text, timeout=SEARCH_TIMEOUT + len(text) * self.per_char)  # type: ignore[no-any-return]
+
+
+class UserPattern(Pattern):
+    """A pattern a user gives for whole texts (``--error-pattern``, a ``redact: ["value:..."]`` entry):
+    bounded by ``PER_CHAR_TIMEOUT`` a character too, and a search that runs out is an ``InputError`` (exit
+    2) naming the pattern, the option or setting that gave it (``given``) and the input (``source``): never
+    a hang, and never a silent "no match" (a missed error call, an unredacted secret)."""
+
+    __slots__ = ("given", "shown", "source")
+
+    def __init__(
+        self, pattern: str, *, given: str, source: str | None = None, shown: str | None = None
+    ) -> None:
+        super().__init__(pattern, per_char=PER_CHAR_TIMEOUT)
+        self.given = given
+        self.source = source
+        self.shown = shown or repr(pattern)  # what the message names: the user's part of a joined pattern
+
+    def search(self, text: str) -> Any:
+        try:
+            return super().search(text)
+        except TimeoutError:
+            raise self._timed_out(text) from None
+
+    def sub(self, repl: Any, text: str) -> str:
+        try:
+            return super().sub(repl, text)
+        except TimeoutError:
+            raise self._timed_out(text) from None
+
+    def _timed_out(self, text: str) -> InputError:
+        limit = SEARCH_TIMEOUT + len(text) * self.per_char
+        return InputError(
+            f"matching the pattern {self.shown} against a {len(text):,}-character text took longer than "
+            f"{limit:.2g} s, so the search was stopped",
+            source=self.source,
+            where=self.given,
+            hint="Rewrite the pattern without nested or overlapping quantifiers (`(a|aa)+` matches what `a+` "
+            "matches; `(\\w+\\s?)*` what `[\\w\\s]*` does)",
+        )
 
 
 def fast_length(pattern: str) -> float:
@@ -68,6 +122,16 @@ def compile_pattern(pattern: str) -> Pattern:
     try:
         return Pattern(pattern)
     except re.error as exc:  # regex accepted what re does not (rare): one engine's verdict, regex's error
+        raise PatternError(str(exc)) from None
+
+
+def compile_user_pattern(
+    pattern: str, *, given: str, source: str | None = None, shown: str | None = None
+) -> UserPattern:
+    """A ``UserPattern`` (raises ``PatternError`` when it is not a regular expression)."""
+    try:
+        return UserPattern(pattern, given=given, source=source, shown=shown)
+    except re.error as exc:
         raise PatternError(str(exc)) from None
 
 
