@@ -515,7 +515,9 @@ def one_huge_line() -> Result:
     d = fresh()
     size = 256 * 1024 * 1024
     with (d / "t.jsonl").open("wb") as f:
-        f.write(b"\0" * size)
+        block = b"\0" * 2**20  # a MiB at a time: this process stays small, and so does the child it forks
+        for _ in range(size >> 20):
+            f.write(block)
     started = time.perf_counter()
     with (d / "out").open("wb") as out, (d / "err").open("wb") as err:
         # A 16 MiB record bound (SEQJUDGE_MAX_RECORD_BYTES; default 256 MiB): the line is read in bounded
