@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import resource
 import signal
 import sqlite3
@@ -28,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from cli_suite import RULES, passing_reply
 from fakes.server import FakeLLMServer, FakeReply, openai_chat
+from test_escapes import outside_fences  # the lines CommonMark reads outside fenced blocks
 
 os.environ["OPENAI_API_KEY"] = "sk-test-probe-0000"
 os.environ.pop("SEQJUDGE_MODEL", None)
@@ -426,26 +426,6 @@ def terminal_escapes() -> Result:
     rs = sh(["runs", "show", "latest", "--store", "s.db"], d)
     raw = [name for name, x in (("check", c), ("review list", rl), ("runs show", rs)) if ESC in x.out + x.err]
     return not raw, f"raw ESC in: {raw or 'none'}"
-
-
-_FENCE = re.compile(r"^ {0,3}(`{3,})[^`]*$")
-
-
-def outside_fences(md: str) -> list[str]:
-    """The lines CommonMark reads as markdown: outside fenced blocks (one ends at a line of at least as many
-    backticks as opened it, indented up to three spaces)."""
-    outside: list[str] = []
-    fence: str | None = None
-    for line in md.splitlines():
-        if fence is None:
-            opened = _FENCE.match(line)
-            if opened:
-                fence = opened.group(1)
-            else:
-                outside.append(line)
-        elif re.fullmatch(rf" {{0,3}}`{{{len(fence)},}}\s*", line):
-            fence = None
-    return outside
 
 
 def markdown_fence() -> Result:
