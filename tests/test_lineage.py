@@ -441,3 +441,18 @@ def test_check_counts_and_names_an_undetermined_lineage_rule(
     cli(["check", str(tmp_path / "rules.yaml"), str(tmp_path / "t.jsonl")])
     out = capsys.readouterr().out
     assert "Deferred: order-from-lookup on 1 trace(s)" in out
+
+
+def test_run_without_a_judge_names_an_undetermined_lineage_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With no model, `run` names a rule the engine left undetermined, as it names deferred judge rules
+    (the suite has no judge rule: before, the summary said the verdicts were the engine's, full stop)."""
+    monkeypatch.delenv("SEQJUDGE_MODEL", raising=False)
+    (tmp_path / "rules.yaml").write_text(json.dumps({"rules": [RULE]}))
+    trace = {"trace_id": "t", "calls": [lookup("", output="Order #W1 is pending"), cancel("#W1")]}
+    (tmp_path / "t.jsonl").write_text(json.dumps(trace) + "\n")
+    store = str(tmp_path / "s.db")
+    cli(["run", str(tmp_path / "rules.yaml"), str(tmp_path / "t.jsonl"), "--store", store])
+    out = capsys.readouterr().out
+    assert "judge rules deferred (no model): order-from-lookup;" in out

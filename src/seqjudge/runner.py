@@ -624,6 +624,14 @@ def _count(summary: RunSummary, result: TraceResult) -> None:
     for d in result.rules:
         if d.final == "failed":
             summary.violated[d.rule_id] += 1
+        elif (
+            d.final == "deferred"
+            and result.judge_skipped is not None
+            and d.rule_id not in summary.deferred_rules
+        ):
+            # A rule the engine left undecided on this trace (a lineage value in an output it could not read)
+            # is named with the judge rules a run without a judge leaves deferred: never a silent pass.
+            summary.deferred_rules.append(d.rule_id)
         if d.route == "advisory" and d.judge == "failed":
             summary.advisory_fails[d.rule_id] += 1
     summary.tally.add(result.rules)
