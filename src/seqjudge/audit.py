@@ -193,7 +193,7 @@ def audit_report(
             for d in result.rules:
                 if d.type != "judge" or d.judge != "passed" or d.final != "passed":
                     continue  # not an auto-passed judge decision (advice only, or no judge)
-                said = _rule_label(res.verdict, res.rules.get(d.rule_id)) if res is not None else None
+                said = rule_label(res.verdict, res.rules.get(d.rule_id)) if res is not None else None
                 if res is not None and said is None:
                     unlabelled[d.rule_id] = unlabelled.get(d.rule_id, 0) + 1
                     continue
@@ -216,7 +216,7 @@ def audit_report(
     )
 
 
-def _rule_label(verdict: str, rule: str | None) -> bool | None:
+def rule_label(verdict: str, rule: str | None) -> bool | None:
     """A rule's false pass from a resolution: its own label, else ``pass`` when the whole trace passed."""
     if rule is not None:
         return rule == "fail"

@@ -95,18 +95,47 @@ def runs_show(
             "--delta",
             min=0.0001,
             max=0.5,
-            help="With --audit: the interval misses with this chance (default: the certificate's, or 0.05).",
+            help="With --audit or --rates: the interval misses with this chance (default: the certificate's, "
+            "or 0.05).",
         ),
     ] = None,
-    fmt: Annotated[str, format_option("audit", help="With --audit: text or json.")] = "text",
+    rates: Annotated[
+        bool,
+        typer.Option(
+            "--rates",
+            help="Each rule's violation rate: judge rules' by PPI++ from the judge's calls and the human "
+            "labels, with intervals (needs seqjudge[rates]).",
+        ),
+    ] = False,
+    per_rule: Annotated[
+        bool,
+        typer.Option(
+            "--per-rule",
+            help="With --rates: each judge rule's interval on its own (default: all hold together).",
+        ),
+    ] = False,
+    fmt: Annotated[str, format_option("audit", help="With --audit or --rates: text or json.")] = "text",
 ) -> int:
     """A run's summary: counts, judge-engine agreement, fingerprints; with --trace, one trace's rules; with
-    --audit, the false-pass rate its audits measure (exit 1 when it drifted above α)."""
+    --audit, the false-pass rate its audits measure (exit 1 when it drifted above α); with --rates, how
+    often each rule was broken, with intervals."""
     from seqjudge.outputs.listings import result_lines, run_lines
 
     with _open(store) as db:
         run_id = db.resolve_run(run)
         info = db.run_info(run_id)
+        if rates and audit:
+            raise InputError(
+                "--rates and --audit are two views", where="--rates", hint="ask for one at a time"
+            )
+        if rates:
+            from seqjudge.rates import rates_report
+
+            report = rates_report(
+                db, run_id, delta=0.05 if delta is None else delta, simultaneous=not per_rule
+            )
+            writer("rates", fmt)(report)
+            return 0
         if audit:
             return show_audit(db, [run_id, *(db.resolve_run(r) for r in pool or [])], alpha, delta, fmt)
         if trace is not None:

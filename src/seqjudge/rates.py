@@ -1,0 +1,361 @@
+"""Violation rates of a run with valid intervals: prediction-powered inference (PPI++) from the judge's
+decisions on every trace and the human labels on a few (issue 36).
+
+The estimator is ppi-python's (``ppi_py.ppi_mean_ci``, PPI++ with its power-tuning λ and sample weights),
+imported here only, and only when a rate is asked for: it is the optional extra ``seqjudge[rates]``.
+
+Which labels count, and how (the design that keeps the estimate unbiased). A run's traces fall in three
+strata for each `judge` rule, fixed before anybody labels anything:
+
+* **routed**: in the review queue for a reason other than ``audit``. Every such trace is queued, so its
+  inclusion probability is 1: the stratum is a census. A resolved one's label is its true outcome and is
+  counted as it is; an open (or resolved-without-this-rule's-outcome) one is unknown and is bounded by
+  0 and 1 in the interval (a person picks which item to resolve, so the resolved ones are not a random
+  sample of the stratum: guessing the open ones from them could bias it).
+* **auto-passed**: passed with nobody looking, where the run drew audits (``--audit-rate``). The resolved
+  audits are a probability sample of this stratum, each weighted by 1 / its stored inclusion probability;
+  PPI++ corrects the judge's rate over the stratum by the error the audits measure. Open audits are left
+  out and counted, as `runs show --audit` does: the estimate assumes they resolve like the resolved ones.
+* **uncovered**: no person could be asked (a fail not queued, or auto-passed in a run without audits):
+  counted, named and bounded by 0 and 1 each, never read as a pass (the point takes the judge's call on
+  them). `review: {fails: true}` queues the fails, which makes them part of the census.
+
+The run's rate is the traces-weighted sum of the strata. The humans-only interval uses the same strata
+with the audits alone (Clopper–Pearson, ``seqjudge.audit.estimate``); the judge-only rate is the judge's
+share of fails over the traces it scored, without an interval (its error is unknown). Exact rules have
+the engine's exact rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
+
+from seqjudge.audit import AUDIT_REASON, DEFAULT_DELTA, Draw, auto_passed, estimate, rule_label
+from seqjudge.errors import InputError
+
+if TYPE_CHECKING:
+    from seqjudge.store import Store
+
+INSTALL = "pip install 'seqjudge[rates]'"
+MIN_LABELS = 2  # PPI's interval needs a spread of the labelled errors: fewer gives no interval
+
+
+def _ppi() -> Any:
+    """ppi_py, or the one-sentence way to install it (exit 2)."""
+    try:
+        import ppi_py
+    except ImportError:
+        raise InputError(
+            "violation rates need ppi-python, which is not installed",
+            where="--rates",
+            hint=f"{INSTALL} (or pip install ppi-python), then ask again",
+        ) from None
+    return ppi_py
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    lower: float
+    upper: float
+
+
+def ppi_interval(
+    labels: Sequence[float],
+    predicted: Sequence[float],
+    population: Sequence[float],
+    *,
+    weights: Sequence[float] | None = None,
+    alpha: float = DEFAULT_DELTA,
+) -> Interval | None:
+    """PPI++'s two-sided ``1 - alpha`` interval for the mean label over ``population`` (the judge's calls on
+    every unit of it) from ``labels`` of a sample with the judge's ``predicted`` calls on the same units,
+    weighted by ``weights`` (1 / inclusion probability; None: equal). None when fewer than MIN_LABELS.
+
+    None too when the judge's calls are all the same (over the sample and the population: they carry no
+    information, and PPI++'s λ is 0 / 0) or the labelled sample shows no spread at all (the normal
+    approximation PPI relies on would give a point): callers show the exact humans-only interval then."""
+    if len(labels) < MIN_LABELS:
+        return None
+    import numpy as np
+
+    ppi = _ppi()
+    y, yhat = np.asarray(labels, dtype=float), np.asarray(predicted, dtype=float)
+    pop = np.asarray(population, dtype=float)
+    if np.ptp(yhat) == 0 and np.ptp(pop) == 0 or np.ptp(y) == 0 and np.ptp(yhat) == 0:
+        return None
+    w = None if weights is None else np.asarray(weights, dtype=float)
+    point = float(ppi.ppi_mean_pointestimate(y, yhat, pop, w=w).item())
+    lo, hi = ppi.ppi_mean_ci(y, yhat, pop, alpha=alpha, w=w)
+    return Interval(point, max(0.0, float(np.ravel(lo)[0])), min(1.0, float(np.ravel(hi)[0])))
+
+
+def human_interval(labels: Sequence[bool], weights: Sequence[float], *, alpha: float) -> Interval | None:
+    """The humans-only interval: the audits' weighted share with the exact (Clopper–Pearson on Kish's n)
+    interval of ``seqjudge.audit.estimate``."""
+    fig = estimate(
+        [Draw(1.0 / w, y) for y, w in zip(labels, weights, strict=True)], alpha=None, delta=alpha, scope=""
+    )
+    if fig.estimate is None or fig.lower is None or fig.upper is None:
+        return None
+    return Interval(fig.estimate, fig.lower, fig.upper)
+
+
+# -- a run's rates ------------------------------------------------------------------------------------------
+class JudgeRate(BaseModel):
+    """One `judge` rule's violation rate over a run's traces."""
+
+    rule_id: str
+    traces: int  # traces with a decision on this rule
+    judged: int  # of them, the judge scored
+    judge_fails: int
+    judge_rate: float | None  # judge_fails / judged: biased by the judge's errors, no interval
+    # routed stratum (a census): labelled, and still unknown (open, or resolved without this rule's outcome)
+    routed: int
+    routed_labelled: int
+    routed_violations: int
+    routed_unknown: int
+    # auto-passed stratum, where the run drew audits
+    auto_passed: int
+    audits: int
+    audit_labels: int  # resolved audits with this rule's outcome (the PPI sample)
+    audit_violations: int
+    audits_open: int
+    audits_unlabelled: int  # resolved fail without this rule's outcome
+    uncovered: int  # no person could be asked: bounded by 0 and 1
+    alpha: float  # each interval misses with this chance (after the adjustment for several rules)
+    estimate: float | None = None
+    lower: float | None = None
+    upper: float | None = None
+    human_estimate: float | None = None
+    human_lower: float | None = None
+    human_upper: float | None = None
+    method: Literal["ppi++", "humans-only", "census", "none"] = "none"
+    why: str = ""  # why there is no interval, or why the PPI one was not usable
+
+
+class ExactRate(BaseModel):
+    rule_id: str
+    traces: int
+    violations: int
+    unchecked: int  # the engine deferred: bounded by 0 and 1
+    rate: float | None
+    upper: float | None  # with every unchecked trace a violation
+
+
+class RatesReport(BaseModel):
+    run: str
+    delta: float  # the family's miss chance
+    simultaneous: bool  # Bonferroni over the judge rules (each at delta / k)
+    library: str  # the estimator's implementation and version
+    judge: list[JudgeRate]
+    exact: list[ExactRate]
+
+
+@dataclass
+class _Stratified:
+    """What one judge rule's traces contribute, gathered in one pass over the run."""
+
+    traces: int = 0
+    judged: int = 0
+    judge_fails: int = 0
+    routed: int = 0
+    routed_labelled: int = 0
+    routed_violations: int = 0
+    auto_calls: list[float] | None = None  # the judge's chance of a violation on the covered auto-passed
+    audit_y: list[bool] | None = None
+    audit_yhat: list[float] | None = None
+    audit_w: list[float] | None = None
+    audits: int = 0
+    audits_open: int = 0
+    audits_unlabelled: int = 0
+    uncovered: int = 0
+    unknown_fails: int = 0  # the judge's fails among the routed-unknown and uncovered traces
+
+    def __post_init__(self) -> None:
+        self.auto_calls, self.audit_y, self.audit_yhat, self.audit_w = [], [], [], []
+
+
+def rates_report(
+    db: Store, run_id: str, *, delta: float = DEFAULT_DELTA, simultaneous: bool = True
+) -> RatesReport:
+    """Every rule's violation rate over ``run_id``: judge rules by PPI++ (see the module's docstring),
+    exact rules by the engine. With ``simultaneous``, the judge rules' intervals hold together with chance
+    ``1 - delta`` (Bonferroni); otherwise each alone."""
+    ppi = _ppi()
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        library = f"ppi-python {version('ppi-python')} (ppi_py.ppi_mean_ci, PPI++)"
+    except PackageNotFoundError:  # importable without its metadata (a source checkout)
+        library = f"ppi_py from {ppi.__file__} (ppi_mean_ci, PPI++)"
+    audited_run = float(db.run_info(run_id).config.get("audit_rate") or 0) > 0
+    resolutions = {item.trace_id: item.resolution for item in db.review_items(run=run_id, status="all")}
+    judge: dict[str, _Stratified] = {}
+    exact: dict[str, list[int]] = {}  # rule -> [traces, violations, unchecked]
+    for stored in db.results(run_id):
+        result = stored.result
+        res = resolutions.get(result.trace_id)
+        routed = any(r != AUDIT_REASON for r in result.review_reasons)
+        drawn = AUDIT_REASON in result.review_reasons and result.audit_probability is not None
+        for d in result.rules:
+            if d.type != "judge":
+                counts = exact.setdefault(d.rule_id, [0, 0, 0])
+                counts[0] += 1
+                counts[1] += d.engine == "failed"
+                counts[2] += d.engine == "deferred"
+                continue
+            s = judge.setdefault(d.rule_id, _Stratified())
+            s.traces += 1
+            call = None if d.judge is None else float(d.judge == "failed")
+            if call is not None:
+                s.judged += 1
+                s.judge_fails += int(call)
+                # PPI's prediction is the judge's chance of a violation, its confidence where it gave one:
+                # any prediction keeps the interval valid; one that varies with the truth narrows it.
+                if d.confidence is not None:
+                    call = d.confidence if d.judge == "failed" else 1.0 - d.confidence
+            said = None if res is None else rule_label(res.verdict, res.rules.get(d.rule_id))
+            if routed:
+                s.routed += 1
+                if said is not None:
+                    s.routed_labelled += 1
+                    s.routed_violations += said
+                else:
+                    s.unknown_fails += d.judge == "failed"
+            elif auto_passed(result) and (audited_run or drawn) and call is not None:
+                assert s.auto_calls is not None and s.audit_y is not None
+                assert s.audit_yhat is not None and s.audit_w is not None
+                s.auto_calls.append(call)
+                if drawn and result.audit_probability is not None:
+                    s.audits += 1
+                    if res is None:
+                        s.audits_open += 1
+                    elif said is None:
+                        s.audits_unlabelled += 1
+                    else:
+                        s.audit_y.append(said)
+                        s.audit_yhat.append(call)
+                        s.audit_w.append(1.0 / result.audit_probability)
+            else:
+                s.uncovered += 1
+                s.unknown_fails += d.judge == "failed"
+    each = bonferroni(delta, len(judge)) if simultaneous else delta
+    figures = [_judge_rate(rule_id, s, alpha=each) for rule_id, s in sorted(judge.items())]
+    exact_figures = [
+        ExactRate(
+            rule_id=rule_id,
+            traces=n,
+            violations=v,
+            unchecked=u,
+            rate=v / n if n else None,
+            upper=(v + u) / n if n else None,
+        )
+        for rule_id, (n, v, u) in sorted(exact.items())
+    ]
+    return RatesReport(
+        run=run_id,
+        delta=delta,
+        simultaneous=simultaneous and len(judge) > 1,
+        library=library,
+        judge=figures,
+        exact=exact_figures,
+    )
+
+
+def _judge_rate(rule_id: str, s: _Stratified, *, alpha: float) -> JudgeRate:
+    assert s.auto_calls is not None and s.audit_y is not None
+    assert s.audit_yhat is not None and s.audit_w is not None
+    routed_unknown = s.routed - s.routed_labelled
+    fig = JudgeRate(
+        rule_id=rule_id,
+        traces=s.traces,
+        judged=s.judged,
+        judge_fails=s.judge_fails,
+        judge_rate=s.judge_fails / s.judged if s.judged else None,
+        routed=s.routed,
+        routed_labelled=s.routed_labelled,
+        routed_violations=s.routed_violations,
+        routed_unknown=routed_unknown,
+        auto_passed=len(s.auto_calls),
+        audits=s.audits,
+        audit_labels=len(s.audit_y),
+        audit_violations=sum(s.audit_y),
+        audits_open=s.audits_open,
+        audits_unlabelled=s.audits_unlabelled,
+        uncovered=s.uncovered,
+        alpha=alpha,
+    )
+    if not s.traces:
+        return fig
+    n_auto = len(s.auto_calls)
+    # What is known for sure, and what is only bounded: the census's labels, and 0..1 per unknown trace.
+    bounds = _Bounds(s.traces, s.routed_violations, routed_unknown + s.uncovered, s.unknown_fails)
+    if n_auto == 0 and not s.routed_labelled:
+        why = "no person labelled any of these traces and none could be drawn"
+        if not s.judged:
+            why = "the judge scored none of these traces (no model, or no key) and " + why
+        return fig.model_copy(update={"why": why + ": run with --audit-rate and resolve the review queue"})
+    if n_auto == 0:
+        return fig.model_copy(
+            update={
+                "method": "census",
+                **bounds.combine("", Interval(0.0, 0.0, 0.0), 0),
+                **bounds.combine("human_", Interval(0.0, 0.0, 0.0), 0),
+            }
+        )
+    if len(s.audit_y) < MIN_LABELS:
+        why = (
+            f"{len(s.audit_y)} resolved audit(s) with this rule's outcome; an interval needs at least "
+            f"{MIN_LABELS} (resolve more: `seqjudge review list --reason audit`)"
+        )
+        if not s.audits:
+            why = "no audit of the auto-passed traces: run with --audit-rate so people label a sample"
+        return fig.model_copy(update={"why": why})
+    human = human_interval(s.audit_y, s.audit_w, alpha=alpha)
+    ppi = ppi_interval(
+        [float(y) for y in s.audit_y], s.audit_yhat, s.auto_calls, weights=s.audit_w, alpha=alpha
+    )
+    update: dict[str, Any] = {}
+    if human is not None:
+        update.update(bounds.combine("human_", human, n_auto))
+    if ppi is not None:
+        update.update(bounds.combine("", ppi, n_auto), method="ppi++")
+    elif human is not None:
+        why = (
+            "the judge's calls on the auto-passed traces do not vary (or every audit agreed with them): "
+            "nothing for PPI to correct with, so the exact humans-only interval stands"
+        )
+        update.update(bounds.combine("", human, n_auto), method="humans-only", why=why)
+    return fig.model_copy(update=update)
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    """The strata outside the sample: the census's known violations, and the traces nobody labelled nor
+    could be drawn (``unknown``, of which the judge failed ``unknown_fails``)."""
+
+    total: int
+    known: int
+    unknown: int
+    unknown_fails: int
+
+    def combine(self, prefix: str, auto: Interval, n_auto: int) -> dict[str, float]:
+        """The run's rate from the auto-passed stratum's interval: the unknown traces are bounded by 0 and
+        1 each, and the point takes the judge's call on them."""
+        known, total = self.known + n_auto * auto.estimate, self.total
+        return {
+            f"{prefix}estimate": (known + self.unknown_fails) / total,
+            f"{prefix}lower": (self.known + n_auto * auto.lower) / total,
+            f"{prefix}upper": min(1.0, (self.known + n_auto * auto.upper + self.unknown) / total),
+        }
+
+
+def bonferroni(alpha: float, k: int) -> float:
+    """Each of ``k`` intervals at this miss chance makes them hold together with chance ``1 - alpha``
+    (the union bound: no assumption on how the rules' errors depend on each other)."""
+    return alpha / max(1, k)
