@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -209,3 +210,51 @@ def test_a_rule_nobody_judged_or_labelled_has_no_interval_and_says_why(tmp_path:
     assert fig.estimate is None and fig.method == "none" and fig.judged == 0
     assert fig.why.startswith("the judge scored none of these traces") and "--audit-rate" in fig.why
     assert report.exact[0].rate == 0 and report.exact[0].traces == 12
+
+
+# -- the active draw ----------------------------------------------------------------------------------------
+def test_the_active_draw_favours_unsure_passes_floored_and_stores_each_probability(tmp_path: Path) -> None:
+    from seqjudge.audit import ACTIVE_FLOOR, audit_draw, inclusion_probability
+
+    assert inclusion_probability(0.1, 0.3, "uniform") == 0.1
+    assert inclusion_probability(0.1, math.sqrt(0.95 * 0.05), "active") == pytest.approx(0.1)
+    assert inclusion_probability(0.1, 0.0, "active") == pytest.approx(0.1 * ACTIVE_FLOOR)  # never 0
+    assert inclusion_probability(0.5, 0.5, "active") == 1.0
+    assert inclusion_probability(0.1, None, "active") == 0.1  # no confidence: the plain rate
+
+    ruleset = parse_rules(RULES, source="<test>")
+    store = tmp_path / "s.db"
+    certify_confirm(store, ruleset)
+    items = traces(300)
+    confidence = {t.trace_id: 0.9 + (i % 10) / 100 for i, t in enumerate(items)}  # 0.90 .. 0.99
+    cfg = RunConfig(rules="-", traces="-", store=str(store), audit_rate=0.2, audit_draw="active", cache=False)
+    replies = [reply(t, ruleset, [], confidence[t.trace_id]) for t in items]
+    with Store(store) as db:
+        summary = asyncio.run(run_traces(cfg, ruleset, items, db, provider=ScriptedProvider(replies)))
+        audits = db.review_items(run=summary.run_id, reason=AUDIT_REASON)
+    expected = {}
+    for t in items:
+        c = confidence[t.trace_id]
+        p = inclusion_probability(0.2, math.sqrt(c * (1 - c)), "active")
+        if audit_draw(t.trace_id, cfg.audit_seed) < p:
+            expected[t.trace_id] = p
+    assert {i.trace_id: i.inclusion_probability for i in audits} == pytest.approx(expected)
+    unsure = [i for i in audits if confidence[i.trace_id] < 0.93]
+    sure = [i for i in audits if confidence[i.trace_id] > 0.97]
+    assert len(unsure) > 2 * len(sure) > 0  # the draw went where the judge doubted, and still elsewhere too
+
+
+def test_run_takes_audit_draw_active_on_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SEQJUDGE_MODEL", raising=False)
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": RULES["rules"][:1]}))
+    trace_file = tmp_path / "t.jsonl"
+    trace_file.write_text("".join(t.model_dump_json() + "\n" for t in traces(20)))
+    store = str(tmp_path / "s.db")
+    args = ["run", str(rules), str(trace_file), "--store", store, "--audit-rate", "0.5"]
+    assert run([*args, "--audit-draw", "active"]) == 0
+    with Store(store) as db:
+        assert db.run_info(db.resolve_run("latest")).config["audit_draw"] == "active"
+    assert run([*args, "--audit-draw", "sometimes"]) == 2

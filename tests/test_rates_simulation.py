@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from ppi_py import classical_mean_ci
 
+from seqjudge.audit import inclusion_probability
 from seqjudge.rates import ppi_interval
 
 ALPHA = 0.1
@@ -34,9 +35,10 @@ def population(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
 
 
 def active_probabilities(yhat: np.ndarray, rate: float) -> np.ndarray:
-    """More labels where the judge is unsure (its chance of a violation near 1/2), never below rate / 4."""
-    unsure = np.sqrt(yhat * (1 - yhat))
-    return np.clip(rate * unsure / unsure.mean(), rate / 4, 1.0)
+    """`run --audit-draw active`'s inclusion probabilities (seqjudge.audit.inclusion_probability): more
+    labels where the judge is unsure, never below a quarter of the rate."""
+    doubt = np.sqrt(yhat * (1 - yhat))
+    return np.array([inclusion_probability(rate, float(d), "active") for d in doubt])
 
 
 def slack(n: int) -> float:
