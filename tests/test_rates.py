@@ -258,3 +258,53 @@ def test_run_takes_audit_draw_active_on_the_command_line(
     with Store(store) as db:
         assert db.run_info(db.resolve_run("latest")).config["audit_draw"] == "active"
     assert run([*args, "--audit-draw", "sometimes"]) == 2
+
+
+# -- planning labels ----------------------------------------------------------------------------------------
+def test_plan_labels_gives_the_labels_that_reach_the_width_when_the_judge_is_calibrated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from seqjudge.rates import plan_labels
+
+    store, run_id = audited_run(tmp_path, RULES, n=600, fail_every=10**6, rate=0.0, sure=False)
+    with Store(store) as db:
+        plan = plan_labels(db, run_id, "confirm", width=0.05, delta=0.1)
+        narrower = plan_labels(db, run_id, "confirm", width=0.04, delta=0.1)
+        results = [s.result for s in db.results(run_id)]
+    uniform, active, human = plan.plans
+    assert (plan.traces, plan.auto_passed, plan.fixed_width) == (600, 599, pytest.approx(1 / 600))
+    assert uniform.labels is not None and active.labels is not None and human.labels is not None
+    assert active.labels < uniform.labels < human.labels  # where the judge doubts, a label is worth more
+    assert narrower.plans[0].labels is not None and narrower.plans[0].labels > uniform.labels
+    # Check the plan: a judge whose confidence is calibrated (each pass violates with chance 1 - c), drawn
+    # at the planned uniform rate, gives intervals about that wide.
+    chances = np.array(
+        [1 - d.confidence for r in results if r.verdict == "pass" for d in r.rules if d.rule_id == "confirm"]
+    )
+    assert len(chances) == 599
+    rng = np.random.default_rng(7)
+    widths = []
+    for _ in range(200):
+        y = (rng.random(599) < chances).astype(float)
+        picked = rng.random(599) < uniform.audit_rate
+        got = ppi_interval(y[picked], chances[picked], chances, alpha=0.1)
+        if got is not None:
+            widths.append((got.upper - got.lower) * 599 / 600 + 1 / 600)
+    assert len(widths) > 150 and 0.8 * 0.05 <= np.mean(widths) <= 1.2 * 0.05
+
+    args = ["runs", "plan-labels", run_id, "--rule", "confirm", "--width", "0.05", "--store", str(store)]
+    assert run([*args, "--delta", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert f"uniform (PPI): about {uniform.labels} label(s)" in out and "--audit-draw active" in out
+    assert run([*args[:4], "read-first", *args[5:]]) == 2
+    assert "no judge rule 'read-first'" in capsys.readouterr().err
+
+
+def test_plan_labels_says_when_unreachable_traces_alone_are_too_wide(tmp_path: Path) -> None:
+    from seqjudge.rates import plan_labels
+
+    store, run_id = audited_run(tmp_path, RULES, n=100, fail_every=10, rate=0.0, sure=False)
+    with Store(store) as db:
+        plan = plan_labels(db, run_id, "confirm", width=0.04, delta=0.05)
+    assert plan.fixed_width == pytest.approx(0.1) and plan.plans == []
+    assert "alone make the interval 10.0% wide" in plan.why and "fails: true" in plan.why

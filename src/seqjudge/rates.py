@@ -28,8 +28,9 @@ the engine's exact rate.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
@@ -166,18 +167,16 @@ class _Stratified:
     routed: int = 0
     routed_labelled: int = 0
     routed_violations: int = 0
-    auto_calls: list[float] | None = None  # the judge's chance of a violation on the covered auto-passed
-    audit_y: list[bool] | None = None
-    audit_yhat: list[float] | None = None
-    audit_w: list[float] | None = None
+    auto_calls: list[float] = field(default_factory=list)  # the judge's chance of a violation: auto-passed
+    auto_confident: int = 0  # of them, with the judge's confidence (the planner needs it)
+    audit_y: list[bool] = field(default_factory=list)
+    audit_yhat: list[float] = field(default_factory=list)
+    audit_w: list[float] = field(default_factory=list)
     audits: int = 0
     audits_open: int = 0
     audits_unlabelled: int = 0
     uncovered: int = 0
     unknown_fails: int = 0  # the judge's fails among the routed-unknown and uncovered traces
-
-    def __post_init__(self) -> None:
-        self.auto_calls, self.audit_y, self.audit_yhat, self.audit_w = [], [], [], []
 
 
 def rates_report(
@@ -193,7 +192,37 @@ def rates_report(
         library = f"ppi-python {version('ppi-python')} (ppi_py.ppi_mean_ci, PPI++)"
     except PackageNotFoundError:  # importable without its metadata (a source checkout)
         library = f"ppi_py from {ppi.__file__} (ppi_mean_ci, PPI++)"
-    audited_run = float(db.run_info(run_id).config.get("audit_rate") or 0) > 0
+    judge, exact = _strata(db, run_id)
+    each = bonferroni(delta, len(judge)) if simultaneous else delta
+    figures = [_judge_rate(rule_id, s, alpha=each) for rule_id, s in sorted(judge.items())]
+    exact_figures = [
+        ExactRate(
+            rule_id=rule_id,
+            traces=n,
+            violations=v,
+            unchecked=u,
+            rate=v / n if n else None,
+            upper=(v + u) / n if n else None,
+        )
+        for rule_id, (n, v, u) in sorted(exact.items())
+    ]
+    return RatesReport(
+        run=run_id,
+        delta=delta,
+        simultaneous=simultaneous and len(judge) > 1,
+        library=library,
+        judge=figures,
+        exact=exact_figures,
+    )
+
+
+def _strata(
+    db: Store, run_id: str, *, drawable: bool = False
+) -> tuple[dict[str, _Stratified], dict[str, list[int]]]:
+    """One pass over the run: each judge rule's strata, and each exact rule's [traces, violations,
+    unchecked]. ``drawable``: count the auto-passed traces as drawn from even when the run drew no audit
+    (to plan a draw)."""
+    audited_run = drawable or float(db.run_info(run_id).config.get("audit_rate") or 0) > 0
     resolutions = {item.trace_id: item.resolution for item in db.review_items(run=run_id, status="all")}
     judge: dict[str, _Stratified] = {}
     exact: dict[str, list[int]] = {}  # rule -> [traces, violations, unchecked]
@@ -228,9 +257,8 @@ def rates_report(
                 else:
                     s.unknown_fails += d.judge == "failed"
             elif auto_passed(result) and (audited_run or drawn) and call is not None:
-                assert s.auto_calls is not None and s.audit_y is not None
-                assert s.audit_yhat is not None and s.audit_w is not None
                 s.auto_calls.append(call)
+                s.auto_confident += d.confidence is not None
                 if drawn and result.audit_probability is not None:
                     s.audits += 1
                     if res is None:
@@ -244,32 +272,10 @@ def rates_report(
             else:
                 s.uncovered += 1
                 s.unknown_fails += d.judge == "failed"
-    each = bonferroni(delta, len(judge)) if simultaneous else delta
-    figures = [_judge_rate(rule_id, s, alpha=each) for rule_id, s in sorted(judge.items())]
-    exact_figures = [
-        ExactRate(
-            rule_id=rule_id,
-            traces=n,
-            violations=v,
-            unchecked=u,
-            rate=v / n if n else None,
-            upper=(v + u) / n if n else None,
-        )
-        for rule_id, (n, v, u) in sorted(exact.items())
-    ]
-    return RatesReport(
-        run=run_id,
-        delta=delta,
-        simultaneous=simultaneous and len(judge) > 1,
-        library=library,
-        judge=figures,
-        exact=exact_figures,
-    )
+    return judge, exact
 
 
 def _judge_rate(rule_id: str, s: _Stratified, *, alpha: float) -> JudgeRate:
-    assert s.auto_calls is not None and s.audit_y is not None
-    assert s.audit_yhat is not None and s.audit_w is not None
     routed_unknown = s.routed - s.routed_labelled
     fig = JudgeRate(
         rule_id=rule_id,
@@ -359,3 +365,130 @@ def bonferroni(alpha: float, k: int) -> float:
     """Each of ``k`` intervals at this miss chance makes them hold together with chance ``1 - alpha``
     (the union bound: no assumption on how the rules' errors depend on each other)."""
     return alpha / max(1, k)
+
+
+# -- planning labels ----------------------------------------------------------------------------------------
+class DrawPlan(BaseModel):
+    draw: Literal["uniform", "active", "humans-only"]
+    labels: int | None  # expected labels; None: no draw of the auto-passed traces reaches the width
+    audit_rate: float | None  # the --audit-rate that draws them
+
+
+class LabelPlan(BaseModel):
+    """How many labels give `rule_id`'s rate over the run an interval of ``width``, from the run's own judge
+    confidences, taken as calibrated (the interval itself does not assume that; the plan does)."""
+
+    run: str
+    rule_id: str
+    width: float
+    delta: float
+    traces: int
+    auto_passed: int  # the traces an audit draws from
+    fixed_width: float  # what the unlabelled routed and uncovered traces add whatever is drawn
+    plans: list[DrawPlan]
+    why: str = ""  # why no draw reaches the width
+
+
+def plan_labels(db: Store, run_id: str, rule_id: str, *, width: float, delta: float) -> LabelPlan:
+    """The labels each draw needs for a two-sided ``1 - delta`` interval of ``width`` on ``rule_id``'s rate.
+
+    With v = ŷ (1 - ŷ) for the judge's chance of a violation ŷ on each auto-passed trace (its variance if
+    the confidence is calibrated), a Poisson draw with probabilities π gives PPI (λ = 1) a stratum variance
+    of Σ v / π / N² plus the judge's own spread var(ŷ) / N, the two terms of ppi_mean_ci's standard error;
+    humans-only needs r (1 - r) / n for the judge's mean r."""
+    from statistics import NormalDist
+
+    from seqjudge.audit import inclusion_probability
+
+    judge, _ = _strata(db, run_id, drawable=True)
+    if rule_id not in judge:
+        raise InputError(
+            f"run {run_id} has no judge rule {rule_id!r}",
+            where="--rule",
+            hint="its judge rules: " + (", ".join(sorted(judge)) or "none"),
+        )
+    s = judge[rule_id]
+    calls = s.auto_calls
+    n_auto, total = len(calls), s.traces
+    if calls and not s.auto_confident:
+        raise InputError(
+            f"the judge gave no confidence for {rule_id} in run {run_id}; the planner reads the labels "
+            "needed from the confidences",
+            where="--rule",
+            hint="run with a judge that states its confidence (--confidence stated, the default)",
+        )
+    unknown = s.routed - s.routed_labelled + s.uncovered
+    fixed = unknown / total if total else 0.0
+    plan = LabelPlan(
+        run=run_id,
+        rule_id=rule_id,
+        width=width,
+        delta=delta,
+        traces=total,
+        auto_passed=n_auto,
+        fixed_width=fixed,
+        plans=[],
+    )
+    if not n_auto:
+        return plan.model_copy(update={"why": "no auto-passed trace with a judge call to draw from"})
+    # The stratum's half-width that gives the run's interval ``width`` after the fixed part.
+    half = (width - fixed) / 2 * total / n_auto
+    if half <= 0:
+        why = (
+            f"the {unknown} trace(s) without a label and no chance of one (routed but open, or never "
+            f"reviewable) alone make the interval {fixed:.1%} wide: resolve the review queue, or queue fails "
+            "(review: {fails: true})"
+        )
+        return plan.model_copy(update={"why": why})
+    z = NormalDist().inv_cdf(1 - delta / 2)
+    budget = (half / z) ** 2  # the stratum mean's variance allowed
+    v = [c * (1 - c) for c in calls]
+    mean = sum(calls) / n_auto
+    spread = sum((c - mean) ** 2 for c in calls) / n_auto / n_auto
+    room = budget - spread
+
+    def rate_for(variance_at: Any) -> float | None:
+        """The smallest --audit-rate whose variance fits ``room`` (bisection; None: not even 1)."""
+        if room <= 0 or variance_at(1.0) > room:
+            return None
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if mid > 0 and variance_at(mid) <= room else (mid, hi)
+        return hi
+
+    doubts = [math.sqrt(x) for x in v]
+    uniform = rate_for(lambda p: sum(v) / p / n_auto**2)
+    active = rate_for(
+        lambda p: (
+            sum(x / inclusion_probability(p, d, "active") for x, d in zip(v, doubts, strict=True)) / n_auto**2
+        )
+    )
+    human_n = z * z * mean * (1 - mean) / half**2
+    plans = [
+        DrawPlan(draw="uniform", labels=_count(uniform, n_auto), audit_rate=uniform),
+        DrawPlan(
+            draw="active",
+            labels=None
+            if active is None
+            else math.ceil(sum(inclusion_probability(active, d, "active") for d in doubts)),
+            audit_rate=active,
+        ),
+        DrawPlan(
+            draw="humans-only",
+            labels=math.ceil(human_n) if human_n <= n_auto else None,
+            audit_rate=min(1.0, human_n / n_auto) if human_n <= n_auto else None,
+        ),
+    ]
+    why = (
+        ""
+        if any(p.labels is not None for p in plans)
+        else (
+            "even labelling every auto-passed trace would not make the interval that narrow: ask for a wider one"
+        )
+    )
+    return plan.model_copy(update={"plans": plans, "why": why})
+
+
+def _count(rate: float | None, n: int) -> int | None:
+    return None if rate is None else math.ceil(rate * n)

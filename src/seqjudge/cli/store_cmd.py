@@ -175,6 +175,30 @@ def show_audit(db: "Store", run_ids: list[str], alpha: float | None, delta: floa
     return 1 if drifted else 0
 
 
+@runs_app.command("plan-labels")
+def runs_plan_labels(
+    run: RunArg,
+    rule: Annotated[str, typer.Option("--rule", help="The judge rule whose rate is to be measured.")],
+    width: Annotated[
+        float,
+        typer.Option("--width", min=0.0001, max=1.0, help="The interval's width wanted (0.04: ±2 points)."),
+    ],
+    delta: Annotated[
+        float, typer.Option("--delta", min=0.0001, max=0.5, help="The interval misses with this chance.")
+    ] = 0.05,
+    store: StoreOpt = DEFAULT_STORE_PATH,
+    fmt: Annotated[str, format_option("plan-labels")] = "text",
+) -> int:
+    """How many human labels give a judge rule's violation rate (`runs show --rates`) an interval that
+    narrow, drawn uniformly or actively (`run --audit-draw active`), from the run's own judge confidences."""
+    from seqjudge.rates import plan_labels
+
+    with _open(store) as db:
+        plan = plan_labels(db, db.resolve_run(run), rule, width=width, delta=delta)
+    writer("plan-labels", fmt)(plan)
+    return 0
+
+
 @runs_app.command("export")
 def runs_export(
     run: RunArg,

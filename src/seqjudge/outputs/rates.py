@@ -6,7 +6,9 @@ import json
 import sys
 from typing import IO
 
-from seqjudge.rates import JudgeRate, RatesReport
+from pydantic import BaseModel
+
+from seqjudge.rates import JudgeRate, LabelPlan, RatesReport
 
 
 def _pct(value: float | None) -> str:
@@ -66,7 +68,30 @@ def rates_text(report: RatesReport, out: IO[str] | None = None) -> None:
         w(f"  {ex.rule_id} (exact): {_pct(ex.rate)} ({ex.violations} of {ex.traces} traces){unchecked}\n")
 
 
-def rates_json(report: RatesReport, out: IO[str] | None = None) -> None:
+def plan_text(plan: LabelPlan, out: IO[str] | None = None) -> None:
+    w = (out or sys.stdout).write
+    w(
+        f"Labels for {plan.rule_id}'s rate over run {plan.run} within a {plan.width:.1%} wide interval at "
+        f"{1 - plan.delta:.0%} ({plan.traces} traces, {plan.auto_passed} auto-passed to draw from)\n"
+    )
+    if plan.fixed_width:
+        w(f"  {plan.fixed_width:.1%} of the width is taken by traces no draw can reach\n")
+    if plan.why:
+        w(f"  no draw reaches it: {plan.why}\n")
+    flags = {"uniform": "", "active": " --audit-draw active", "humans-only": ""}
+    for p in plan.plans:
+        if p.labels is None:
+            w(f"  {p.draw}: not reachable\n")
+            continue
+        how = "without the judge" if p.draw == "humans-only" else "PPI"
+        w(f"  {p.draw} ({how}): about {p.labels} label(s): --audit-rate {p.audit_rate:.3g}{flags[p.draw]}\n")
+    w(
+        "  (from the judge's confidences, read as calibrated: an overconfident judge needs more; the "
+        "interval `runs show --rates` gives does not rely on this)\n"
+    )
+
+
+def rates_json(report: BaseModel, out: IO[str] | None = None) -> None:
     out = out or sys.stdout
     json.dump(report.model_dump(mode="json"), out, indent=2)
     out.write("\n")
