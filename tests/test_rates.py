@@ -44,7 +44,14 @@ def reply(trace: Any, ruleset: Any, failed: list[str], confidence: float = 0.95)
 
 
 def audited_run(
-    tmp_path: Path, rules: dict[str, Any], n: int, fail_every: int, rate: float, *, sure: bool = True
+    tmp_path: Path,
+    rules: dict[str, Any],
+    n: int,
+    fail_every: int,
+    rate: float,
+    *,
+    sure: bool = True,
+    **config: Any,
 ) -> tuple[Path, str]:
     """A run of ``n`` traces whose certified judge fails `confirm` on every ``fail_every``-th trace (a fail
     that stands: not queued) and passes the rest, audited at ``rate``; the judge is sure (0.95) of every
@@ -53,7 +60,9 @@ def audited_run(
     store = tmp_path / "s.db"
     certify_confirm(store, ruleset)
     items = traces(n)
-    cfg = RunConfig(rules="-", traces="-", store=str(store), audit_rate=rate, concurrency=2, cache=False)
+    cfg = RunConfig(
+        rules="-", traces="-", store=str(store), audit_rate=rate, concurrency=2, cache=False, **config
+    )
     replies = [
         reply(t, ruleset, ["confirm"] if i % fail_every == 0 else [], 0.95 if sure else 0.9 + (i % 10) / 100)
         for i, t in enumerate(items)
@@ -308,3 +317,47 @@ def test_plan_labels_says_when_unreachable_traces_alone_are_too_wide(tmp_path: P
         plan = plan_labels(db, run_id, "confirm", width=0.04, delta=0.05)
     assert plan.fixed_width == pytest.approx(0.1) and plan.plans == []
     assert "alone make the interval 10.0% wide" in plan.why and "fails: true" in plan.why
+
+
+# -- compare ------------------------------------------------------------------------------------------------
+def test_compare_rates_gives_the_change_in_violation_rate_with_its_interval(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = []
+    for fail_every in (10, 4):  # the candidate's judge fails `confirm` on a quarter of the traces, not 10%
+        store, run_id = audited_run(
+            tmp_path, RULES, n=200, fail_every=fail_every, rate=0.5, sure=False, review={"fails": True}
+        )
+        runs.append(run_id)
+        with Store(store) as db:
+            for item in db.review_items(run=run_id, reason="judge_fail"):  # the queued fails: a census
+                db.resolve_review(item.id, verdict="fail", rules={"confirm": "fail"}, reviewer="t")
+            for n, item in enumerate(db.review_items(run=run_id, reason=AUDIT_REASON)):
+                rules = {"confirm": "fail"} if n % 20 == 0 else {}
+                db.resolve_review(item.id, verdict="fail" if rules else "pass", rules=rules, reviewer="t")
+    with Store(store) as db:
+        from seqjudge.rates import compare_rates
+
+        direct = compare_rates(db, runs[0], runs[1], delta=0.05)
+        base = rates_report(db, runs[0], delta=0.025, simultaneous=False).judge[0]
+        cand = rates_report(db, runs[1], delta=0.025, simultaneous=False).judge[0]
+    (row,) = direct.rules
+    assert base.routed == 20 and cand.routed == 50 and base.routed_labelled == 20
+    assert row.difference == pytest.approx(cand.estimate - base.estimate)
+    assert (row.lower, row.upper) == pytest.approx((cand.lower - base.upper, cand.upper - base.lower))
+    assert row.lower is not None and row.lower > 0  # the rise is real, at 95% for both sides together
+
+    args = ["compare", runs[0], runs[1], "--rates", "--store", str(store)]
+    run([*args, "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert data["rates"]["rules"][0]["lower"] == pytest.approx(row.lower) and "judge" in data
+    run(args)
+    out = capsys.readouterr().out
+    assert "violation rates, candidate minus baseline (95% intervals" in out
+    assert f"confirm: {base.estimate:.1%} -> {cand.estimate:.1%}: +" in out
+
+    exported = tmp_path / "base.jsonl"
+    assert run(["runs", "export", runs[0], "-o", str(exported), "--store", str(store)]) == 0
+    capsys.readouterr()
+    assert run(["compare", str(exported), runs[1], "--rates", "--store", str(store)]) == 2
+    assert "an exported file holds none" in capsys.readouterr().err

@@ -484,7 +484,8 @@ def plan_labels(db: Store, run_id: str, rule_id: str, *, width: float, delta: fl
         ""
         if any(p.labels is not None for p in plans)
         else (
-            "even labelling every auto-passed trace would not make the interval that narrow: ask for a wider one"
+            "even labelling every auto-passed trace would not make the interval that narrow: ask for a "
+            "wider one"
         )
     )
     return plan.model_copy(update={"plans": plans, "why": why})
@@ -492,3 +493,66 @@ def plan_labels(db: Store, run_id: str, rule_id: str, *, width: float, delta: fl
 
 def _count(rate: float | None, n: int) -> int | None:
     return None if rate is None else math.ceil(rate * n)
+
+
+# -- comparing two runs -------------------------------------------------------------------------------------
+class RateDifference(BaseModel):
+    """A judge rule's rate in the candidate minus the baseline's, with an interval."""
+
+    rule_id: str
+    baseline: float | None
+    candidate: float | None
+    difference: float | None = None
+    lower: float | None = None
+    upper: float | None = None
+    why: str = ""  # why there is no interval
+
+
+class RateComparison(BaseModel):
+    baseline_run: str
+    candidate_run: str
+    delta: float  # the differences' intervals hold together with chance 1 - delta
+    rules: list[RateDifference]
+    only_in_one: list[str]  # judge rules of one run only: no difference to give
+
+
+def compare_rates(
+    db: Store, baseline: str, candidate: str, *, delta: float = DEFAULT_DELTA
+) -> RateComparison:
+    """Each shared judge rule's change in violation rate, candidate minus baseline. The two runs' rates are
+    independent estimates; each side's interval is taken at ``delta / (2 k)`` for k shared rules, so that
+    all of them hold together with chance ``1 - delta`` (Bonferroni) and the difference lies between the
+    candidate's lower bound minus the baseline's upper and the candidate's upper minus the baseline's lower.
+    Conservative (no variance is pooled), and it keeps each side's bounds on what nobody labelled."""
+    base, _ = _strata(db, baseline)
+    cand, _ = _strata(db, candidate)
+    shared = sorted(set(base) & set(cand))
+    each = delta / (2 * max(1, len(shared)))
+    rules = []
+    for rule_id in shared:
+        b, c = (
+            _judge_rate(rule_id, base[rule_id], alpha=each),
+            _judge_rate(rule_id, cand[rule_id], alpha=each),
+        )
+        row = RateDifference(rule_id=rule_id, baseline=b.estimate, candidate=c.estimate)
+        if b.estimate is None or c.estimate is None or None in (b.lower, b.upper, c.lower, c.upper):
+            side, fig = ("baseline", b) if b.estimate is None else ("candidate", c)
+            rules.append(row.model_copy(update={"why": f"no interval on the {side}: {fig.why}"}))
+            continue
+        assert b.lower is not None and b.upper is not None and c.lower is not None and c.upper is not None
+        rules.append(
+            row.model_copy(
+                update={
+                    "difference": c.estimate - b.estimate,
+                    "lower": c.lower - b.upper,
+                    "upper": c.upper - b.lower,
+                }
+            )
+        )
+    return RateComparison(
+        baseline_run=baseline,
+        candidate_run=candidate,
+        delta=delta,
+        rules=rules,
+        only_in_one=sorted(set(base) ^ set(cand)),
+    )

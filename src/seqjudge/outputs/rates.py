@@ -8,7 +8,7 @@ from typing import IO
 
 from pydantic import BaseModel
 
-from seqjudge.rates import JudgeRate, LabelPlan, RatesReport
+from seqjudge.rates import JudgeRate, LabelPlan, RateComparison, RatesReport
 
 
 def _pct(value: float | None) -> str:
@@ -95,3 +95,27 @@ def rates_json(report: BaseModel, out: IO[str] | None = None) -> None:
     out = out or sys.stdout
     json.dump(report.model_dump(mode="json"), out, indent=2)
     out.write("\n")
+
+
+def difference_lines(rates: RateComparison) -> list[str]:
+    """`compare --rates`: each shared judge rule's change in violation rate, beside the regression test."""
+    k = len(rates.rules)
+    together = f", the {k} holding together (Bonferroni)" if k > 1 else ""
+    lines = [
+        f"violation rates, candidate minus baseline ({1 - rates.delta:.0%} intervals{together}; "
+        "PPI++ on each run's judge calls and human labels, see `runs show --rates`):"
+    ]
+    for row in rates.rules:
+        if row.difference is None:
+            lines.append(f"  {row.rule_id}: no interval: {row.why}")
+            continue
+        sign = "+" if row.difference >= 0 else ""
+        lines.append(
+            f"  {row.rule_id}: {_pct(row.baseline)} -> {_pct(row.candidate)}: {sign}{row.difference:.1%} "
+            f"[{row.lower:+.1%}, {row.upper:+.1%}]"
+        )
+    if rates.only_in_one:
+        lines.append(f"  judge rules of one run only (no change to give): {', '.join(rates.only_in_one)}")
+    if not rates.rules and not rates.only_in_one:
+        lines.append("  no judge rule in these runs")
+    return lines
