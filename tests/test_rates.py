@@ -81,7 +81,7 @@ def test_ppi_interval_is_ppi_pythons_with_the_weights() -> None:
     lo, hi = ppi_mean_ci(np.array(y), np.array(yhat), np.array(pop), alpha=0.1, w=np.array(w))
     assert got is not None
     assert (got.lower, got.upper) == pytest.approx((max(0, lo[0]), hi[0]))
-    assert got.lower <= got.estimate <= got.upper
+    assert got.estimate == pytest.approx((lo[0] + hi[0]) / 2)  # the interval's own centre
     assert ppi_interval([1.0], [1.0], pop) is None  # one label: no spread to measure
     assert ppi_interval([0.0, 0.0], [0.0, 0.0], pop) is None  # no spread at all: a point, not an interval
 

@@ -90,9 +90,10 @@ def ppi_interval(
     if np.ptp(yhat) == 0 and np.ptp(pop) == 0 or np.ptp(y) == 0 and np.ptp(yhat) == 0:
         return None
     w = None if weights is None else np.asarray(weights, dtype=float)
-    point = float(ppi.ppi_mean_pointestimate(y, yhat, pop, w=w).item())
-    lo, hi = ppi.ppi_mean_ci(y, yhat, pop, alpha=alpha, w=w)
-    return Interval(point, max(0.0, float(np.ravel(lo)[0])), min(1.0, float(np.ravel(hi)[0])))
+    low, high = (float(np.ravel(b)[0]) for b in ppi.ppi_mean_ci(y, yhat, pop, alpha=alpha, w=w))
+    # The point is the interval's centre (its normal interval is symmetric about PPI++'s estimate with the
+    # λ it tuned); ppi_mean_pointestimate tunes λ on its own and can differ from it.
+    return Interval(min(1.0, max(0.0, (low + high) / 2)), max(0.0, low), min(1.0, high))
 
 
 def human_interval(labels: Sequence[bool], weights: Sequence[float], *, alpha: float) -> Interval | None:
