@@ -191,6 +191,9 @@ def test_runs_show_rates_text_json_and_simultaneous_intervals(
     assert run(args) == 0
     out = capsys.readouterr().out
     assert "hold together at 95% (Bonferroni: each at 97.50%)" in out and "ppi-python" in out
+    for other in (["--audit"], ["--trace", "t0001"], ["--with", run_id], ["--alpha", "0.1"]):
+        assert run([*args, *other]) == 2
+        assert f"--rates does not take {other[0]}" in capsys.readouterr().err
     assert "confirm (judge):" in out and "by ppi++" in out and "read-first (exact): 0.0% (0 of 120" in out
 
 

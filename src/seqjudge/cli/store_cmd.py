@@ -124,11 +124,16 @@ def runs_show(
     with _open(store) as db:
         run_id = db.resolve_run(run)
         info = db.run_info(run_id)
-        if rates and audit:
-            raise InputError(
-                "--rates and --audit are two views", where="--rates", hint="ask for one at a time"
-            )
         if rates:
+            clash = [n for n, given in (("--audit", audit), ("--trace", trace), ("--with", pool)) if given]
+            clash += ["--alpha"] if alpha is not None else []
+            if clash:
+                raise InputError(
+                    f"--rates does not take {', '.join(clash)}",
+                    where="--rates",
+                    hint="--rates shows one run's rates (with --delta, --per-rule, --format); ask for the "
+                    "other views separately",
+                )
             from seqjudge.rates import rates_report
 
             report = rates_report(
