@@ -81,3 +81,40 @@ def test_a_judge_that_knows_nothing_still_covers() -> None:
         assert got is not None
         misses += not (got.lower <= y.mean() <= got.upper)
     assert misses / DRAWS <= ALPHA + slack(DRAWS)
+
+
+def test_the_stratified_rate_covers_and_the_review_queue_does_not_bias_it() -> None:
+    """A run's design: the judge's fails are routed to review and all resolved (a census), the auto-passed
+    rest audited uniformly. The run's rate from seqjudge.rates (census counted as is, PPI++ on the audits)
+    covers the truth; pooling the queue's labels with the audits as one random sample would not."""
+    from seqjudge.rates import _judge_rate, _Stratified
+
+    rng = np.random.default_rng(2026)
+    misses, naive_error, error = 0, [], []
+    for _ in range(DRAWS):
+        y, yhat = population(rng)
+        routed = yhat > 0.5  # the judge's fails: queued
+        auto = ~routed
+        picked = auto & (rng.random(SIZE) < 0.1)
+        s = _Stratified(
+            traces=SIZE,
+            judged=SIZE,
+            judge_fails=int(routed.sum()),
+            routed=int(routed.sum()),
+            routed_labelled=int(routed.sum()),
+            routed_violations=int(y[routed].sum()),
+            auto_calls=list(yhat[auto]),
+            audit_y=[bool(v) for v in y[picked]],
+            audit_yhat=list(yhat[picked]),
+            audit_w=[10.0] * int(picked.sum()),
+            audits=int(picked.sum()),
+        )
+        fig = _judge_rate("r", s, alpha=ALPHA)
+        assert fig.method == "ppi++" and fig.lower is not None and fig.upper is not None
+        misses += not (fig.lower <= y.mean() <= fig.upper)
+        assert fig.estimate is not None
+        error.append(fig.estimate - y.mean())
+        naive_error.append(np.concatenate([y[routed], y[picked]]).mean() - y.mean())
+    assert misses / DRAWS <= ALPHA + slack(DRAWS)
+    assert abs(np.mean(error)) < 0.002  # unbiased: the mean error is within noise of 0
+    assert np.mean(naive_error) > 0.1  # the queue is rich in violations: treated as random, it inflates
