@@ -91,8 +91,8 @@ def ppi_interval(
         return None
     w = None if weights is None else np.asarray(weights, dtype=float)
     low, high = (float(np.ravel(b)[0]) for b in ppi.ppi_mean_ci(y, yhat, pop, alpha=alpha, w=w))
-    # The point is the interval's centre (its normal interval is symmetric about PPI++'s estimate with the
-    # λ it tuned); ppi_mean_pointestimate tunes λ on its own and can differ from it.
+    # The point is the interval's centre: its normal interval is symmetric about PPI++'s estimate with the
+    # λ it tuned (the same value ppi_mean_pointestimate gives, without tuning λ a second time).
     return Interval(min(1.0, max(0.0, (low + high) / 2)), max(0.0, low), min(1.0, high))
 
 
