@@ -28,7 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_replay import ROOT, read_index, resolve_suite, run_suite  # noqa: E402
 
-from seqjudge.rates import human_interval, ppi_interval  # noqa: E402
+from seqjudge.rates import MIN_EACH, human_interval, ppi_interval  # noqa: E402
 
 RULE = "confirm-before-write"
 ALPHA = 0.05
@@ -111,8 +111,11 @@ def main() -> None:
         miss = {"ppi": 0, "human": 0}
         width = {"ppi": 0.0, "human": 0.0}
         counted = {"ppi": 0, "human": 0}
+        usable = 0
         for seed in range(args.draws):
             got = figures(rows, n, seed)
+            labelled = sum(rows[i][3] for i in random.Random(seed).sample(range(len(rows)), n))
+            usable += min(labelled, n - labelled) >= MIN_EACH
             for key, interval in got.items():
                 if interval is None:
                     continue
@@ -127,6 +130,10 @@ def main() -> None:
         )
         if counted["ppi"] < args.draws:
             print(f"        ({args.draws - counted['ppi']} draw(s) gave PPI no interval: no spread)")
+        print(
+            f"        `runs show --rates` would show PPI++ in {usable / args.draws:.0%} of the draws (at "
+            f"least {MIN_EACH} labelled violations and passes), else the humans-only interval"
+        )
 
 
 if __name__ == "__main__":

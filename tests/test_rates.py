@@ -91,9 +91,9 @@ def test_a_run_is_stratified_routed_census_audited_auto_passes_and_uncovered_fai
     with Store(store) as db:
         audits = db.review_items(run=run_id, reason=AUDIT_REASON)
         assert len(audits) > 60
-        # People label 40 audits; 4 of them say the judge's pass was wrong.
+        # People label 40 audits; 5 of them say the judge's pass was wrong.
         for n, item in enumerate(audits[:40]):
-            if n < 4:
+            if n < 5:
                 db.resolve_review(item.id, verdict="fail", rules={"confirm": "fail"}, reviewer="t")
             else:
                 db.resolve_review(item.id, verdict="pass", reviewer="t")
@@ -104,14 +104,14 @@ def test_a_run_is_stratified_routed_census_audited_auto_passes_and_uncovered_fai
     assert (fig.traces, fig.judged, fig.judge_fails) == (200, 200, 20)
     assert fig.judge_rate == pytest.approx(0.1)
     assert (fig.routed, fig.auto_passed, fig.uncovered) == (0, 180, 20)  # the judge's fails stand unqueued
-    assert (fig.audits, fig.audit_labels, fig.audit_violations) == (len(audits), 40, 4)
+    assert (fig.audits, fig.audit_labels, fig.audit_violations) == (len(audits), 40, 5)
     assert (fig.audits_open, fig.audits_unlabelled) == (len(audits) - 41, 1)
     # Every judge call on the auto-passed stratum is a pass: nothing for PPI to use; the exact humans-only
     # interval of that stratum stands, and the run's rate adds the strata.
     assert fig.method == "humans-only" and fig.alpha == 0.1 and "do not vary" in fig.why
-    assert ppi_interval([1.0] * 4 + [0.0] * 36, [0.0] * 40, [0.0] * 180) is None
-    auto = human_interval([True] * 4 + [False] * 36, [2.0] * 40, alpha=0.1)
-    assert auto is not None and auto.estimate == pytest.approx(0.1)
+    assert ppi_interval([1.0] * 5 + [0.0] * 35, [0.0] * 40, [0.0] * 180) is None
+    auto = human_interval([True] * 5 + [False] * 35, [2.0] * 40, alpha=0.1)
+    assert auto is not None and auto.estimate == pytest.approx(0.125)
     assert fig.estimate == pytest.approx((180 * auto.estimate + 20) / 200)  # the fails at the judge's call
     assert fig.lower == pytest.approx(180 * auto.lower / 200)  # ... which may all be wrong
     assert fig.upper == pytest.approx((180 * auto.upper + 20) / 200)
@@ -364,3 +364,19 @@ def test_compare_rates_gives_the_change_in_violation_rate_with_its_interval(
     capsys.readouterr()
     assert run(["compare", str(exported), runs[1], "--rates", "--store", str(store)]) == 2
     assert "an exported file holds none" in capsys.readouterr().err
+
+
+def test_few_labelled_violations_give_the_exact_interval_not_a_narrow_normal_one(tmp_path: Path) -> None:
+    """No violation among 40 audits: PPI's normal interval would be nearly a point at 0; the exact one
+    stands, and says why."""
+    store, run_id = audited_run(tmp_path, RULES, n=200, fail_every=10**6, rate=0.5, sure=False)
+    with Store(store) as db:
+        for item in db.review_items(run=run_id, reason=AUDIT_REASON)[:40]:
+            db.resolve_review(item.id, verdict="pass", reviewer="t")
+        (fig,) = rates_report(db, run_id).judge
+        chances = [1 - d.confidence for s in db.results(run_id) for d in s.result.rules if d.confidence]
+    assert fig.method == "humans-only" and "needs at least 5 of each" in fig.why
+    assert (fig.lower, fig.upper) == (fig.human_lower, fig.human_upper)
+    assert fig.upper is not None and fig.upper > 0.05  # the exact upper bound of 0 in 40 is about 8.8%
+    narrow = ppi_interval([0.0] * 40, chances[:40], chances)  # what PPI alone would have said
+    assert narrow is not None and narrow.upper < 0.05

@@ -91,6 +91,7 @@ def test_the_stratified_rate_covers_and_the_review_queue_does_not_bias_it() -> N
 
     rng = np.random.default_rng(2026)
     misses, naive_error, error = 0, [], []
+    methods = set()
     for _ in range(DRAWS):
         y, yhat = population(rng)
         routed = yhat > 0.5  # the judge's fails: queued
@@ -110,11 +111,15 @@ def test_the_stratified_rate_covers_and_the_review_queue_does_not_bias_it() -> N
             audits=int(picked.sum()),
         )
         fig = _judge_rate("r", s, alpha=ALPHA)
-        assert fig.method == "ppi++" and fig.lower is not None and fig.upper is not None
+        methods.add(fig.method)
+        assert fig.lower is not None and fig.upper is not None
         misses += not (fig.lower <= y.mean() <= fig.upper)
         assert fig.estimate is not None
         error.append(fig.estimate - y.mean())
         naive_error.append(np.concatenate([y[routed], y[picked]]).mean() - y.mean())
+    # Few violations reach the audits (the judge caught most): PPI where 5 or more did, else the exact
+    # humans-only interval (seqjudge.rates.MIN_EACH).
+    assert methods == {"ppi++", "humans-only"}
     assert misses / DRAWS <= ALPHA + slack(DRAWS)
     assert abs(np.mean(error)) < 0.002  # unbiased: the mean error is within noise of 0
     assert np.mean(naive_error) > 0.1  # the queue is rich in violations: treated as random, it inflates

@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 
 INSTALL = "pip install 'seqjudge[rates]'"
 MIN_LABELS = 2  # PPI's interval needs a spread of the labelled errors: fewer gives no interval
+# PPI's interval is a normal approximation: with fewer labelled violations (or passes) than this it can be
+# far too narrow (no violation among the labels gives a near-zero width), so the exact humans-only interval
+# stands instead (the usual n·p >= 5 rule; docs/rates.md has the simulated misses above it).
+MIN_EACH = 5
 
 
 def _ppi() -> Any:
@@ -324,9 +328,13 @@ def _judge_rate(rule_id: str, s: _Stratified, *, alpha: float) -> JudgeRate:
             why = "no audit of the auto-passed traces: run with --audit-rate so people label a sample"
         return fig.model_copy(update={"why": why})
     human = human_interval(s.audit_y, s.audit_w, alpha=alpha)
-    ppi = ppi_interval(
-        [float(y) for y in s.audit_y], s.audit_yhat, s.auto_calls, weights=s.audit_w, alpha=alpha
-    )
+    violations = sum(s.audit_y)
+    few = min(violations, len(s.audit_y) - violations) < MIN_EACH
+    ppi = None
+    if not few:
+        ppi = ppi_interval(
+            [float(y) for y in s.audit_y], s.audit_yhat, s.auto_calls, weights=s.audit_w, alpha=alpha
+        )
     update: dict[str, Any] = {}
     if human is not None:
         update.update(bounds.combine("human_", human, n_auto))
@@ -334,9 +342,15 @@ def _judge_rate(rule_id: str, s: _Stratified, *, alpha: float) -> JudgeRate:
         update.update(bounds.combine("", ppi, n_auto), method="ppi++")
     elif human is not None:
         why = (
-            "the judge's calls on the auto-passed traces do not vary (or every audit agreed with them): "
-            "nothing for PPI to correct with, so the exact humans-only interval stands"
+            f"{violations} violation(s) and {len(s.audit_y) - violations} pass(es) among the audits' labels: "
+            f"PPI's normal interval needs at least {MIN_EACH} of each, so the exact humans-only interval "
+            "stands"
         )
+        if not few:
+            why = (
+                "the judge's calls on the auto-passed traces do not vary (or every audit agreed with them): "
+                "nothing for PPI to correct with, so the exact humans-only interval stands"
+            )
         update.update(bounds.combine("", human, n_auto), method="humans-only", why=why)
     return fig.model_copy(update=update)
 
