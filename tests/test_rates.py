@@ -287,6 +287,9 @@ def test_plan_labels_gives_the_labels_that_reach_the_width_when_the_judge_is_cal
     assert (plan.traces, plan.auto_passed, plan.fixed_width) == (600, 599, pytest.approx(1 / 600))
     assert uniform.labels is not None and active.labels is not None and human.labels is not None
     assert active.labels < uniform.labels < human.labels  # where the judge doubts, a label is worth more
+    # Expected violations among the uniform draw's labels: its rate times the judge's chances.
+    assert uniform.audit_rate is not None and uniform.violations is not None
+    assert human.violations is None
     assert narrower.plans[0].labels is not None and narrower.plans[0].labels > uniform.labels
     # Check the plan: a judge whose confidence is calibrated (each pass violates with chance 1 - c), drawn
     # at the planned uniform rate, gives intervals about that wide.
@@ -294,6 +297,7 @@ def test_plan_labels_gives_the_labels_that_reach_the_width_when_the_judge_is_cal
         [1 - d.confidence for r in results if r.verdict == "pass" for d in r.rules if d.rule_id == "confirm"]
     )
     assert len(chances) == 599
+    assert uniform.violations == pytest.approx(uniform.audit_rate * chances.sum())
     rng = np.random.default_rng(7)
     widths = []
     for _ in range(200):
@@ -308,6 +312,7 @@ def test_plan_labels_gives_the_labels_that_reach_the_width_when_the_judge_is_cal
     assert run([*args, "--delta", "0.1"]) == 0
     out = capsys.readouterr().out
     assert f"uniform (PPI): about {uniform.labels} label(s)" in out and "--audit-draw active" in out
+    assert f"about {uniform.violations:.1f} violation(s) among them" in out
     assert run([*args[:4], "read-first", *args[5:]]) == 2
     assert "no judge rule 'read-first'" in capsys.readouterr().err
 

@@ -387,6 +387,7 @@ class DrawPlan(BaseModel):
     draw: Literal["uniform", "active", "humans-only"]
     labels: int | None  # expected labels; None: no draw of the auto-passed traces reaches the width
     audit_rate: float | None  # the --audit-rate that draws them
+    violations: float | None = None  # expected violations among them (PPI is used from MIN_EACH on)
 
 
 class LabelPlan(BaseModel):
@@ -413,7 +414,7 @@ def plan_labels(db: Store, run_id: str, rule_id: str, *, width: float, delta: fl
     humans-only needs r (1 - r) / n for the judge's mean r."""
     from statistics import NormalDist
 
-    from seqjudge.audit import inclusion_probability
+    from seqjudge.audit import AuditDraw, inclusion_probability
 
     judge, _ = _strata(db, run_id, drawable=True)
     if rule_id not in judge:
@@ -495,6 +496,13 @@ def plan_labels(db: Store, run_id: str, rule_id: str, *, width: float, delta: fl
             audit_rate=min(1.0, human_n / n_auto) if human_n <= n_auto else None,
         ),
     ]
+    for i, p in enumerate(plans):
+        if p.audit_rate is not None and p.draw != "humans-only":
+            draw: AuditDraw = "active" if p.draw == "active" else "uniform"
+            expected = sum(
+                inclusion_probability(p.audit_rate, d, draw) * c for d, c in zip(doubts, calls, strict=True)
+            )
+            plans[i] = p.model_copy(update={"violations": expected})
     why = (
         ""
         if any(p.labels is not None for p in plans)

@@ -8,7 +8,7 @@ from typing import IO
 
 from pydantic import BaseModel
 
-from seqjudge.rates import JudgeRate, LabelPlan, RateComparison, RatesReport
+from seqjudge.rates import MIN_EACH, JudgeRate, LabelPlan, RateComparison, RatesReport
 
 
 def _pct(value: float | None) -> str:
@@ -84,7 +84,13 @@ def plan_text(plan: LabelPlan, out: IO[str] | None = None) -> None:
             w(f"  {p.draw}: not reachable\n")
             continue
         how = "without the judge" if p.draw == "humans-only" else "PPI"
-        w(f"  {p.draw} ({how}): about {p.labels} label(s): --audit-rate {p.audit_rate:.3g}{flags[p.draw]}\n")
+        line = f"  {p.draw} ({how}): about {p.labels} label(s): --audit-rate {p.audit_rate:.3g}"
+        line += flags[p.draw]
+        if p.violations is not None:
+            line += f", about {p.violations:.1f} violation(s) among them"
+            if p.violations < MIN_EACH:
+                line += f" (under {MIN_EACH}: --rates would show the humans-only interval)"
+        w(line + "\n")
     w(
         "  (from the judge's confidences, read as calibrated: an overconfident judge needs more; the "
         "interval `runs show --rates` gives does not rely on this)\n"
