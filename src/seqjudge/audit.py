@@ -49,14 +49,45 @@ def auto_passed(result: TraceResult) -> bool:
     return result.verdict == "pass" and all(r == AUDIT_REASON for r in result.review_reasons)
 
 
-def apply_audit(result: TraceResult, rate: float, seed: int) -> TraceResult:
-    """``result`` routed to review for an audit when it auto-passed and its draw falls under ``rate``."""
+AuditDraw = Literal["uniform", "active"]
+# The active draw (``--audit-draw active``): a trace's inclusion probability is ``rate`` scaled by how unsure
+# the judge was of its least certain pass, sqrt(c (1 - c)) for confidence c, against a pass at ACTIVE_SURE
+# (drawn at ``rate`` exactly); never below ACTIVE_FLOOR times ``rate``, so that every auto-passed trace can
+# be drawn and the weighted estimates stay unbiased; at most 1. sqrt(c (1 - c)) is the standard deviation of
+# the judge's error if its confidence is calibrated: labels are put where they reduce the variance most
+# (Zrnic and Candès, active statistical inference, 2024).
+ACTIVE_SURE = 0.95
+ACTIVE_FLOOR = 0.25
+
+
+def judge_doubt(result: TraceResult) -> float | None:
+    """sqrt(c (1 - c)) for the least confidence c of the trace's judge passes; None: no confidence given."""
+    sure = [d.confidence for d in result.rules if d.judge == "passed" and d.confidence is not None]
+    if not sure:
+        return None
+    c = min(sure)
+    return math.sqrt(c * (1 - c))
+
+
+def inclusion_probability(rate: float, doubt: float | None, draw: AuditDraw = "uniform") -> float:
+    """The chance an auto-passed trace is audited: ``rate`` (uniform), or scaled by ``doubt`` (active; a
+    trace without a confidence is drawn at ``rate``)."""
+    if draw == "uniform" or doubt is None or rate <= 0:
+        return rate
+    reference = math.sqrt(ACTIVE_SURE * (1 - ACTIVE_SURE))
+    return min(1.0, max(rate * ACTIVE_FLOOR, rate * doubt / reference))
+
+
+def apply_audit(result: TraceResult, rate: float, seed: int, draw: AuditDraw = "uniform") -> TraceResult:
+    """``result`` routed to review for an audit when it auto-passed and its draw falls under its inclusion
+    probability (stored with it: the estimates weigh each audit by 1 / it)."""
     if rate <= 0 or not auto_passed(result) or AUDIT_REASON in result.review_reasons:
         return result
-    if audit_draw(result.trace_id, seed) >= rate:
+    p = inclusion_probability(rate, judge_doubt(result), draw)
+    if audit_draw(result.trace_id, seed) >= p:
         return result
     return result.model_copy(
-        update={"review_reasons": [*result.review_reasons, AUDIT_REASON], "audit_probability": rate}
+        update={"review_reasons": [*result.review_reasons, AUDIT_REASON], "audit_probability": p}
     )
 
 
@@ -193,7 +224,7 @@ def audit_report(
             for d in result.rules:
                 if d.type != "judge" or d.judge != "passed" or d.final != "passed":
                     continue  # not an auto-passed judge decision (advice only, or no judge)
-                said = _rule_label(res.verdict, res.rules.get(d.rule_id)) if res is not None else None
+                said = rule_label(res.verdict, res.rules.get(d.rule_id)) if res is not None else None
                 if res is not None and said is None:
                     unlabelled[d.rule_id] = unlabelled.get(d.rule_id, 0) + 1
                     continue
@@ -216,7 +247,7 @@ def audit_report(
     )
 
 
-def _rule_label(verdict: str, rule: str | None) -> bool | None:
+def rule_label(verdict: str, rule: str | None) -> bool | None:
     """A rule's false pass from a resolution: its own label, else ``pass`` when the whole trace passed."""
     if rule is not None:
         return rule == "fail"

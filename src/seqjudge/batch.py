@@ -243,7 +243,7 @@ def _save(
         gate=gate,
         queue_fails=cfg.review.fails,
     )
-    result = apply_audit(result, cfg.audit_rate, cfg.audit_seed)
+    result = apply_audit(result, cfg.audit_rate, cfg.audit_seed, cfg.audit_draw)
     # Every trace reaching here was redacted with the run's names at submit time.
     store.save_result(run_id, trace, result, redacted_with=cfg.redact)
 

@@ -106,6 +106,8 @@ class RunConfig(BaseModel):
     # Audit sampling (seqjudge.audit): the share of auto-passed traces sent to review, and the draw's seed.
     audit_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     audit_seed: int = DEFAULT_AUDIT_SEED
+    # uniform, or active: more likely where the judge was unsure (seqjudge.audit.inclusion_probability).
+    audit_draw: Literal["uniform", "active"] = "uniform"
     review: ReviewOptions = Field(default_factory=ReviewOptions)
 
     def traces_named(self) -> str:

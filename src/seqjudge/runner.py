@@ -382,7 +382,7 @@ async def run_traces(
         )
         if records:
             result = result.model_copy(update={"stages": records})
-        result = apply_audit(result, cfg.audit_rate, cfg.audit_seed)
+        result = apply_audit(result, cfg.audit_rate, cfg.audit_seed, cfg.audit_draw)
         store.save_result(run_id, redacted, result, redacted_with=cfg.redact)
         _count(summary, result)
         if on_result is not None:

@@ -25,6 +25,7 @@ from seqjudge.safetext import say
 
 if TYPE_CHECKING:
     from seqjudge.outputs.ci_outputs import Pair
+    from seqjudge.rates import RateComparison
     from seqjudge.store import RunInfo, Store, StoredResult
 
 baseline_app = typer.Typer(
@@ -233,6 +234,15 @@ def compare_cmd(
     alert_below: AlertBelowOpt = None,
     alert_webhook: AlertWebhookOpt = None,
     alert_fail_hard: AlertFailHardOpt = False,
+    rates: Annotated[
+        bool,
+        typer.Option(
+            "--rates",
+            help="Also each judge rule's change in violation rate with its interval (PPI++ from each run's "
+            "judge calls and human labels, as `runs show --rates`; both sides stored runs; needs "
+            "seqjudge[rates]).",
+        ),
+    ] = False,
     strict: Annotated[
         bool,
         typer.Option(
@@ -276,6 +286,7 @@ def compare_cmd(
         if repeat is not None:
             again = load_side(repeat, stores, "repeat run")
             noise = noise_floor(repeat, base.stored, again.stored)
+        rate_changes = _rate_changes(stores, (baseline, base), (candidate, cand), alpha) if rates else None
     finally:
         stores.close()
     _warn_if_same_run(base, cand)
@@ -304,7 +315,7 @@ def compare_cmd(
         annotations=lambda: github_compare(result, cand.pairs),
         inputs=[store, baseline, candidate, repeat],
     )
-    view = ComparisonView(result, _describe(base), _describe(cand), cand.pairs)
+    view = ComparisonView(result, _describe(base), _describe(cand), cand.pairs, rates=rate_changes)
     writer("compare", fmt)(view, sys.stdout)
     code = 1 if result.regression else 0
     decision = [f"{'FIRED' if d.fired else 'ok'} {d.rule}: {d.reason}" for d in result.decisions if d.applies]
@@ -322,6 +333,23 @@ def compare_cmd(
             raise
         say(f"error: {exc} (exiting 1 for the regression)", err=True)
     return code
+
+
+def _rate_changes(
+    stores: _Stores, base: tuple[str, Side], cand: tuple[str, Side], alpha: float
+) -> "RateComparison":
+    """`--rates`: the labels live in the store, so both sides must be stored runs, not exports."""
+    from seqjudge.rates import compare_rates
+
+    for ref, side in (base, cand):
+        if Path(ref).is_file() or side.run is None:
+            raise InputError(
+                "--rates reads the human labels of stored runs; an exported file holds none",
+                source=ref,
+                hint="give a run id, a baseline name or `latest` of the --store for both sides",
+            )
+    assert base[1].run is not None and cand[1].run is not None
+    return compare_rates(stores.get(), base[1].run.id, cand[1].run.id, delta=alpha)
 
 
 def _warn_if_same_run(base: Side, cand: Side) -> None:

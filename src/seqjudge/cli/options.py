@@ -177,6 +177,13 @@ ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", min=1, help
 
 
 # -- the judge's confidence and its certificate (issue 18) --
+class AuditDrawChoice(StrEnum):
+    """`run --audit-draw`: how audits are drawn (seqjudge.audit.inclusion_probability)."""
+
+    uniform = "uniform"
+    active = "active"
+
+
 class Confidence(StrEnum):
     stated = "stated"
     samples = "samples"

@@ -8,6 +8,7 @@ import typer
 from seqjudge.cli.app import app
 from seqjudge.cli.batch_cmd import submit_batch
 from seqjudge.cli.options import (
+    AuditDrawChoice,
     BaseUrlOpt,
     CatalogOpt,
     ConcurrencyOpt,
@@ -112,6 +113,15 @@ def run(
         int | None,
         typer.Option("--audit-seed", help="Seed of the audit draw (default: the config's, else 18; stored)."),
     ] = None,
+    audit_draw: Annotated[
+        AuditDrawChoice | None,
+        typer.Option(
+            "--audit-draw",
+            help="uniform: every auto-passed trace at --audit-rate; active: more often where the judge was "
+            "less sure (from a quarter of the rate up), each audit's probability stored (default: the "
+            "config's, else uniform).",
+        ),
+    ] = None,
     # -- batch runs (seqjudge.cli.batch_cmd) --
     batch: Annotated[
         bool,
@@ -173,6 +183,7 @@ def run(
             "prices": prices,
             "audit_rate": audit_rate,
             "audit_seed": audit_seed,
+            "audit_draw": audit_draw.value if audit_draw else None,
             "confidence": confidence.value if confidence else None,
             "samples": samples,
         },

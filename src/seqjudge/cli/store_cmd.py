@@ -95,18 +95,52 @@ def runs_show(
             "--delta",
             min=0.0001,
             max=0.5,
-            help="With --audit: the interval misses with this chance (default: the certificate's, or 0.05).",
+            help="With --audit or --rates: the interval misses with this chance (default: the certificate's, "
+            "or 0.05).",
         ),
     ] = None,
-    fmt: Annotated[str, format_option("audit", help="With --audit: text or json.")] = "text",
+    rates: Annotated[
+        bool,
+        typer.Option(
+            "--rates",
+            help="Each rule's violation rate: judge rules' by PPI++ from the judge's calls and the human "
+            "labels, with intervals (needs seqjudge[rates]).",
+        ),
+    ] = False,
+    per_rule: Annotated[
+        bool,
+        typer.Option(
+            "--per-rule",
+            help="With --rates: each judge rule's interval on its own (default: all hold together).",
+        ),
+    ] = False,
+    fmt: Annotated[str, format_option("audit", help="With --audit or --rates: text or json.")] = "text",
 ) -> int:
     """A run's summary: counts, judge-engine agreement, fingerprints; with --trace, one trace's rules; with
-    --audit, the false-pass rate its audits measure (exit 1 when it drifted above α)."""
+    --audit, the false-pass rate its audits measure (exit 1 when it drifted above α); with --rates, how
+    often each rule was broken, with intervals."""
     from seqjudge.outputs.listings import result_lines, run_lines
 
     with _open(store) as db:
         run_id = db.resolve_run(run)
         info = db.run_info(run_id)
+        if rates:
+            clash = [n for n, given in (("--audit", audit), ("--trace", trace), ("--with", pool)) if given]
+            clash += ["--alpha"] if alpha is not None else []
+            if clash:
+                raise InputError(
+                    f"--rates does not take {', '.join(clash)}",
+                    where="--rates",
+                    hint="--rates shows one run's rates (with --delta, --per-rule, --format); ask for the "
+                    "other views separately",
+                )
+            from seqjudge.rates import rates_report
+
+            report = rates_report(
+                db, run_id, delta=0.05 if delta is None else delta, simultaneous=not per_rule
+            )
+            writer("rates", fmt)(report)
+            return 0
         if audit:
             return show_audit(db, [run_id, *(db.resolve_run(r) for r in pool or [])], alpha, delta, fmt)
         if trace is not None:
@@ -144,6 +178,30 @@ def show_audit(db: "Store", run_ids: list[str], alpha: float | None, delta: floa
     writer("audit", fmt)(report)
     drifted = [f for f in (report.overall, *report.by_rule) if f.drift == "above_alpha"]
     return 1 if drifted else 0
+
+
+@runs_app.command("plan-labels")
+def runs_plan_labels(
+    run: RunArg,
+    rule: Annotated[str, typer.Option("--rule", help="The judge rule whose rate is to be measured.")],
+    width: Annotated[
+        float,
+        typer.Option("--width", min=0.0001, max=1.0, help="The interval's width wanted (0.04: ±2 points)."),
+    ],
+    delta: Annotated[
+        float, typer.Option("--delta", min=0.0001, max=0.5, help="The interval misses with this chance.")
+    ] = 0.05,
+    store: StoreOpt = DEFAULT_STORE_PATH,
+    fmt: Annotated[str, format_option("plan-labels")] = "text",
+) -> int:
+    """How many human labels give a judge rule's violation rate (`runs show --rates`) an interval that
+    narrow, drawn uniformly or actively (`run --audit-draw active`), from the run's own judge confidences."""
+    from seqjudge.rates import plan_labels
+
+    with _open(store) as db:
+        plan = plan_labels(db, db.resolve_run(run), rule, width=width, delta=delta)
+    writer("plan-labels", fmt)(plan)
+    return 0
 
 
 @runs_app.command("export")

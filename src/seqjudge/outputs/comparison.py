@@ -8,12 +8,15 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 from xml.etree.ElementTree import ElementTree
 
 from seqjudge.compare import Comparison
 from seqjudge.outputs.ci_outputs import Pair, append_step_summary, failed_blocks, write_junit
 from seqjudge.outputs.streams import open_output
+
+if TYPE_CHECKING:
+    from seqjudge.rates import RateComparison
 
 REGRESSIONS_SHOWN = 3  # actionable blocks printed in full by `compare`'s text output
 
@@ -26,15 +29,23 @@ class ComparisonView:
     baseline: str
     candidate: str
     candidate_pairs: Sequence[Pair] = ()
+    rates: RateComparison | None = None  # `compare --rates`: the judge rules' changes in violation rate
 
 
 def comparison_text(view: ComparisonView, out: IO[str]) -> None:
     lines = comparison_lines(view.result, view.baseline, view.candidate)
+    if view.rates is not None:
+        from seqjudge.outputs.rates import difference_lines
+
+        lines += difference_lines(view.rates)
     out.write("\n".join(lines + regression_blocks(view.result, view.candidate_pairs)) + "\n")
 
 
 def comparison_json(view: ComparisonView, out: IO[str]) -> None:
-    out.write(json.dumps(view.result.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n")
+    data = view.result.model_dump(mode="json")
+    if view.rates is not None:
+        data["rates"] = view.rates.model_dump(mode="json")
+    out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
 @dataclass

@@ -41,6 +41,8 @@ FORMATS: dict[str, dict[str, str]] = {
     },
     "runs": {"text": "seqjudge.outputs.listings:runs_text", "json": "seqjudge.outputs.listings:models_json"},
     "audit": {"text": "seqjudge.outputs.audit:audit_text", "json": "seqjudge.outputs.audit:audit_json"},
+    "rates": {"text": "seqjudge.outputs.rates:rates_text", "json": "seqjudge.outputs.rates:rates_json"},
+    "plan-labels": {"text": "seqjudge.outputs.rates:plan_text", "json": "seqjudge.outputs.rates:rates_json"},
     "review": {
         "text": "seqjudge.outputs.listings:review_text",
         "json": "seqjudge.outputs.listings:models_json",
