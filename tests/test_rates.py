@@ -385,3 +385,35 @@ def test_few_labelled_violations_give_the_exact_interval_not_a_narrow_normal_one
     assert fig.upper is not None and fig.upper > 0.05  # the exact upper bound of 0 in 40 is about 8.8%
     narrow = ppi_interval([0.0] * 40, chances[:40], chances)  # what PPI alone would have said
     assert narrow is not None and narrow.upper < 0.05
+
+
+def test_the_html_report_shows_the_runs_rates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 36, point 1: the rates `runs show --rates` gives are on the run's HTML report too."""
+    store, run_id = audited_run(tmp_path, TWO_JUDGED, n=120, fail_every=6, rate=0.5, sure=False)
+    with Store(store) as db:
+        for n, item in enumerate(db.review_items(run=run_id, reason=AUDIT_REASON)[:30]):
+            rules = {"confirm": "fail"} if n % 5 == 0 else {}
+            db.resolve_review(item.id, verdict="fail" if rules else "pass", rules=rules, reviewer="t")
+    assert run(["runs", "show", run_id, "--rates", "--store", str(store), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    page = tmp_path / "report.html"
+    assert run(["report", run_id, "--store", str(store), "-o", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert 'id="rates"' in html and "Violation rates" in html
+    for figure in data["judge"]:
+        row = html[html.index(f'<tr data-rule="{figure["rule_id"]}">') :].split("</tr>")[0]
+        if figure["lower"] is not None:
+            assert f"[{100 * figure['lower']:.1f}%, {100 * figure['upper']:.1f}%]" in row
+        assert figure["method"] in row
+    assert '<tr data-rule="read-first">' in html
+
+
+def test_the_html_report_says_how_to_get_rates_without_ppi_python(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, run_id = audited_run(tmp_path, TWO_JUDGED, n=30, fail_every=6, rate=0.5, sure=False)
+    monkeypatch.setitem(sys.modules, "ppi_py", None)  # as if not installed: the page is still written
+    page = tmp_path / "report.html"
+    assert run(["report", run_id, "--store", str(store), "-o", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert 'id="rates-note"' in html and "pip install &#39;seqjudge[rates]&#39;" in html

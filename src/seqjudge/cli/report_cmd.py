@@ -3,7 +3,7 @@
 import json
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -56,6 +56,18 @@ def load_export(path: Path) -> "Run":
             hint="export one run per file",
         )
     return lines[0][0], [stored for _, stored in lines]
+
+
+def _rates(db: "Store", run_id: str) -> tuple[Any, str | None]:
+    """The run's violation rates for the page (``seqjudge.rates``), or why the page shows none: the same
+    figures as `runs show --rates`; without ppi-python the page says how to get them rather than fail."""
+    from seqjudge.errors import InputError
+    from seqjudge.rates import INSTALL, rates_report
+
+    try:
+        return rates_report(db, run_id), None
+    except InputError:
+        return None, f"Violation rates with intervals need ppi-python: {INSTALL}."
 
 
 def _from_store(db: "Store", run_id: str) -> "Run":
@@ -198,6 +210,7 @@ def report(
             return db
 
         folders: list[Path] = []
+        rates: tuple[Any, str | None] = (None, None)
         if is_export(run):
             candidate = load_export(Path(run))
             folders.append(Path(run).parent)
@@ -205,6 +218,7 @@ def report(
             s = opened()
             candidate = _from_store(s, s.resolve_run(run))
             folders.append(store.parent)
+            rates = _rates(s, candidate[0].id)
         baseline: Run | None = None
         if compare is not None:
             if is_export(compare):
@@ -215,7 +229,9 @@ def report(
                 baseline = _from_store(s, names[compare] if compare in names else s.resolve_run(compare))
     info, stored = candidate
     shown = _calibration(calibration, folders, info.id, _run_suite(info, stored))
-    page = render_report(info, stored, baseline=baseline, calibration=shown)
+    page = render_report(
+        info, stored, baseline=baseline, calibration=shown, rates=rates[0], rates_note=rates[1]
+    )
     # The store, an export or a calibration read: never the file the page replaces.
     with open_output(output, inputs=[store, run, compare, calibration]) as out:
         out.write(page)

@@ -167,8 +167,12 @@ def render_report(
     baseline: tuple[RunInfo, list[StoredResult]] | None = None,
     calibration: Calibration | None = None,
     generated_at: datetime | None = None,
+    rates: Any = None,
+    rates_note: str | None = None,
 ) -> str:
-    """The report of one run (optionally against a baseline run) as one self-contained HTML page."""
+    """The report of one run (optionally against a baseline run) as one self-contained HTML page.
+    ``rates``: the run's violation rates (a ``seqjudge.rates.RatesReport``), or ``rates_note`` saying why
+    there are none."""
     results = [s.result for s in stored]
     deltas = None
     if baseline is not None:
@@ -189,6 +193,8 @@ def render_report(
         rows=table,
         compare=None if deltas is None else _compare_view(deltas),
         calibration=calibration,
+        rates=rates,
+        rates_note=rates_note,
         data=data,
         generated_at=(generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
         model=(info.fingerprint or {}).get("model") or info.config.get("model"),
@@ -217,6 +223,8 @@ def render_check(page: CheckPage, health: view.Health, rows: list[view.Row], det
         rows=rows,
         compare=None,
         calibration=None,
+        rates=None,
+        rates_note=None,
         data={"run": None, "compare": False, "traces": details},
         generated_at=None,  # the same input makes the same page, as every `check` format does
         model=None,
