@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from cli_suite import RULES, passing_reply
 from fakes.server import FakeLLMServer, FakeReply, openai_chat
-from test_escapes import outside_fences  # the lines CommonMark reads outside fenced blocks
+from markdown_support import outside_fences  # the lines CommonMark reads outside fenced blocks
 
 os.environ["OPENAI_API_KEY"] = "sk-test-probe-0000"
 os.environ.pop("SEQJUDGE_MODEL", None)

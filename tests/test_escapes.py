@@ -16,6 +16,7 @@ import pytest
 
 from cli_suite import judge_argv, passing_reply
 from fakes.server import FakeLLMServer, openai_chat
+from markdown_support import outside_fences
 from seqjudge.cli import run
 from seqjudge.safetext import csv_cell, md_fence, printable_ascii, say, shown
 from seqjudge.store import Store
@@ -197,27 +198,6 @@ def test_run_summary_escapes_the_model_from_the_environment(
 
 
 # -- markdown ------------------------------------------------------------------------------------------------
-_OPEN = re.compile(r"^ {0,3}(`{3,})\w*$")
-
-
-def outside_fences(md: str) -> list[str]:
-    """The lines of ``md`` a CommonMark reader takes as markdown: those outside fenced code blocks (a block
-    ends at a line of backticks, indented up to three spaces, as long as the opening fence at least)."""
-    outside: list[str] = []
-    fence: str | None = None
-    for line in md.splitlines():
-        if fence is None:
-            opened = _OPEN.match(line)
-            if opened:
-                fence = opened.group(1)
-            else:
-                outside.append(line)
-        elif re.fullmatch(rf" {{0,3}}`{{{len(fence)},}}\s*", line):
-            fence = None
-    assert fence is None, "a fence left open"
-    return outside
-
-
 def assert_no_injection(md: str) -> None:
     assert "injected" in md  # the hostile name is shown ...
     outside = outside_fences(md)
