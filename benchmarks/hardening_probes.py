@@ -429,11 +429,9 @@ def terminal_escapes() -> Result:
 
 
 def markdown_fence() -> Result:
-    fence = "``````\n# injected\n<img src=x>"
-    d = fresh()
-    (d / "t.jsonl").write_text(
-        lines({"trace_id": "t", "calls": [{"tool_name": "B" + fence}, {"tool_name": "B"}]})
-    )
+    name = "B\n``````\n# injected\n<img src=x>"  # a rule's tool: it reaches the violation's words
+    d = fresh(f"rules:\n  - {{id: a, type: before, first: A, then: {json.dumps(name)}}}\n")
+    (d / "t.jsonl").write_text(lines({"trace_id": "t", "calls": [{"tool_name": name}, {"tool_name": "A"}]}))
     c = sh(["check", "rules.yaml", "t.jsonl", "--format", "markdown", "-o", "c.md"], d)
     text = (d / "c.md").read_text() if (d / "c.md").exists() else ""
     outside = outside_fences(text)
