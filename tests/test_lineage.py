@@ -456,3 +456,19 @@ def test_run_without_a_judge_names_an_undetermined_lineage_rule(
     cli(["run", str(tmp_path / "rules.yaml"), str(tmp_path / "t.jsonl"), "--store", store])
     out = capsys.readouterr().out
     assert "judge rules deferred (no model): order-from-lookup;" in out
+
+
+def test_prompt_shows_what_run_asks_about_a_trace_the_engine_left_undetermined(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`prompt` is exactly what the model sees: in contextual mode, a lineage rule the engine left
+    undetermined on the trace is in it, as `run` asks about it; a trace it settled asks nothing."""
+    (tmp_path / "rules.yaml").write_text(json.dumps({"rules": [RULE]}))
+    unsure = {"trace_id": "u", "calls": [lookup("", output="Order #W1 is pending"), cancel("#W1")]}
+    sure = {"trace_id": "s", "calls": [lookup("#W1"), cancel("#W1")]}
+    (tmp_path / "t.jsonl").write_text(json.dumps(unsure) + "\n" + json.dumps(sure) + "\n")
+    base = ["prompt", str(tmp_path / "rules.yaml"), str(tmp_path / "t.jsonl"), "--judge-mode", "contextual"]
+    assert cli([*base, "--trace-id", "u"]) == 0
+    assert "## Rule `order-from-lookup` (lineage, critical)" in capsys.readouterr().out
+    assert cli([*base, "--trace-id", "s"]) == 2
+    assert "the engine decided every rule on trace 's'" in capsys.readouterr().err

@@ -72,7 +72,7 @@ def prompt(
 ) -> int:
     """Print the judge prompt for one trace exactly as the model sees it: the system prompt, then the user
     content."""
-    from seqjudge.config import judge_rule_ids
+    from seqjudge.config import asked_on, judge_rule_ids
     from seqjudge.inputs import load_suite
     from seqjudge.judge.prompt import catalog_names, render
     from seqjudge.judge.validate import check_inputs
@@ -80,7 +80,7 @@ def prompt(
     suite = load_suite(rules, catalog, examples, with_examples=True, known_tools=False)
     ruleset, cat = suite.ruleset, suite.catalog
     rule_ids = judge_rule_ids(ruleset, judge_mode)
-    if not rule_ids:
+    if not rule_ids and not any(r.may_defer for r in ruleset.rules):
         raise InputError(
             "the rule file has no `judge` rule, so a contextual run asks the judge nothing",
             source=str(rules),
@@ -112,6 +112,17 @@ def prompt(
             f"note: {count} traces in {', '.join(trace)}; showing the first ({chosen.trace_id}); "
             "choose one with --trace-id",
             err=True,
+        )
+    # What `run` asks on this trace: the mode's rules, and any rule the engine left undetermined on it.
+    from seqjudge.rules.engine import Engine
+
+    rule_ids = asked_on(rule_ids, Engine(ruleset).check(chosen).rules)
+    if not rule_ids:
+        raise InputError(
+            f"the engine decided every rule on trace {chosen.trace_id!r}, so a contextual run asks the judge "
+            "nothing about it",
+            source=", ".join(trace),
+            hint="use --judge-mode full, or pick a trace a lineage rule left undetermined with --trace-id",
         )
     names = catalog_names(cat) if cat is not None else None
     chosen = check_inputs(chosen, ruleset, catalog_names=names, rule_ids=rule_ids)
