@@ -115,21 +115,21 @@ def deep_langsmith() -> Result:
     return c.code == 2 and c.clean, f"exit {c.code}: {c.tail()}"
 
 
+def codex_rollout(path: Path, *items: dict) -> None:
+    """A Codex rollout file: its session line, then one response item a payload."""
+    recs = [{"type": "session_meta", "payload": {"id": "s1"}}]
+    recs += [{"type": "response_item", "payload": item} for item in items]
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+
 def deep_codex_arguments() -> Result:
     d = fresh()
     text = "[" * 5000 + "]" * 5000
-    recs = [
-        {"type": "session_meta", "payload": {"id": "s1"}},
-        {
-            "type": "response_item",
-            "payload": {"type": "function_call", "name": "A", "arguments": text, "call_id": "c1"},
-        },
-        {
-            "type": "response_item",
-            "payload": {"type": "function_call_output", "call_id": "c1", "output": "ok"},
-        },
-    ]
-    (d / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    codex_rollout(
+        d / "t.jsonl",
+        {"type": "function_call", "name": "A", "arguments": text, "call_id": "c1"},
+        {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+    )
     c = sh(["check", "rules.yaml", "t.jsonl", "--trace-format", "codex"], d)
     return c.code == 2 and c.clean, f"exit {c.code}: {c.tail()}"
 
@@ -369,22 +369,12 @@ def unanswered_claude_code() -> Result:
 
 def unanswered_codex() -> Result:
     d = fresh(DEPLOY)
-    recs = [
-        {"type": "session_meta", "payload": {"id": "s1"}},
-        {
-            "type": "response_item",
-            "payload": {"type": "function_call", "name": "run_tests", "arguments": "{}"},
-        },
-        {
-            "type": "response_item",
-            "payload": {"type": "function_call", "name": "deploy", "arguments": "{}", "call_id": "c2"},
-        },
-        {
-            "type": "response_item",
-            "payload": {"type": "function_call_output", "call_id": "c2", "output": "done"},
-        },
-    ]
-    (d / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    codex_rollout(
+        d / "t.jsonl",
+        {"type": "function_call", "name": "run_tests", "arguments": "{}"},  # no call_id: never answered
+        {"type": "function_call", "name": "deploy", "arguments": "{}", "call_id": "c2"},
+        {"type": "function_call_output", "call_id": "c2", "output": "done"},
+    )
     c = sh(["check", "rules.yaml", "t.jsonl", "--trace-format", "codex"], d)
     return c.code == 1 and c.clean, f"exit {c.code} (1: the rule failed)"
 
