@@ -330,6 +330,16 @@ def test_the_queue_of_ten_thousand_items_uses_its_indexes(db: Store) -> None:
             )
         )
     assert "review_items_queue" in plan and "TEMP B-TREE" not in plan
+    with sqlite3.connect(db.path) as conn:
+        plan = " ".join(
+            str(row[-1])
+            for row in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM review_items i WHERE EXISTS (SELECT 1 FROM "
+                "rule_decisions d WHERE d.run_id = i.run_id AND d.trace_id = i.trace_id AND d.rule_id = ?)",
+                (RULE,),
+            )
+        )
+    assert "rule_decisions_trace_rule" in plan  # one lookup per item, not a scan of the run's decisions
 
 
 def test_a_store_of_schema_2_keeps_its_items_needing_one_review(
