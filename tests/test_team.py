@@ -430,3 +430,39 @@ def test_label_status_counts_as_the_calibration_does(tmp_path: Path) -> None:
     after = label_status(suite, store, **common)
     assert after.pending_items == 1
     assert (after.rules[0].pending_passes, after.rules[0].pending_fails, after.rules[0].passes) == (1, 0, 76)
+
+
+# -- config: review.reviews_per_item ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("0", "review.reviews_per_item: input should be greater than or equal to 1. the keys of review are"),
+        ("two", "review.reviews_per_item: input should be a valid integer"),
+        ("true", "review.reviews_per_item: input should be a valid integer"),
+        (
+            "{hihg: 2}",
+            "review.reviews_per_item.hihg: unknown key. the keys of review.reviews_per_item are: low, "
+            "medium, high, default",
+        ),
+        ("{high: 0}", "review.reviews_per_item.high: input should be greater than or equal to 1"),
+    ],
+)
+def test_a_bad_reviews_per_item_is_named(tmp_path: Path, value: str, message: str) -> None:
+    from seqjudge.config import load_config
+
+    path = tmp_path / "seqjudge.yaml"
+    path.write_text(f"rules: r.yaml\ntraces: t.jsonl\nreview:\n  reviews_per_item: {value}\n")
+    with pytest.raises(InputError) as caught:
+        load_config(path)
+    assert message in str(caught.value)
+
+
+def test_reviews_per_item_by_risk_level(tmp_path: Path) -> None:
+    from seqjudge.config import load_config
+
+    path = tmp_path / "seqjudge.yaml"
+    path.write_text("rules: r.yaml\ntraces: t.jsonl\nreview:\n  reviews_per_item: {high: 2, default: 1}\n")
+    review = load_config(path).review
+    assert [review.required_reviews(level) for level in ("low", "medium", "high")] == [1, 1, 2]
+    path.write_text("rules: r.yaml\ntraces: t.jsonl\nreview:\n  reviews_per_item: 3\n")
+    assert load_config(path).review.required_reviews("low") == 3
