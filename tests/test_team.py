@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+import threading
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,27 @@ def test_a_changed_vote_is_appended_and_the_latest_counts(db: Store) -> None:
     ]
     assert db.item_state(item, "ana").state == "resolved"
     assert db.review_item(item).resolution.verdict == "pass"  # type: ignore[union-attr]
+
+
+def test_two_reviewers_deciding_at_once_are_both_kept(db: Store) -> None:
+    items = queued(db, 20)
+    gate = threading.Barrier(2)
+
+    def decide(name: str, verdict: str) -> None:
+        with Store(db.path) as mine:  # each its own connection, as two web requests
+            gate.wait()
+            for item in items:
+                mine.decide(item, name, verdict)
+
+    workers = [threading.Thread(target=decide, args=args) for args in (("ana", "pass"), ("bo", "fail"))]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    for item in items:
+        assert sorted(d.reviewer for d in db.decision_history(item)) == ["ana", "bo"]
+        assert db.item_state(item, "ana").state == "disputed"
+    assert db.queue(state="disputed").total == 20
 
 
 def test_a_decision_on_a_resolved_item_is_refused_and_nothing_is_lost(db: Store) -> None:

@@ -376,6 +376,10 @@ class TeamMixin(ReviewMixin):
         """Append one decision and apply what it decides, inside the caller's transaction (read there too:
         another reviewer may have decided meanwhile). ``correct``: a review of a resolved item that needs
         one review replaces its resolution (the CLI's correction) instead of being refused."""
+        # Lock the item's row first (a no-op write): two reviewers deciding it at once are taken one after
+        # the other, each reading the other's decision, on SQLite (whose IMMEDIATE transaction locks the
+        # file already) and on a server whose transactions see what committed while they waited.
+        conn.execute("UPDATE review_items SET team_state = team_state WHERE id = ?", (item_id,))
         rows = conn.execute(
             "SELECT status, required_reviews, reviewer, resolved_at, resolution_verdict FROM review_items "
             "WHERE id = ?",
