@@ -488,3 +488,28 @@ def test_reviews_per_item_by_risk_level(tmp_path: Path) -> None:
     assert [review.required_reviews(level) for level in ("low", "medium", "high")] == [1, 1, 2]
     path.write_text("rules: r.yaml\ntraces: t.jsonl\nreview:\n  reviews_per_item: 3\n")
     assert load_config(path).review.required_reviews("low") == 3
+
+
+def test_a_run_at_high_risk_queues_items_needing_the_configured_reviews(tmp_path: Path) -> None:
+    import asyncio
+
+    from seqjudge import load_rules
+    from seqjudge.config import RunConfig
+    from seqjudge.ingest import load_traces
+    from seqjudge.runner import run_traces
+
+    suite = Path(__file__).parent.parent / "golden_traces" / "customer-support"
+    cfg = RunConfig(
+        rules=str(suite / "rules.yaml"),
+        traces=str(suite / "traces.jsonl"),
+        store=str(tmp_path / "s.db"),
+        risk_level="high",
+        review={"reviews_per_item": {"high": 2}},
+    )
+    with Store(cfg.store) as s:
+        summary = asyncio.run(
+            run_traces(cfg, load_rules(cfg.rules), load_traces(cfg.traces), s, provider=None)
+        )
+        page = s.queue(run=summary.run_id, limit=500)
+        assert page.total == summary.queued > 0
+        assert {e.required_reviews for e in page.entries} == {2}
