@@ -107,6 +107,13 @@ def test_a_session_expires_and_closes(db: Store) -> None:
     db.close_session(session_id)
     assert db.session(session_id) is None
     assert db.session(other) is not None
+    db.open_session("bo", ttl=timedelta(0))  # expired at once: dropped when the next session opens
+    db.open_session("bo")
+    with sqlite3.connect(db.path) as conn:
+        assert [r[0] for r in conn.execute("SELECT reviewer FROM web_sessions ORDER BY reviewer")] == [
+            "ana",
+            "bo",
+        ]
 
 
 # -- required reviews ----------------------------------------------------------------------------------------

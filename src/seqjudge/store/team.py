@@ -272,6 +272,9 @@ class TeamMixin(ReviewMixin):
         csrf = secrets.token_urlsafe(32)
         now = _now()
         with self._tx() as conn:
+            # Sessions that expired are of no use: dropped here, where new ones are made (timestamps are
+            # written in one format, UTC, so their text sorts as time does).
+            conn.execute("DELETE FROM web_sessions WHERE expires_at <= ?", (_iso(now),))
             conn.execute(
                 "INSERT INTO web_sessions (id_hash, reviewer, csrf_token, created_at, expires_at) "
                 "VALUES (?, ?, ?, ?, ?)",
