@@ -14,9 +14,12 @@ or list included); ``None`` stays ``None``, since it hides nothing. Inside strin
 ``key: value``, ``"key": "value"`` and ``Authorization: Bearer abc`` patterns with a matching key are
 redacted too (URL query strings included), at any depth of nested ``label: value`` text
 (``"database:\n  password: x"``, ``"Error: api_key: x"``: a label is never taken for the value of the one
-before it). A URL's query parameters named in ``URL_SECRET_NAMES`` (``?key=``, ``&sig=``) are redacted
-besides the configured names. Prose such as "my password is hunter2" is not recognised: no pattern can
-tell a secret from a word.
+before it). Under a secret key that ends its line, every line of the indented block below is redacted
+(``secret:\n  user: a\n  pin: x``: the values, labels kept; a ``- item`` list's or a ``|`` block scalar's
+lines whole); a secret key's ``{...}`` or ``[...]`` value is replaced whole, as a secret key's dict is. Query
+parameters named in ``URL_SECRET_NAMES`` (``?key=``, ``&sig=``) are redacted besides the configured names,
+with or without a URL around them (``GET /v1/items?key=...``).
+Prose such as "my password is hunter2" is not recognised: no pattern can tell a secret from a word.
 
 Key-shaped values. Whatever key they sit under, values that look like credentials are replaced too
 (``VALUE_PATTERNS``): OpenAI/Anthropic-style ``sk-...`` keys, ``Bearer ...`` credentials, the
@@ -302,6 +305,8 @@ def may_need_redaction(text: str, names: Iterable[str] = DEFAULT_REDACT) -> bool
                 return True
     if user is not None and user.search(text) is not None:
         return True
+    if _query_secret_in(text):
+        return True
     # A name's compact form starts with its first word: in a text of ASCII letters and digits alone, which
     # squeezes to itself, the finds above have already looked for it.
     return not (text.isascii() and text.isalnum()) and _split_name_in(text, names)
@@ -327,20 +332,41 @@ def _redact_text(text: str, names: tuple[str, ...], screen: _Searcher) -> str:
 
 
 def _clean_text(text: str, names: tuple[str, ...], screen: _Searcher) -> bool:
-    """True when no redaction can start in ``text``: no match of ``screen`` and no split name."""
+    """True when no redaction can start in ``text``: no match of ``screen``, no split name and no query
+    parameter named like a credential."""
     if len(text) <= _SHORT:
         clean = _CLEAN_SHORT.get(screen)
         if clean is None:
             clean = _CLEAN_SHORT[screen] = set()
         if text in clean:
             return True
-        if not screen.search(text) and not _split_name_in(text, names):
+        if not screen.search(text) and not _split_name_in(text, names) and not _query_secret_in(text):
             if len(clean) >= 65_536:
                 clean.clear()
             clean.add(text)
             return True
         return False
-    return not screen.search(text) and not _split_name_in(text, names)
+    return not screen.search(text) and not _split_name_in(text, names) and not _query_secret_in(text)
+
+
+# The name after a ``?`` or ``&`` (quoted, or a bare run up to what ends a ``_PAIR`` key): every query
+# parameter ``_secret_key`` can take for a credential is one of these names.
+_QUERY_KEY = re.compile(r"""[?&](?:\\?"([^"\\\n]{1,100})|'([^'\n]{1,100})|([^\s"'\\=:&?;,]{1,100}))""")
+
+
+def _query_secret_in(text: str, *, json_text: bool = False) -> bool:
+    """Whether ``text`` may hold a query parameter named like a credential (``URL_SECRET_NAMES``), with or
+    without a URL around it (``GET /v1/items?key=...``): the run's names do not screen for these.
+    ``json_text``: ``text`` is JSON, where a quote or backslash after the ``?`` may be an escape: counted."""
+    if "?" not in text and "&" not in text:
+        return False
+    for match in _QUERY_KEY.finditer(text):
+        if json_text and match.group(1) is not None:
+            return True
+        key = next(g for g in match.groups() if g is not None)
+        if _key_matches(key, URL_SECRET_NAMES):
+            return True
+    return False
 
 
 # A bare value that is itself a label (``database:`` in ``"database:\n  password: x"``, ``api_key:`` in
@@ -372,6 +398,18 @@ def _redact_pairs(text: str, names: tuple[str, ...], screen: _Searcher) -> str:
                 at = match.end()  # nothing can start in it: passed over whole, as most pairs are
             continue
         value = match.group("value")
+        if value[0] in "{[":  # a JSON or flow-YAML object or list: all of it, as a secret key's dict is
+            quote = next((q for q in ('\\"', '"', "'") if match.group("key").startswith(q)), "")
+            out.append(f"{text[copied:value_at]}{quote}{REDACTED}{quote}")
+            copied = at = _container_end(text, value_at, quotes=quote != '\\"')
+            continue
+        block = _block_under(text, match)
+        if block is not None:  # the key ends its line and indented lines follow: every one of them
+            begin, end, scalar = block
+            out.append(text[copied:begin])
+            out.append(_redact_block(text[begin:end], scalar=scalar))
+            copied = at = end
+            continue
         if _LABEL.fullmatch(value) and _PAIR.match(text, value_at) is not None:
             inherited = at = value_at
             continue
@@ -382,6 +420,106 @@ def _redact_pairs(text: str, names: tuple[str, ...], screen: _Searcher) -> str:
         return text
     out.append(text[copied:])
     return "".join(out)
+
+
+def _container_end(text: str, at: int, *, quotes: bool) -> int:
+    """Where the object or list opening at ``at`` closes (past its bracket), or the end of ``text`` when it
+    never does (a truncated output: the rest may be the secret's). With ``quotes``, brackets inside
+    ``"..."`` strings do not count; inside JSON quoted in a string (``\\"``) brackets alone are counted."""
+    depth = 0
+    in_string = False
+    i = at
+    while i < len(text):
+        char = text[i]
+        if in_string:
+            if char == "\\":
+                i += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"' and quotes:
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return len(text)
+
+
+# A YAML block scalar's indicator (``key: |``, ``key: >-``): the indented lines below are its text.
+_BLOCK_SCALAR = re.compile(r"[|>][-+1-9]{0,2}")
+_INDENT = re.compile(r"[ \t]*")
+
+
+def _block_under(text: str, match: re.Match[str]) -> tuple[int, int, bool] | None:
+    """The lines that belong to a secret key ending its line (``credentials:`` with ``user:`` and
+    ``password:`` indented below it, a YAML ``token: |`` block, a ``secret:`` over ``- item`` lines), as
+    (start, end, whether they are a block scalar's text); None when no deeper-indented line follows, where
+    the key's value is what ``_PAIR`` found. Without this only the first line below the key was replaced."""
+    scalar = _BLOCK_SCALAR.fullmatch(match.group("value")) is not None
+    if scalar:
+        line_end = text.find("\n", match.end())
+        if line_end < 0 or text[match.end() : line_end].strip():
+            return None
+    else:
+        # the separator's whitespace after its ``:`` or ``=`` runs into the next line
+        sep = match.group("sep")
+        after = match.start("sep") + len(sep) - len(sep.lstrip()) + 1  # past the ``:`` or ``=``
+        line_end = text.find("\n", after, match.start("value"))
+        if line_end < 0:
+            return None
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    head = text[line_start : match.start()]
+    indent = len(_INDENT.match(head).group())  # type: ignore[union-attr]
+    # YAML writes a list under a key at the key's own indentation (``secret:\n- a``), unless the key is
+    # itself an item of such a list, whose next item is its sibling.
+    dash_children = not head[indent:].startswith("-")
+    begin = end = line_end + 1
+    while end < len(text):
+        next_end = text.find("\n", end)
+        line = text[end : len(text) if next_end < 0 else next_end]
+        depth = len(_INDENT.match(line).group())  # type: ignore[union-attr]
+        if line.strip() and not (
+            depth > indent or (dash_children and depth == indent and line[depth:].startswith("-"))
+        ):
+            break
+        end = len(text) if next_end < 0 else next_end + 1
+    if not text[begin:end].strip():
+        return None
+    if end > begin and text[end - 1] == "\n" and end < len(text):
+        end -= 1  # the line break before the next sibling is not the block's
+    return begin, end, scalar
+
+
+# A line of a block under a secret key: its indentation, list dashes and (outside a block scalar) its own
+# ``label:``, all kept, then what is replaced.
+_BLOCK_LINE = re.compile(
+    r"""(?P<lead>[ \t]*(?:-(?:[ \t]+|$))*)"""
+    r"""(?P<label>(?:"[^"\n]{1,100}"|'[^'\n]{1,100}'|[A-Za-z_][\w.\- ]{0,100}?)[ \t]*:(?:[ \t]+|$))?"""
+    r"""(?P<rest>[^\r\n]*)"""
+)
+
+
+def _redact_block(block: str, *, scalar: bool) -> str:
+    """``block`` with what each line holds replaced: past a ``label:`` of a nested mapping (kept, as the
+    labels of a secret key's lines were before), or the whole line of a block scalar's text."""
+    lines = []
+    for line in block.split("\n"):
+        parts = _BLOCK_LINE.match(line)
+        assert parts is not None  # every part is optional
+        lead, label, rest = parts.group("lead"), parts.group("label") or "", parts.group("rest")
+        if scalar:  # text, not a mapping: nothing on the line is a label
+            lead, label = line[: len(line) - len(line.lstrip(" \t"))], ""
+            rest = line[len(lead) :].rstrip("\r")
+        if not rest.strip():
+            lines.append(line)
+            continue
+        whole = rest.rstrip()
+        quote = rest[0] if rest[0] in "\"'" and len(whole) > 1 and whole.endswith(rest[0]) else ""
+        lines.append(f"{lead}{label}{quote}{REDACTED}{quote}{line[len(lead) + len(label) + len(rest) :]}")
+    return "\n".join(lines)
 
 
 def redact_query(text: str) -> str:
@@ -436,6 +574,8 @@ def _json_needs_walk(json_text: str, names: tuple[str, ...], split: bool) -> boo
     user = _screen_literals(names)[1]  # the value: patterns, time-limited
     if user is not None and user.search(json_text):
         return True
+    if _query_secret_in(json_text, json_text=True):
+        return True  # ``?key=`` outside a URL: no literal above gives it away
     if split and any(
         (":" in m or "=" in m) and _split_name_in(m, names, json_text=True)
         for m in _JSON_STRING.findall(json_text)
