@@ -120,8 +120,8 @@ def test_the_stratified_rate_covers_and_the_review_queue_does_not_bias_it() -> N
         assert fig.estimate is not None
         error.append(fig.estimate - y.mean())
         naive_error.append(np.concatenate([y[routed], y[picked]]).mean() - y.mean())
-    # Few violations reach the audits (the judge caught most): PPI where MIN_EACH or more did, else the
-    # exact humans-only interval.
+    # Few violations reach the audits (the judge caught most): PPI where MIN_EACH or more did (1 draw of
+    # 300 here), else the exact humans-only interval.
     assert methods == {"ppi++", "humans-only"}
     assert misses / DRAWS <= ALPHA + slack(DRAWS)
     assert abs(np.mean(error)) < 0.002  # unbiased: the mean error is within noise of 0
