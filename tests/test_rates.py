@@ -72,6 +72,13 @@ def audited_run(
     return store, summary.run_id
 
 
+def label_audits(db: Store, run_id: str, count: int, *, violation_every: int) -> None:
+    """People resolve the run's first ``count`` audits: every ``violation_every``-th a `confirm` violation."""
+    for n, item in enumerate(db.review_items(run=run_id, reason=AUDIT_REASON)[:count]):
+        rules = {"confirm": "fail"} if n % violation_every == 0 else {}
+        db.resolve_review(item.id, verdict="fail" if rules else "pass", rules=rules, reviewer="t")
+
+
 def test_ppi_interval_is_ppi_pythons_with_the_weights() -> None:
     y = [1.0, 0, 0, 1, 0, 0, 0, 1, 0, 0]
     yhat = [1.0, 0, 0, 0, 0, 0, 1, 1, 0, 0]
@@ -174,9 +181,7 @@ def test_runs_show_rates_text_json_and_simultaneous_intervals(
 ) -> None:
     store, run_id = audited_run(tmp_path, TWO_JUDGED, n=120, fail_every=6, rate=0.5, sure=False)
     with Store(store) as db:
-        for n, item in enumerate(db.review_items(run=run_id, reason=AUDIT_REASON)[:40]):
-            rules = {"confirm": "fail"} if n % 4 == 0 else {}
-            db.resolve_review(item.id, verdict="fail" if rules else "pass", rules=rules, reviewer="t")
+        label_audits(db, run_id, 40, violation_every=4)
     args = ["runs", "show", run_id, "--rates", "--store", str(store)]
     assert run([*args, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -388,13 +393,36 @@ def test_few_labelled_violations_give_the_exact_interval_not_a_narrow_normal_one
     assert narrow is not None and narrow.upper < 0.05
 
 
+def test_the_output_says_which_method_gave_each_interval_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36: 6 labelled violations among 40 (PPI++ from 5 of each missed too often there): the text, the
+    JSON and the HTML report name the humans-only method, why, and the boundary."""
+    store, run_id = audited_run(tmp_path, RULES, n=200, fail_every=10**6, rate=0.5, sure=False)
+    with Store(store) as db:
+        label_audits(db, run_id, 40, violation_every=7)
+    args = ["runs", "show", run_id, "--rates", "--store", str(store)]
+    assert run([*args, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (figure,) = data["judge"]
+    assert data["min_each"] == 10 and figure["audit_violations"] == 6 and figure["method"] == "humans-only"
+    why = "6 violation(s) and 34 pass(es) among the audits' labels: PPI's normal interval holds its level"
+    assert figure["why"].startswith(why)
+    assert run(args) == 0
+    out = capsys.readouterr().out
+    assert "by humans-only" in out and why in out
+    assert "PPI++ (t quantile) from 10 labelled violations and 10 passes" in out
+    page = tmp_path / "report.html"
+    assert run(["report", run_id, "--store", str(store), "-o", str(page)]) == 0
+    row = page.read_text(encoding="utf-8").split('<tr data-rule="confirm">')[1].split("</tr>")[0]
+    assert "humans-only" in row and "6 violation(s) and 34 pass(es)" in row
+
+
 def test_the_html_report_shows_the_runs_rates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 36, point 1: the rates `runs show --rates` gives are on the run's HTML report too."""
     store, run_id = audited_run(tmp_path, TWO_JUDGED, n=120, fail_every=6, rate=0.5, sure=False)
     with Store(store) as db:
-        for n, item in enumerate(db.review_items(run=run_id, reason=AUDIT_REASON)[:30]):
-            rules = {"confirm": "fail"} if n % 5 == 0 else {}
-            db.resolve_review(item.id, verdict="fail" if rules else "pass", rules=rules, reviewer="t")
+        label_audits(db, run_id, 30, violation_every=5)
     assert run(["runs", "show", run_id, "--rates", "--store", str(store), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     page = tmp_path / "report.html"

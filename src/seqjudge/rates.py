@@ -176,6 +176,7 @@ class RatesReport(BaseModel):
     delta: float  # the family's miss chance
     simultaneous: bool  # Bonferroni over the judge rules (each at delta / k)
     library: str  # the estimator's implementation and version
+    min_each: int = MIN_EACH  # PPI++ from this many labelled violations and passes; below, humans-only
     judge: list[JudgeRate]
     exact: list[ExactRate]
 

@@ -60,6 +60,10 @@ def rates_text(report: RatesReport, out: IO[str] | None = None) -> None:
             )
         else:
             w(f"  each interval at {1 - each:.0%}, on its own\n")
+        w(
+            f"  PPI++ (t quantile) from {report.min_each} labelled violations and {report.min_each} passes; "
+            "with fewer, the exact humans-only interval (docs/rates.md)\n"
+        )
     for fig in report.judge:
         for line in judge_lines(fig):
             w(line + "\n")
