@@ -18,7 +18,9 @@ before it). Under a secret key that ends its line, every line of the indented bl
 (``secret:\n  user: a\n  pin: x``: the values, labels kept; a ``- item`` list's or a ``|`` block scalar's
 lines whole); a secret key's ``{...}`` or ``[...]`` value is replaced whole, as a secret key's dict is. Query
 parameters named in ``URL_SECRET_NAMES`` (``?key=``, ``&sig=``) are redacted besides the configured names,
-with or without a URL around them (``GET /v1/items?key=...``).
+with or without a URL around them (``GET /v1/items?key=...``). So are ``key => value`` and ``key := value``,
+the content of an element named like a secret (``<password>x</password>``, child elements included) and the
+word after a command line's long option (``--password x``).
 Prose such as "my password is hunter2" is not recognised: no pattern can tell a secret from a word.
 
 Key-shaped values. Whatever key they sit under, values that look like credentials are replaced too
@@ -243,7 +245,7 @@ def _key_matches(key: str, names: tuple[str, ...]) -> bool:
 # credential, or a bare run of characters up to whitespace or a delimiter (URLs: & ; JSON: , } ]).
 _PAIR = re.compile(
     r"""(?P<key>\\"[^"\\\n]{1,100}\\"|"[^"\n]{1,100}"|'[^'\n]{1,100}'|[A-Za-z_][\w.\-]{0,100})"""
-    r"""(?P<sep>\s*[:=]\s*)"""
+    r"""(?P<sep>\s*(?:=>|:=|[:=])\s*)"""  # Ruby's, Perl's and PHP's => and Go's := too
     # JSON quoted inside a JSON string (\"key\": \"value\"), then plain quoted strings.
     r"""(?P<value>\\"(?:[^"\\\n]|\\[^"\n])*\\"|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'"""
     r"""|(?:bearer|basic|token|digest)\s+[^\s,;&'"\\]+"""
@@ -328,7 +330,57 @@ def _redact_text(text: str, names: tuple[str, ...], screen: _Searcher) -> str:
         return text
     if _compiled(names):
         text = _redact_pairs(text, names, screen)
+        if "<" in text:
+            text = _redact_elements(text, names)
+        if "--" in text:
+            text = _FLAG.sub(lambda m: _flag_value(m, names), text)
     return _value_pattern(names).sub(_replace_value, text)
+
+
+# An XML or HTML start tag: its name, then (past attributes) where its content starts.
+_START_TAG = re.compile(r"<([A-Za-z_][\w.\-:]{0,100})(?:\s[^<>]{0,1000})?>")
+
+
+def _redact_elements(text: str, names: tuple[str, ...]) -> str:
+    """``text`` with the content of every element named like a secret replaced, child elements and all
+    (``<password>x</password>``, ``<secret><user>a</user></secret>``; a settings.xml or a SOAP reply). An
+    element never closed loses the rest of its line (a truncated output; ``usage: login <password>`` keeps
+    the lines below)."""
+    out: list[str] = []
+    copied = at = 0
+    while (tag := _START_TAG.search(text, at)) is not None:
+        at = tag.end()
+        name = tag.group(1)
+        if tag.group().endswith("/>") or not _key_matches(name.rsplit(":", 1)[-1], names):
+            continue  # empty, or not a secret's (a namespace prefix is not the name)
+        close = text.find(f"</{name}", at)
+        if close < 0:
+            close = text.find("\n", at)
+        end = len(text) if close < 0 else close
+        if text[at:end].strip() and text[at:end] != REDACTED:
+            out.append(f"{text[copied:at]}{REDACTED}")
+            copied = end
+        at = end
+    if not out:
+        return text
+    out.append(text[copied:])
+    return "".join(out)
+
+
+# A command line's long option and the word after it (``mysql --password hunter2``); ``--password=x`` is a
+# ``_PAIR``. Only after a space or a line's start, so that a ``--`` inside a word is not an option.
+_FLAG = re.compile(
+    r"(?<![^\s\"'])--(?P<name>[A-Za-z][\w\-]{0,100})(?P<gap>[ \t]+)"
+    r"(?P<value>[^\s\-\"'][^\s]*|\"[^\"\n]*\"|'[^'\n]*')"
+)
+
+
+def _flag_value(match: re.Match[str], names: tuple[str, ...]) -> str:
+    if not _key_matches(match.group("name"), names):
+        return match.group()
+    value = match.group("value")
+    quote = value[0] if value[0] in "\"'" else ""
+    return f"--{match.group('name')}{match.group('gap')}{quote}{REDACTED}{quote}"
 
 
 def _clean_text(text: str, names: tuple[str, ...], screen: _Searcher) -> bool:
@@ -398,7 +450,7 @@ def _redact_pairs(text: str, names: tuple[str, ...], screen: _Searcher) -> str:
                 at = match.end()  # nothing can start in it: passed over whole, as most pairs are
             continue
         value = match.group("value")
-        if value[0] in "{[":  # a JSON or flow-YAML object or list: all of it, as a secret key's dict is
+        if value[0] in "{[(":  # an object, a list or a shell array: all of it, as a secret key's dict is
             quote = next((q for q in ('\\"', '"', "'") if match.group("key").startswith(q)), "")
             out.append(f"{text[copied:value_at]}{quote}{REDACTED}{quote}")
             copied = at = _container_end(text, value_at, quotes=quote != '\\"')
@@ -422,6 +474,9 @@ def _redact_pairs(text: str, names: tuple[str, ...], screen: _Searcher) -> str:
     return "".join(out)
 
 
+_SEP_OPERATOR = re.compile(r"\s*(?:=>|:=|[:=])")  # a ``_PAIR`` separator up to its operator
+
+
 def _container_end(text: str, at: int, *, quotes: bool) -> int:
     """Where the object or list opening at ``at`` closes (past its bracket), or the end of ``text`` when it
     never does (a truncated output: the rest may be the secret's). With ``quotes``, brackets inside
@@ -438,9 +493,9 @@ def _container_end(text: str, at: int, *, quotes: bool) -> int:
                 in_string = False
         elif char == '"' and quotes:
             in_string = True
-        elif char in "{[":
+        elif char in "{[(":
             depth += 1
-        elif char in "}]":
+        elif char in "}])":
             depth -= 1
             if depth == 0:
                 return i + 1
@@ -465,8 +520,7 @@ def _block_under(text: str, match: re.Match[str]) -> tuple[int, int, bool] | Non
             return None
     else:
         # the separator's whitespace after its ``:`` or ``=`` runs into the next line
-        sep = match.group("sep")
-        after = match.start("sep") + len(sep) - len(sep.lstrip()) + 1  # past the ``:`` or ``=``
+        after = match.start("sep") + _SEP_OPERATOR.match(match.group("sep")).end()  # type: ignore[union-attr]
         line_end = text.find("\n", after, match.start("value"))
         if line_end < 0:
             return None
@@ -550,9 +604,10 @@ def json_needs_value_redaction(json_text: str, names: Iterable[str] = DEFAULT_RE
     (``json.dumps(value, ensure_ascii=False)``); False is a guarantee that it would not.
 
     The store writes every result as JSON, and walking each one value by value cost more than everything
-    else in storing it. A string only changes when it holds a ``key: value`` or ``key=value`` pair whose key
-    contains a name's first word, or spells a name with separators between its letters (``pass_word``;
-    ``redact_text``), so it needs both such a key and a ``:`` or ``=``.
+    else in storing it. A string only changes when it holds a ``key: value``, ``key=value``,
+    ``<key>value</key>`` or ``--key value`` pair whose key contains a name's first word, or spells a name with
+    separators between its letters (``pass_word``; ``redact_text``), so it needs both such a key and a ``:``,
+    ``=``, ``<`` or ``--``; or a query parameter named like a credential (``_query_secret_in``).
     Each first word found in the text is checked against the JSON string around it. Escaping only touches
     quotes, backslashes and control characters, never the letters and digits of a word, so a match in a
     string is a match in its JSON form; a word outside any string, or in a key, at worst costs the walk."""
@@ -589,7 +644,7 @@ def _json_needs_walk(json_text: str, names: tuple[str, ...], split: bool) -> boo
             if begin < 0 or end < 0:
                 return True  # not inside a string: cannot tell, so walk
             inside = json_text[begin:end]
-            if ":" in inside or "=" in inside:
+            if ":" in inside or "=" in inside or "<" in inside or "--" in inside:
                 return True
             at = folded.find(word, end)  # the rest of this string holds no ':' or '='
     return False
