@@ -52,7 +52,7 @@ def slack(n: int) -> float:
 def test_ppi_covers_the_truth_and_is_no_wider_than_humans_only(draw: str) -> None:
     rng = np.random.default_rng(36 if draw == "uniform" else 3636)
     # About 300 labels of 3000 traces, some 24 of them violations: the normal approximation PPI rests on
-    # holds. With 120 labels (some 10 violations) PPI++ missed 13-16% at a nominal 10% (docs/rates.md).
+    # holds. With fewer labelled violations it does not: see the test below and docs/rates.md's table.
     rate = 0.1
     misses = 0
     ppi_widths, human_widths = [], []
