@@ -323,6 +323,30 @@ def test_plan_labels_gives_the_labels_that_reach_the_width_when_the_judge_is_cal
     assert "no judge rule 'read-first'" in capsys.readouterr().err
 
 
+def test_plan_labels_draws_enough_for_ppi_to_be_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36: a wide interval needs few labels, but with fewer than MIN_EACH labelled violations `--rates`
+    reports the humans-only interval, not the PPI++ one planned: the PPI plans draw at least that many."""
+    from seqjudge.rates import MIN_EACH, plan_labels
+
+    store, run_id = audited_run(tmp_path, RULES, n=600, fail_every=10**6, rate=0.0, sure=False)
+    with Store(store) as db:
+        uniform, active, human = plan_labels(db, run_id, "confirm", width=0.1, delta=0.1).plans
+        far = plan_labels(db, run_id, "confirm", width=0.3, delta=0.1).plans[0]
+    for p in (uniform, active):
+        assert p.violations is not None and p.violations == pytest.approx(MIN_EACH, rel=1e-6)
+        assert p.note.startswith("raised from ") and "as PPI++ needs" in p.note
+    assert far.labels == uniform.labels  # wider asks no fewer: the violations PPI++ needs decide
+    assert human.labels is not None and human.labels < uniform.labels and human.note == ""
+    args = ["runs", "plan-labels", run_id, "--rule", "confirm", "--width", "0.1", "--delta", "0.1"]
+    assert run([*args, "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"uniform (PPI): about {uniform.labels} label(s)" in out and "so that 10 violations and passes" in out
+    )
+
+
 def test_plan_labels_says_when_unreachable_traces_alone_are_too_wide(tmp_path: Path) -> None:
     from seqjudge.rates import plan_labels
 

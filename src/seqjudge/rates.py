@@ -422,6 +422,7 @@ class DrawPlan(BaseModel):
     labels: int | None  # expected labels; None: no draw of the auto-passed traces reaches the width
     audit_rate: float | None  # the --audit-rate that draws them
     violations: float | None = None  # expected violations among them (PPI++ is used from MIN_EACH on)
+    note: str = ""  # why the rate is higher than the width asks, or why PPI++ is out of reach
 
 
 class LabelPlan(BaseModel):
@@ -508,21 +509,49 @@ def plan_labels(db: Store, run_id: str, rule_id: str, *, width: float, delta: fl
         return hi
 
     doubts = [math.sqrt(x) for x in v]
-    uniform = rate_for(lambda p: sum(v) / p / n_auto**2)
-    active = rate_for(
-        lambda p: (
-            sum(x / inclusion_probability(p, d, "active") for x, d in zip(v, doubts, strict=True)) / n_auto**2
+
+    def expected_each(rate: float, draw: AuditDraw) -> float:
+        """The fewer of the expected violations and passes among a draw's labels at ``rate``."""
+        p = [inclusion_probability(rate, d, draw) for d in doubts]
+        violations = sum(pi * c for pi, c in zip(p, calls, strict=True))
+        return min(violations, sum(p) - violations)
+
+    def enough_for_ppi(rate: float | None, draw: AuditDraw) -> tuple[float | None, str]:
+        """``rate``, raised where its draw expects fewer than MIN_EACH labelled violations or passes: the
+        interval reported then is the humans-only one, not the PPI++ one the width was planned with."""
+        if rate is None or expected_each(rate, draw) >= MIN_EACH:
+            return rate, ""
+        if expected_each(1.0, draw) < MIN_EACH:
+            return None, f"fewer than {MIN_EACH} violations expected even labelling every trace: no PPI++"
+        lo, hi = rate, 1.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if expected_each(mid, draw) >= MIN_EACH else (mid, hi)
+        return (
+            hi,
+            f"raised from {rate:.3g} so that {MIN_EACH} violations and passes are expected, as PPI++ needs",
         )
+
+    uniform, uniform_note = enough_for_ppi(rate_for(lambda p: sum(v) / p / n_auto**2), "uniform")
+    active, active_note = enough_for_ppi(
+        rate_for(
+            lambda p: (
+                sum(x / inclusion_probability(p, d, "active") for x, d in zip(v, doubts, strict=True))
+                / n_auto**2
+            )
+        ),
+        "active",
     )
     human_n = z * z * mean * (1 - mean) / half**2
     plans = [
-        DrawPlan(draw="uniform", labels=_count(uniform, n_auto), audit_rate=uniform),
+        DrawPlan(draw="uniform", labels=_count(uniform, n_auto), audit_rate=uniform, note=uniform_note),
         DrawPlan(
             draw="active",
             labels=None
             if active is None
             else math.ceil(sum(inclusion_probability(active, d, "active") for d in doubts)),
             audit_rate=active,
+            note=active_note,
         ),
         DrawPlan(
             draw="humans-only",
