@@ -59,6 +59,11 @@ from seqjudge.trace import Trace
             "password: |\n  line: one\n  two\nnext: keep",
             "password: |\n  [redacted]\n  [redacted]\nnext: keep",
         ),
+        # YAML anchors, tags (Ansible's vault) and comments on the key's line
+        ("secret: &creds\n  user: a\nnext: keep", "secret: &creds\n  user: [redacted]\nnext: keep"),
+        ("password: !vault |\n  6162\n  6364\nn: 1", "password: !vault |\n  [redacted]\n  [redacted]\nn: 1"),
+        ("token: # rotated\n  a: b1\nn: 1", "token: # rotated\n  a: [redacted]\nn: 1"),
+        ("password: &pw hunter2\nn: 1", "password: &pw [redacted]\nn: 1"),
         # an object or a list as the value: all of it, as a secret key's dict is
         ('{"secret": {"user": "a", "pin": "x}"}, "n": 1}', '{"secret": "[redacted]", "n": 1}'),
         ("secret: {user: a, pin: x}, next: keep", "secret: [redacted], next: keep"),
@@ -151,7 +156,8 @@ def secret_texts(draw: st.DrawFn) -> tuple[str, list[str]]:
         body = "".join(
             f"\n{indent}{step}{label}: {value}" for label, value in zip(labels, values, strict=True)
         )
-        text, secrets = f"{indent}{name}:{body}", [v.strip("'\"") for v in values]
+        head = draw(st.sampled_from(["", " &anchor", " # comment", " !tag"]))
+        text, secrets = f"{indent}{name}:{head}{body}", [v.strip("'\"") for v in values]
     elif shape == "list":
         text, secrets = f"{indent}{name}:\n{indent}{step}- {one}\n{indent}{step}- {two}", [one, two]
     elif shape == "scalar":

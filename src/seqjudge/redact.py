@@ -14,7 +14,8 @@ or list included); ``None`` stays ``None``, since it hides nothing. Inside strin
 ``key: value``, ``"key": "value"`` and ``Authorization: Bearer abc`` patterns with a matching key are
 redacted too (URL query strings included), at any depth of nested ``label: value`` text
 (``"database:\n  password: x"``, ``"Error: api_key: x"``: a label is never taken for the value of the one
-before it). Under a secret key that ends its line, every line of the indented block below is redacted
+before it). Under a secret key that ends its line (YAML anchors, tags and a comment aside: ``secret: &x``,
+Ansible's ``password: !vault |``), every line of the indented block below is redacted
 (``secret:\n  user: a\n  pin: x``: the values, labels kept; a ``- item`` list's or a ``|`` block scalar's
 lines whole); a secret key's ``{...}`` or ``[...]`` value is replaced whole, as a secret key's dict is. Query
 parameters named in ``URL_SECRET_NAMES`` (``?key=``, ``&sig=``) are redacted besides the configured names,
@@ -249,6 +250,7 @@ _PAIR = re.compile(
     # JSON quoted inside a JSON string (\"key\": \"value\"), then plain quoted strings.
     r"""(?P<value>\\"(?:[^"\\\n]|\\[^"\n])*\\"|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'"""
     r"""|(?:bearer|basic|token|digest)\s+[^\s,;&'"\\]+"""
+    r"""|&[\w\-]+"""  # a YAML anchor (``secret: &creds`` over an indented block)
     r"""|[^\s,;&'"}\])\\]+)""",
     re.IGNORECASE,
 )
@@ -462,6 +464,17 @@ def _redact_pairs(text: str, names: tuple[str, ...], screen: _Searcher) -> str:
             out.append(_redact_block(text[begin:end], scalar=scalar))
             copied = at = end
             continue
+        if (
+            value[0] in "&!"
+        ):  # a YAML anchor or tag before the value (``password: &pw x``): the rest of the line
+            line_end = text.find("\n", value_at)
+            line_end = len(text) if line_end < 0 else line_end
+            tags = _YAML_TAGS.match(text, value_at, line_end)
+            assert tags is not None  # it may match nothing
+            if text[tags.end() : line_end].strip():
+                out.append(f"{text[copied : tags.end()]}{REDACTED}")
+                copied = at = line_end
+                continue
         if _LABEL.fullmatch(value) and _PAIR.match(text, value_at) is not None:
             inherited = at = value_at
             continue
@@ -504,7 +517,12 @@ def _container_end(text: str, at: int, *, quotes: bool) -> int:
 
 
 # A YAML block scalar's indicator (``key: |``, ``key: >-``): the indented lines below are its text.
-_BLOCK_SCALAR = re.compile(r"[|>][-+1-9]{0,2}")
+_YAML_TAGS = re.compile(r"(?:[&!][^\s#]*[ \t]+)*")  # anchors and tags before a YAML value
+
+# What may follow a key on its line when its value is the indented block below: YAML anchors and tags
+# (``secret: &creds``, Ansible's ``password: !vault |``), a block scalar's indicator (its text below) and a
+# comment.
+_BLOCK_HEAD = re.compile(r"[ \t]*(?:[&!][^\s#]*[ \t]*)*(?P<scalar>[|>][-+1-9]{0,2})?[ \t]*(?:#[^\n]*)?\r?")
 _INDENT = re.compile(r"[ \t]*")
 
 
@@ -513,17 +531,12 @@ def _block_under(text: str, match: re.Match[str]) -> tuple[int, int, bool] | Non
     ``password:`` indented below it, a YAML ``token: |`` block, a ``secret:`` over ``- item`` lines), as
     (start, end, whether they are a block scalar's text); None when no deeper-indented line follows, where
     the key's value is what ``_PAIR`` found. Without this only the first line below the key was replaced."""
-    scalar = _BLOCK_SCALAR.fullmatch(match.group("value")) is not None
-    if scalar:
-        line_end = text.find("\n", match.end())
-        if line_end < 0 or text[match.end() : line_end].strip():
-            return None
-    else:
-        # the separator's whitespace after its ``:`` or ``=`` runs into the next line
-        after = match.start("sep") + _SEP_OPERATOR.match(match.group("sep")).end()  # type: ignore[union-attr]
-        line_end = text.find("\n", after, match.start("value"))
-        if line_end < 0:
-            return None
+    after = match.start("sep") + _SEP_OPERATOR.match(match.group("sep")).end()  # type: ignore[union-attr]
+    line_end = text.find("\n", after)
+    head_rest = None if line_end < 0 else _BLOCK_HEAD.fullmatch(text, after, line_end)
+    if head_rest is None:
+        return None
+    scalar = head_rest.group("scalar") is not None
     line_start = text.rfind("\n", 0, match.start()) + 1
     head = text[line_start : match.start()]
     indent = len(_INDENT.match(head).group())  # type: ignore[union-attr]
