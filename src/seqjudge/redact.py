@@ -464,9 +464,8 @@ def _redact_pairs(text: str, names: tuple[str, ...], screen: _Searcher) -> str:
             out.append(_redact_block(text[begin:end], scalar=scalar))
             copied = at = end
             continue
-        if (
-            value[0] in "&!"
-        ):  # a YAML anchor or tag before the value (``password: &pw x``): the rest of the line
+        if value[0] in "&!":
+            # a YAML anchor or tag before the value (``password: &pw x``): the rest of the line goes
             line_end = text.find("\n", value_at)
             line_end = len(text) if line_end < 0 else line_end
             tags = _YAML_TAGS.match(text, value_at, line_end)
@@ -516,7 +515,6 @@ def _container_end(text: str, at: int, *, quotes: bool) -> int:
     return len(text)
 
 
-# A YAML block scalar's indicator (``key: |``, ``key: >-``): the indented lines below are its text.
 _YAML_TAGS = re.compile(r"(?:[&!][^\s#]*[ \t]+)*")  # anchors and tags before a YAML value
 
 # What may follow a key on its line when its value is the indented block below: YAML anchors and tags
