@@ -522,7 +522,7 @@ def plan_labels(db: Store, run_id: str, rule_id: str, *, width: float, delta: fl
         if rate is None or expected_each(rate, draw) >= MIN_EACH:
             return rate, ""
         if expected_each(1.0, draw) < MIN_EACH:
-            return None, f"fewer than {MIN_EACH} violations expected even labelling every trace: no PPI++"
+            return None, f"fewer than {MIN_EACH} violations or passes expected even labelling every trace"
         lo, hi = rate, 1.0
         for _ in range(60):
             mid = (lo + hi) / 2
