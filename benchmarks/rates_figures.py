@@ -12,8 +12,9 @@ For n = 10, 20 and 40 labels drawn uniformly without replacement (seeded), it pr
 interval by PPI++ (`seqjudge.rates.ppi_interval`, the estimator `runs show --rates` uses) beside the
 humans-only interval (`seqjudge.rates.human_interval`, exact Clopper–Pearson) and the judge-only rate, for
 one draw (seed 0); then over ``--draws`` seeded draws: how often each interval missed the truth and its mean
-width. With n equal to the population every trace is labelled and the figures show the estimators' own
-width, not sampling.
+width, and the same for the interval `runs show --rates` reports (``rep``: `seqjudge.rates.stratum_interval`,
+PPI++ with a t quantile from MIN_EACH labelled violations and passes, else humans-only). With n equal to
+the population every trace is labelled and the figures show the estimators' own width, not sampling.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_replay import ROOT, read_index, resolve_suite, run_suite  # noqa: E402
 
-from seqjudge.rates import MIN_EACH, human_interval, ppi_interval  # noqa: E402
+from seqjudge.rates import MIN_EACH, human_interval, ppi_interval, stratum_interval  # noqa: E402
 
 RULE = "confirm-before-write"
 ALPHA = 0.05
@@ -78,7 +79,10 @@ def figures(rows: list[tuple[str, float, bool, bool]], n: int, seed: int) -> dic
     y = [rows[i][3] for i in picked]
     ppi = ppi_interval([float(v) for v in y], [chances[i] for i in picked], chances, alpha=ALPHA)
     human = human_interval(y, [1.0] * n, alpha=ALPHA)
-    return {"ppi": ppi, "human": human}
+    reported, _, _ = stratum_interval(
+        [float(v) for v in y], [chances[i] for i in picked], chances, [1.0] * n, alpha=ALPHA
+    )
+    return {"ppi": ppi, "human": human, "reported": reported}
 
 
 def _iv(interval: Any) -> str:
@@ -102,15 +106,15 @@ def main() -> None:
     )
     print(
         f"{'labels':>6}  {'PPI++ (seed 0)':<24} {'humans only (seed 0)':<24} "
-        f"{'PPI miss':>8} {'PPI width':>9} {'hum miss':>8} {'hum width':>9}"
+        f"{'PPI miss':>8} {'PPI width':>9} {'hum miss':>8} {'hum width':>9} {'rep miss':>8} {'rep width':>9}"
     )
     for n in (10, 20, 40):
         if n > size:
             continue
         one = figures(rows, n, 0)
-        miss = {"ppi": 0, "human": 0}
-        width = {"ppi": 0.0, "human": 0.0}
-        counted = {"ppi": 0, "human": 0}
+        miss = {"ppi": 0, "human": 0, "reported": 0}
+        width = {"ppi": 0.0, "human": 0.0, "reported": 0.0}
+        counted = {"ppi": 0, "human": 0, "reported": 0}
         usable = 0
         for seed in range(args.draws):
             got = figures(rows, n, seed)
@@ -126,7 +130,7 @@ def main() -> None:
         mean = {k: "n/a" if not counted[k] else f"{width[k] / counted[k]:.1%}" for k in counted}
         print(
             f"{n:>6}  {_iv(one['ppi']):<24} {_iv(one['human']):<24} {share['ppi']:>8} {mean['ppi']:>9} "
-            f"{share['human']:>8} {mean['human']:>9}"
+            f"{share['human']:>8} {mean['human']:>9} {share['reported']:>8} {mean['reported']:>9}"
         )
         if counted["ppi"] < args.draws:
             print(f"        ({args.draws - counted['ppi']} draw(s) gave PPI no interval: no spread)")

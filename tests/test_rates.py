@@ -19,7 +19,7 @@ from seqjudge.audit import AUDIT_REASON
 from seqjudge.cli import run
 from seqjudge.config import RunConfig
 from seqjudge.judge.providers.scripted import ScriptedProvider
-from seqjudge.rates import human_interval, ppi_interval, rates_report
+from seqjudge.rates import human_interval, ppi_interval, rates_report, t_alpha
 from seqjudge.rules.load import parse_rules
 from seqjudge.runner import run_traces
 from seqjudge.store import Store
@@ -72,6 +72,13 @@ def audited_run(
     return store, summary.run_id
 
 
+def label_audits(db: Store, run_id: str, count: int, *, violation_every: int) -> None:
+    """People resolve the run's first ``count`` audits: every ``violation_every``-th a `confirm` violation."""
+    for n, item in enumerate(db.review_items(run=run_id, reason=AUDIT_REASON)[:count]):
+        rules = {"confirm": "fail"} if n % violation_every == 0 else {}
+        db.resolve_review(item.id, verdict="fail" if rules else "pass", rules=rules, reviewer="t")
+
+
 def test_ppi_interval_is_ppi_pythons_with_the_weights() -> None:
     y = [1.0, 0, 0, 1, 0, 0, 0, 1, 0, 0]
     yhat = [1.0, 0, 0, 0, 0, 0, 1, 1, 0, 0]
@@ -91,9 +98,9 @@ def test_a_run_is_stratified_routed_census_audited_auto_passes_and_uncovered_fai
     with Store(store) as db:
         audits = db.review_items(run=run_id, reason=AUDIT_REASON)
         assert len(audits) > 60
-        # People label 40 audits; 5 of them say the judge's pass was wrong.
+        # People label 40 audits; 10 of them say the judge's pass was wrong.
         for n, item in enumerate(audits[:40]):
-            if n < 5:
+            if n < 10:
                 db.resolve_review(item.id, verdict="fail", rules={"confirm": "fail"}, reviewer="t")
             else:
                 db.resolve_review(item.id, verdict="pass", reviewer="t")
@@ -104,14 +111,14 @@ def test_a_run_is_stratified_routed_census_audited_auto_passes_and_uncovered_fai
     assert (fig.traces, fig.judged, fig.judge_fails) == (200, 200, 20)
     assert fig.judge_rate == pytest.approx(0.1)
     assert (fig.routed, fig.auto_passed, fig.uncovered) == (0, 180, 20)  # the judge's fails stand unqueued
-    assert (fig.audits, fig.audit_labels, fig.audit_violations) == (len(audits), 40, 5)
+    assert (fig.audits, fig.audit_labels, fig.audit_violations) == (len(audits), 40, 10)
     assert (fig.audits_open, fig.audits_unlabelled) == (len(audits) - 41, 1)
     # Every judge call on the auto-passed stratum is a pass: nothing for PPI to use; the exact humans-only
     # interval of that stratum stands, and the run's rate adds the strata.
     assert fig.method == "humans-only" and fig.alpha == 0.1 and "do not vary" in fig.why
-    assert ppi_interval([1.0] * 5 + [0.0] * 35, [0.0] * 40, [0.0] * 180) is None
-    auto = human_interval([True] * 5 + [False] * 35, [2.0] * 40, alpha=0.1)
-    assert auto is not None and auto.estimate == pytest.approx(0.125)
+    assert ppi_interval([1.0] * 10 + [0.0] * 30, [0.0] * 40, [0.0] * 180) is None
+    auto = human_interval([True] * 10 + [False] * 30, [2.0] * 40, alpha=0.1)
+    assert auto is not None and auto.estimate == pytest.approx(0.25)
     assert fig.estimate == pytest.approx((180 * auto.estimate + 20) / 200)  # the fails at the judge's call
     assert fig.lower == pytest.approx(180 * auto.lower / 200)  # ... which may all be wrong
     assert fig.upper == pytest.approx((180 * auto.upper + 20) / 200)
@@ -123,12 +130,12 @@ def test_the_judges_confidence_is_the_prediction_ppi_corrects(tmp_path: Path) ->
     with Store(store) as db:
         audits = db.review_items(run=run_id, reason=AUDIT_REASON)[:40]
         for n, item in enumerate(audits):
-            rules = {"confirm": "fail"} if n % 8 == 0 else {}
+            rules = {"confirm": "fail"} if n % 4 == 0 else {}
             db.resolve_review(item.id, verdict="fail" if rules else "pass", rules=rules, reviewer="t")
         results = {s.result.trace_id: s.result for s in db.results(run_id)}
         report = rates_report(db, run_id)
     (fig,) = report.judge
-    assert fig.method == "ppi++" and fig.audit_labels == 40 and fig.audit_violations == 5
+    assert fig.method == "ppi++" and fig.audit_labels == 40 and fig.audit_violations == 10
 
     def chance(trace_id: str) -> float:
         (d,) = [d for d in results[trace_id].rules if d.rule_id == "confirm"]
@@ -137,12 +144,13 @@ def test_the_judges_confidence_is_the_prediction_ppi_corrects(tmp_path: Path) ->
 
     passed = [t for t, r in results.items() if r.verdict == "pass"]
     auto = ppi_interval(
-        [1.0 if n % 8 == 0 else 0.0 for n in range(40)],
+        [1.0 if n % 4 == 0 else 0.0 for n in range(40)],
         [chance(i.trace_id) for i in audits],
         [chance(t) for t in passed],
         weights=[2.0] * 40,
-        alpha=0.05,
+        alpha=t_alpha(0.05, 40),  # PPI++'s interval with Student's t quantile for its 40 labels
     )
+    assert 0.05 > t_alpha(0.05, 40) > 0.04
     assert auto is not None and len(passed) == 180
     assert fig.lower == pytest.approx(180 * auto.lower / 200)
     assert fig.upper == pytest.approx((180 * auto.upper + 20) / 200)
@@ -173,9 +181,7 @@ def test_runs_show_rates_text_json_and_simultaneous_intervals(
 ) -> None:
     store, run_id = audited_run(tmp_path, TWO_JUDGED, n=120, fail_every=6, rate=0.5, sure=False)
     with Store(store) as db:
-        for n, item in enumerate(db.review_items(run=run_id, reason=AUDIT_REASON)[:30]):
-            rules = {"confirm": "fail"} if n % 5 == 0 else {}
-            db.resolve_review(item.id, verdict="fail" if rules else "pass", rules=rules, reviewer="t")
+        label_audits(db, run_id, 40, violation_every=4)
     args = ["runs", "show", run_id, "--rates", "--store", str(store)]
     assert run([*args, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -317,6 +323,30 @@ def test_plan_labels_gives_the_labels_that_reach_the_width_when_the_judge_is_cal
     assert "no judge rule 'read-first'" in capsys.readouterr().err
 
 
+def test_plan_labels_draws_enough_for_ppi_to_be_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36: a wide interval needs few labels, but with fewer than MIN_EACH labelled violations `--rates`
+    reports the humans-only interval, not the PPI++ one planned: the PPI plans draw at least that many."""
+    from seqjudge.rates import MIN_EACH, plan_labels
+
+    store, run_id = audited_run(tmp_path, RULES, n=600, fail_every=10**6, rate=0.0, sure=False)
+    with Store(store) as db:
+        uniform, active, human = plan_labels(db, run_id, "confirm", width=0.1, delta=0.1).plans
+        far = plan_labels(db, run_id, "confirm", width=0.3, delta=0.1).plans[0]
+    for p in (uniform, active):
+        assert p.violations is not None and p.violations == pytest.approx(MIN_EACH, rel=1e-6)
+        assert p.note.startswith("raised from ") and "as PPI++ needs" in p.note
+    assert far.labels == uniform.labels  # wider asks no fewer: the violations PPI++ needs decide
+    assert human.labels is not None and human.labels < uniform.labels and human.note == ""
+    args = ["runs", "plan-labels", run_id, "--rule", "confirm", "--width", "0.1", "--delta", "0.1"]
+    assert run([*args, "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"uniform (PPI): about {uniform.labels} label(s)" in out and "so that 10 violations and passes" in out
+    )
+
+
 def test_plan_labels_says_when_unreachable_traces_alone_are_too_wide(tmp_path: Path) -> None:
     from seqjudge.rates import plan_labels
 
@@ -380,20 +410,43 @@ def test_few_labelled_violations_give_the_exact_interval_not_a_narrow_normal_one
             db.resolve_review(item.id, verdict="pass", reviewer="t")
         (fig,) = rates_report(db, run_id).judge
         chances = [1 - d.confidence for s in db.results(run_id) for d in s.result.rules if d.confidence]
-    assert fig.method == "humans-only" and "needs at least 5 of each" in fig.why
+    assert fig.method == "humans-only" and "holds its level only from 10 of each" in fig.why
     assert (fig.lower, fig.upper) == (fig.human_lower, fig.human_upper)
     assert fig.upper is not None and fig.upper > 0.05  # the exact upper bound of 0 in 40 is about 8.8%
     narrow = ppi_interval([0.0] * 40, chances[:40], chances)  # what PPI alone would have said
     assert narrow is not None and narrow.upper < 0.05
 
 
+def test_the_output_says_which_method_gave_each_interval_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36: 6 labelled violations among 40 (PPI++ from 5 of each missed too often there): the text, the
+    JSON and the HTML report name the humans-only method, why, and the boundary."""
+    store, run_id = audited_run(tmp_path, RULES, n=200, fail_every=10**6, rate=0.5, sure=False)
+    with Store(store) as db:
+        label_audits(db, run_id, 40, violation_every=7)
+    args = ["runs", "show", run_id, "--rates", "--store", str(store)]
+    assert run([*args, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (figure,) = data["judge"]
+    assert data["min_each"] == 10 and figure["audit_violations"] == 6 and figure["method"] == "humans-only"
+    why = "6 violation(s) and 34 pass(es) among the audits' labels: PPI's normal interval holds its level"
+    assert figure["why"].startswith(why)
+    assert run(args) == 0
+    out = capsys.readouterr().out
+    assert "by humans-only" in out and why in out
+    assert "PPI++ (t quantile) from 10 labelled violations and 10 passes" in out
+    page = tmp_path / "report.html"
+    assert run(["report", run_id, "--store", str(store), "-o", str(page)]) == 0
+    row = page.read_text(encoding="utf-8").split('<tr data-rule="confirm">')[1].split("</tr>")[0]
+    assert "humans-only" in row and "6 violation(s) and 34 pass(es)" in row
+
+
 def test_the_html_report_shows_the_runs_rates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 36, point 1: the rates `runs show --rates` gives are on the run's HTML report too."""
     store, run_id = audited_run(tmp_path, TWO_JUDGED, n=120, fail_every=6, rate=0.5, sure=False)
     with Store(store) as db:
-        for n, item in enumerate(db.review_items(run=run_id, reason=AUDIT_REASON)[:30]):
-            rules = {"confirm": "fail"} if n % 5 == 0 else {}
-            db.resolve_review(item.id, verdict="fail" if rules else "pass", rules=rules, reviewer="t")
+        label_audits(db, run_id, 30, violation_every=5)
     assert run(["runs", "show", run_id, "--rates", "--store", str(store), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     page = tmp_path / "report.html"

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from cli_suite import judge_argv, write_suite
 from fakes.server import FakeLLMServer, openai_chat
+from leak_probe import RULES, found, probe_trace, what_a_run_leaves
 from seqjudge.cli import run
 from seqjudge.redact import REDACTED, redact_text, redact_value
 from seqjudge.store import Store
@@ -94,27 +95,11 @@ def test_the_base_url_of_a_stored_run_config_loses_its_key(tmp_path: Path) -> No
     )
 
 
-RULES = "rules:\n  - {id: a-first, type: before, first: A, then: B}\n"
-TRACE = {
-    "trace_id": "nested",
-    "calls": [
-        {
-            "tool_name": "B",
-            "arguments": {"config": PROBES["hunter2"]},
-            "output": PROBES["K3Y-v4lue"],
-            "status": "error",
-            "error": PROBES["T0K-v4lue"],
-        },
-        {"tool_name": "A", "arguments": {}},
-    ],
-    "messages": [{"role": "user", "content": "\n".join(PROBES.values())}],
-}
+TRACE = probe_trace("nested", *PROBES.values())
 
 
 def leaked(text: str | bytes) -> list[str]:
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    return [secret for secret in PROBES if secret in text]
+    return found(list(PROBES), text)
 
 
 @pytest.fixture
@@ -138,24 +123,9 @@ def test_the_prompt_and_the_provider_request_carry_no_nested_secret(
 def test_the_store_html_report_and_exports_hold_no_nested_secret(
     suite: Path, fake_llm: FakeLLMServer, capsys
 ) -> None:
-    (suite / "seqjudge.yaml").write_text(
-        "rules: rules.yaml\ntraces: t.jsonl\nstore: s.db\nmodel: openai:gpt-4o\n"
-        f"model_options: {{base_url: '{fake_llm.openai_base_url}'}}\n",
-        encoding="utf-8",
-    )
-    fake_llm.enqueue(openai_chat(REPLY))
-    assert run(["run", "seqjudge.yaml"]) == 1
-    (request,) = fake_llm.requests
-    assert leaked(request.raw) == []
-    with sqlite3.connect(suite / "s.db") as conn:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        rows = "\n".join(str(v) for t in tables for row in conn.execute(f"SELECT * FROM {t}") for v in row)
-    assert "api_key: [redacted]" in rows and leaked(rows) == []
-    assert run(["report", "latest", "--store", "s.db", "-o", "report.html"]) == 0
-    assert leaked((suite / "report.html").read_bytes()) == []
-    for fmt in ("jsonl", "csv"):
-        assert run(["runs", "export", "latest", "--store", "s.db", "--format", fmt, "-o", f"x.{fmt}"]) == 0
-        assert leaked((suite / f"x.{fmt}").read_bytes()) == []
+    left = what_a_run_leaves(suite, fake_llm)
+    assert "api_key: [redacted]" in left["store"]
+    assert {path: leaked(text) for path, text in left.items()} == dict.fromkeys(left, [])
     capsys.readouterr()
 
 

@@ -20,6 +20,13 @@ strata for each `judge` rule, fixed before anybody labels anything:
   counted, named and bounded by 0 and 1 each, never read as a pass (the point takes the judge's call on
   them). `review: {fails: true}` queues the fails, which makes them part of the census.
 
+Which interval stands for the audited stratum (``stratum_interval``). PPI++'s interval is a normal
+approximation, which with few labelled violations is too narrow: it missed the truth in up to 85% of seeded
+draws at a nominal 10% with a 2% rate and 10 labels, and in 11-12% even from 5 labelled violations and 5
+passes (``benchmarks/rates_coverage.py``; docs/rates.md has the table). So PPI++ stands, with Student's t
+quantile for its n labels, from MIN_EACH labelled violations and MIN_EACH passes; below, the exact humans-only
+interval does (``method`` says which, ``why`` says why not PPI++).
+
 The run's rate is the traces-weighted sum of the strata. The humans-only interval uses the same strata
 with the audits alone (Clopper–Pearson, ``seqjudge.audit.estimate``); the judge-only rate is the judge's
 share of fails over the traces it scored, without an interval (its error is unknown). Exact rules have
@@ -43,10 +50,12 @@ if TYPE_CHECKING:
 
 INSTALL = "pip install 'seqjudge[rates]'"
 MIN_LABELS = 2  # PPI's interval needs a spread of the labelled errors: fewer gives no interval
-# PPI's interval is a normal approximation: with fewer labelled violations (or passes) than this it can be
-# far too narrow (no violation among the labels gives a near-zero width), so the exact humans-only interval
-# stands instead (the usual n·p >= 5 rule; docs/rates.md has the simulated misses above it).
-MIN_EACH = 5
+# PPI's interval is a normal approximation: with few labelled violations (or passes) it is far too narrow
+# (none among the labels gives a near-zero width), and it missed the truth in 11-12% of seeded draws at a
+# nominal 10% even from 5 of each (benchmarks/rates_coverage.py; the table is in docs/rates.md). From
+# MIN_EACH of each, PPI++'s interval stands, with Student's t quantile for its labels; below, the exact
+# humans-only interval (Clopper–Pearson on Kish's n), which held its level in every simulated regime.
+MIN_EACH = 10
 
 
 def _ppi() -> Any:
@@ -98,6 +107,15 @@ def ppi_interval(
     # The point is the interval's centre: its normal interval is symmetric about PPI++'s estimate with the
     # λ it tuned (the same value ppi_mean_pointestimate gives, without tuning λ a second time).
     return Interval(min(1.0, max(0.0, (low + high) / 2)), max(0.0, low), min(1.0, high))
+
+
+def t_alpha(alpha: float, labels: int) -> float:
+    """The miss chance whose normal quantile is Student's t quantile with ``labels - 1`` degrees of freedom:
+    ppi_mean_ci's normal interval taken at it is the t interval (a little wider with few labels), without
+    re-deriving the estimator."""
+    from scipy.stats import norm, t  # ppi-python's own dependency
+
+    return float(2 * norm.sf(t.isf(alpha / 2, max(1, labels - 1))))
 
 
 def human_interval(labels: Sequence[bool], weights: Sequence[float], *, alpha: float) -> Interval | None:
@@ -158,6 +176,7 @@ class RatesReport(BaseModel):
     delta: float  # the family's miss chance
     simultaneous: bool  # Bonferroni over the judge rules (each at delta / k)
     library: str  # the estimator's implementation and version
+    min_each: int = MIN_EACH  # PPI++ from this many labelled violations and passes; below, humans-only
     judge: list[JudgeRate]
     exact: list[ExactRate]
 
@@ -328,31 +347,46 @@ def _judge_rate(rule_id: str, s: _Stratified, *, alpha: float) -> JudgeRate:
             why = "no audit of the auto-passed traces: run with --audit-rate so people label a sample"
         return fig.model_copy(update={"why": why})
     human = human_interval(s.audit_y, s.audit_w, alpha=alpha)
-    violations = sum(s.audit_y)
-    few = min(violations, len(s.audit_y) - violations) < MIN_EACH
-    ppi = None
-    if not few:
-        ppi = ppi_interval(
-            [float(y) for y in s.audit_y], s.audit_yhat, s.auto_calls, weights=s.audit_w, alpha=alpha
-        )
+    chosen, method, why = stratum_interval(
+        [float(y) for y in s.audit_y], s.audit_yhat, s.auto_calls, s.audit_w, alpha=alpha
+    )
     update: dict[str, Any] = {}
     if human is not None:
         update.update(bounds.combine("human_", human, n_auto))
-    if ppi is not None:
-        update.update(bounds.combine("", ppi, n_auto), method="ppi++")
-    elif human is not None:
-        why = (
-            f"{violations} violation(s) and {len(s.audit_y) - violations} pass(es) among the audits' labels: "
-            f"PPI's normal interval needs at least {MIN_EACH} of each, so the exact humans-only interval "
-            "stands"
-        )
-        if not few:
-            why = (
-                "the judge's calls on the auto-passed traces do not vary (or every audit agreed with them): "
-                "nothing for PPI to correct with, so the exact humans-only interval stands"
-            )
-        update.update(bounds.combine("", human, n_auto), method="humans-only", why=why)
+    if chosen is not None:
+        update.update(bounds.combine("", chosen, n_auto), method=method, why=why)
     return fig.model_copy(update=update)
+
+
+def stratum_interval(
+    labels: Sequence[float],
+    predicted: Sequence[float],
+    population: Sequence[float],
+    weights: Sequence[float],
+    *,
+    alpha: float,
+) -> tuple[Interval | None, Literal["ppi++", "humans-only"], str]:
+    """The interval ``runs show --rates`` reports for the auto-passed stratum's rate from its audits, the
+    method that gave it, and why it is not PPI++'s when it is not: PPI++ (t quantile) from MIN_EACH labelled
+    violations and passes, else the exact humans-only interval (the regimes: docs/rates.md)."""
+    human = human_interval([bool(y) for y in labels], weights, alpha=alpha)
+    violations = int(sum(labels))
+    few = min(violations, len(labels) - violations) < MIN_EACH
+    if not few:
+        ppi = ppi_interval(labels, predicted, population, weights=weights, alpha=t_alpha(alpha, len(labels)))
+        if ppi is not None:
+            return ppi, "ppi++", ""
+    why = (
+        f"{violations} violation(s) and {len(labels) - violations} pass(es) among the audits' labels: "
+        f"PPI's normal interval holds its level only from {MIN_EACH} of each, so the exact humans-only "
+        "interval stands"
+    )
+    if not few:
+        why = (
+            "the judge's calls on the auto-passed traces do not vary (or every audit agreed with them): "
+            "nothing for PPI to correct with, so the exact humans-only interval stands"
+        )
+    return human, "humans-only", why
 
 
 @dataclass(frozen=True)
@@ -387,7 +421,8 @@ class DrawPlan(BaseModel):
     draw: Literal["uniform", "active", "humans-only"]
     labels: int | None  # expected labels; None: no draw of the auto-passed traces reaches the width
     audit_rate: float | None  # the --audit-rate that draws them
-    violations: float | None = None  # expected violations among them (PPI is used from MIN_EACH on)
+    violations: float | None = None  # expected violations among them (PPI++ is used from MIN_EACH on)
+    note: str = ""  # why the rate is higher than the width asks, or why PPI++ is out of reach
 
 
 class LabelPlan(BaseModel):
@@ -474,21 +509,49 @@ def plan_labels(db: Store, run_id: str, rule_id: str, *, width: float, delta: fl
         return hi
 
     doubts = [math.sqrt(x) for x in v]
-    uniform = rate_for(lambda p: sum(v) / p / n_auto**2)
-    active = rate_for(
-        lambda p: (
-            sum(x / inclusion_probability(p, d, "active") for x, d in zip(v, doubts, strict=True)) / n_auto**2
+
+    def expected_each(rate: float, draw: AuditDraw) -> float:
+        """The fewer of the expected violations and passes among a draw's labels at ``rate``."""
+        p = [inclusion_probability(rate, d, draw) for d in doubts]
+        violations = sum(pi * c for pi, c in zip(p, calls, strict=True))
+        return min(violations, sum(p) - violations)
+
+    def enough_for_ppi(rate: float | None, draw: AuditDraw) -> tuple[float | None, str]:
+        """``rate``, raised where its draw expects fewer than MIN_EACH labelled violations or passes: the
+        interval reported then is the humans-only one, not the PPI++ one the width was planned with."""
+        if rate is None or expected_each(rate, draw) >= MIN_EACH:
+            return rate, ""
+        if expected_each(1.0, draw) < MIN_EACH:
+            return None, f"fewer than {MIN_EACH} violations or passes expected even labelling every trace"
+        lo, hi = rate, 1.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if expected_each(mid, draw) >= MIN_EACH else (mid, hi)
+        return (
+            hi,
+            f"raised from {rate:.3g} so that {MIN_EACH} violations and passes are expected, as PPI++ needs",
         )
+
+    uniform, uniform_note = enough_for_ppi(rate_for(lambda p: sum(v) / p / n_auto**2), "uniform")
+    active, active_note = enough_for_ppi(
+        rate_for(
+            lambda p: (
+                sum(x / inclusion_probability(p, d, "active") for x, d in zip(v, doubts, strict=True))
+                / n_auto**2
+            )
+        ),
+        "active",
     )
     human_n = z * z * mean * (1 - mean) / half**2
     plans = [
-        DrawPlan(draw="uniform", labels=_count(uniform, n_auto), audit_rate=uniform),
+        DrawPlan(draw="uniform", labels=_count(uniform, n_auto), audit_rate=uniform, note=uniform_note),
         DrawPlan(
             draw="active",
             labels=None
             if active is None
             else math.ceil(sum(inclusion_probability(active, d, "active") for d in doubts)),
             audit_rate=active,
+            note=active_note,
         ),
         DrawPlan(
             draw="humans-only",

@@ -14,9 +14,15 @@ or list included); ``None`` stays ``None``, since it hides nothing. Inside strin
 ``key: value``, ``"key": "value"`` and ``Authorization: Bearer abc`` patterns with a matching key are
 redacted too (URL query strings included), at any depth of nested ``label: value`` text
 (``"database:\n  password: x"``, ``"Error: api_key: x"``: a label is never taken for the value of the one
-before it). A URL's query parameters named in ``URL_SECRET_NAMES`` (``?key=``, ``&sig=``) are redacted
-besides the configured names. Prose such as "my password is hunter2" is not recognised: no pattern can
-tell a secret from a word.
+before it). Under a secret key that ends its line (YAML anchors, tags and a comment aside: ``secret: &x``,
+Ansible's ``password: !vault |``), every line of the indented block below is redacted
+(``secret:\n  user: a\n  pin: x``: the values, labels kept; a ``- item`` list's or a ``|`` block scalar's
+lines whole); a secret key's ``{...}`` or ``[...]`` value is replaced whole, as a secret key's dict is. Query
+parameters named in ``URL_SECRET_NAMES`` (``?key=``, ``&sig=``) are redacted besides the configured names,
+with or without a URL around them (``GET /v1/items?key=...``). So are ``key => value`` and ``key := value``,
+the content of an element named like a secret (``<password>x</password>``, child elements included) and the
+word after a command line's long option (``--password x``).
+Prose such as "my password is hunter2" is not recognised: no pattern can tell a secret from a word.
 
 Key-shaped values. Whatever key they sit under, values that look like credentials are replaced too
 (``VALUE_PATTERNS``): OpenAI/Anthropic-style ``sk-...`` keys, ``Bearer ...`` credentials, the
@@ -240,10 +246,11 @@ def _key_matches(key: str, names: tuple[str, ...]) -> bool:
 # credential, or a bare run of characters up to whitespace or a delimiter (URLs: & ; JSON: , } ]).
 _PAIR = re.compile(
     r"""(?P<key>\\"[^"\\\n]{1,100}\\"|"[^"\n]{1,100}"|'[^'\n]{1,100}'|[A-Za-z_][\w.\-]{0,100})"""
-    r"""(?P<sep>\s*[:=]\s*)"""
+    r"""(?P<sep>\s*(?:=>|:=|[:=])\s*)"""  # Ruby's, Perl's and PHP's => and Go's := too
     # JSON quoted inside a JSON string (\"key\": \"value\"), then plain quoted strings.
     r"""(?P<value>\\"(?:[^"\\\n]|\\[^"\n])*\\"|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'"""
     r"""|(?:bearer|basic|token|digest)\s+[^\s,;&'"\\]+"""
+    r"""|&[\w\-]+"""  # a YAML anchor (``secret: &creds`` over an indented block)
     r"""|[^\s,;&'"}\])\\]+)""",
     re.IGNORECASE,
 )
@@ -302,6 +309,8 @@ def may_need_redaction(text: str, names: Iterable[str] = DEFAULT_REDACT) -> bool
                 return True
     if user is not None and user.search(text) is not None:
         return True
+    if _query_secret_in(text):
+        return True
     # A name's compact form starts with its first word: in a text of ASCII letters and digits alone, which
     # squeezes to itself, the finds above have already looked for it.
     return not (text.isascii() and text.isalnum()) and _split_name_in(text, names)
@@ -323,24 +332,95 @@ def _redact_text(text: str, names: tuple[str, ...], screen: _Searcher) -> str:
         return text
     if _compiled(names):
         text = _redact_pairs(text, names, screen)
+        if "<" in text:
+            text = _redact_elements(text, names)
+        if "--" in text:
+            text = _FLAG.sub(lambda m: _flag_value(m, names), text)
     return _value_pattern(names).sub(_replace_value, text)
 
 
+# An XML or HTML start tag: its name, then (past attributes) where its content starts.
+_START_TAG = re.compile(r"<([A-Za-z_][\w.\-:]{0,100})(?:\s[^<>]{0,1000})?>")
+
+
+def _redact_elements(text: str, names: tuple[str, ...]) -> str:
+    """``text`` with the content of every element named like a secret replaced, child elements and all
+    (``<password>x</password>``, ``<secret><user>a</user></secret>``; a settings.xml or a SOAP reply). An
+    element never closed loses the rest of its line (a truncated output; ``usage: login <password>`` keeps
+    the lines below)."""
+    out: list[str] = []
+    copied = at = 0
+    while (tag := _START_TAG.search(text, at)) is not None:
+        at = tag.end()
+        name = tag.group(1)
+        if tag.group().endswith("/>") or not _key_matches(name.rsplit(":", 1)[-1], names):
+            continue  # empty, or not a secret's (a namespace prefix is not the name)
+        close = text.find(f"</{name}", at)
+        if close < 0:
+            close = text.find("\n", at)
+        end = len(text) if close < 0 else close
+        if text[at:end].strip() and text[at:end] != REDACTED:
+            out.append(f"{text[copied:at]}{REDACTED}")
+            copied = end
+        at = end
+    if not out:
+        return text
+    out.append(text[copied:])
+    return "".join(out)
+
+
+# A command line's long option and the word after it (``mysql --password hunter2``); ``--password=x`` is a
+# ``_PAIR``. Only after a space or a line's start, so that a ``--`` inside a word is not an option.
+_FLAG = re.compile(
+    r"(?<![^\s\"'])--(?P<name>[A-Za-z][\w\-]{0,100})(?P<gap>[ \t]+)"
+    r"(?P<value>[^\s\-\"'][^\s]*|\"[^\"\n]*\"|'[^'\n]*')"
+)
+
+
+def _flag_value(match: re.Match[str], names: tuple[str, ...]) -> str:
+    if not _key_matches(match.group("name"), names):
+        return match.group()
+    value = match.group("value")
+    quote = value[0] if value[0] in "\"'" else ""
+    return f"--{match.group('name')}{match.group('gap')}{quote}{REDACTED}{quote}"
+
+
 def _clean_text(text: str, names: tuple[str, ...], screen: _Searcher) -> bool:
-    """True when no redaction can start in ``text``: no match of ``screen`` and no split name."""
+    """True when no redaction can start in ``text``: no match of ``screen``, no split name and no query
+    parameter named like a credential."""
     if len(text) <= _SHORT:
         clean = _CLEAN_SHORT.get(screen)
         if clean is None:
             clean = _CLEAN_SHORT[screen] = set()
         if text in clean:
             return True
-        if not screen.search(text) and not _split_name_in(text, names):
+        if not screen.search(text) and not _split_name_in(text, names) and not _query_secret_in(text):
             if len(clean) >= 65_536:
                 clean.clear()
             clean.add(text)
             return True
         return False
-    return not screen.search(text) and not _split_name_in(text, names)
+    return not screen.search(text) and not _split_name_in(text, names) and not _query_secret_in(text)
+
+
+# The name after a ``?`` or ``&`` (quoted, or a bare run up to what ends a ``_PAIR`` key): every query
+# parameter ``_secret_key`` can take for a credential is one of these names.
+_QUERY_KEY = re.compile(r"""[?&](?:\\?"([^"\\\n]{1,100})|'([^'\n]{1,100})|([^\s"'\\=:&?;,]{1,100}))""")
+
+
+def _query_secret_in(text: str, *, json_text: bool = False) -> bool:
+    """Whether ``text`` may hold a query parameter named like a credential (``URL_SECRET_NAMES``), with or
+    without a URL around it (``GET /v1/items?key=...``): the run's names do not screen for these.
+    ``json_text``: ``text`` is JSON, where a quote or backslash after the ``?`` may be an escape: counted."""
+    if "?" not in text and "&" not in text:
+        return False
+    # Each name once (a large trace repeats its parameters), matched in C: a loop per match cost 4x more.
+    for quoted, single, bare in set(_QUERY_KEY.findall(text)):
+        if json_text and quoted:
+            return True
+        if _key_matches(quoted or single or bare, URL_SECRET_NAMES):
+            return True
+    return False
 
 
 # A bare value that is itself a label (``database:`` in ``"database:\n  password: x"``, ``api_key:`` in
@@ -372,6 +452,28 @@ def _redact_pairs(text: str, names: tuple[str, ...], screen: _Searcher) -> str:
                 at = match.end()  # nothing can start in it: passed over whole, as most pairs are
             continue
         value = match.group("value")
+        if value[0] in "{[(":  # an object, a list or a shell array: all of it, as a secret key's dict is
+            quote = next((q for q in ('\\"', '"', "'") if match.group("key").startswith(q)), "")
+            out.append(f"{text[copied:value_at]}{quote}{REDACTED}{quote}")
+            copied = at = _container_end(text, value_at, quotes=quote != '\\"')
+            continue
+        block = _block_under(text, match)
+        if block is not None:  # the key ends its line and indented lines follow: every one of them
+            begin, end, scalar = block
+            out.append(text[copied:begin])
+            out.append(_redact_block(text[begin:end], scalar=scalar))
+            copied = at = end
+            continue
+        if value[0] in "&!":
+            # a YAML anchor or tag before the value (``password: &pw x``): the rest of the line goes
+            line_end = text.find("\n", value_at)
+            line_end = len(text) if line_end < 0 else line_end
+            tags = _YAML_TAGS.match(text, value_at, line_end)
+            assert tags is not None  # it may match nothing
+            if text[tags.end() : line_end].strip():
+                out.append(f"{text[copied : tags.end()]}{REDACTED}")
+                copied = at = line_end
+                continue
         if _LABEL.fullmatch(value) and _PAIR.match(text, value_at) is not None:
             inherited = at = value_at
             continue
@@ -382,6 +484,107 @@ def _redact_pairs(text: str, names: tuple[str, ...], screen: _Searcher) -> str:
         return text
     out.append(text[copied:])
     return "".join(out)
+
+
+_SEP_OPERATOR = re.compile(r"\s*(?:=>|:=|[:=])")  # a ``_PAIR`` separator up to its operator
+
+
+def _container_end(text: str, at: int, *, quotes: bool) -> int:
+    """Where the object or list opening at ``at`` closes (past its bracket), or the end of ``text`` when it
+    never does (a truncated output: the rest may be the secret's). With ``quotes``, brackets inside
+    ``"..."`` strings do not count; inside JSON quoted in a string (``\\"``) brackets alone are counted."""
+    depth = 0
+    in_string = False
+    i = at
+    while i < len(text):
+        char = text[i]
+        if in_string:
+            if char == "\\":
+                i += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"' and quotes:
+            in_string = True
+        elif char in "{[(":
+            depth += 1
+        elif char in "}])":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return len(text)
+
+
+_YAML_TAGS = re.compile(r"(?:[&!][^\s#]*[ \t]+)*")  # anchors and tags before a YAML value
+
+# What may follow a key on its line when its value is the indented block below: YAML anchors and tags
+# (``secret: &creds``, Ansible's ``password: !vault |``), a block scalar's indicator (its text below) and a
+# comment.
+_BLOCK_HEAD = re.compile(r"[ \t]*(?:[&!][^\s#]*[ \t]*)*(?P<scalar>[|>][-+1-9]{0,2})?[ \t]*(?:#[^\n]*)?\r?")
+_INDENT = re.compile(r"[ \t]*")
+
+
+def _block_under(text: str, match: re.Match[str]) -> tuple[int, int, bool] | None:
+    """The lines that belong to a secret key ending its line (``credentials:`` with ``user:`` and
+    ``password:`` indented below it, a YAML ``token: |`` block, a ``secret:`` over ``- item`` lines), as
+    (start, end, whether they are a block scalar's text); None when no deeper-indented line follows, where
+    the key's value is what ``_PAIR`` found. Without this only the first line below the key was replaced."""
+    after = match.start("sep") + _SEP_OPERATOR.match(match.group("sep")).end()  # type: ignore[union-attr]
+    line_end = text.find("\n", after)
+    head_rest = None if line_end < 0 else _BLOCK_HEAD.fullmatch(text, after, line_end)
+    if head_rest is None:
+        return None
+    scalar = head_rest.group("scalar") is not None
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    head = text[line_start : match.start()]
+    indent = len(_INDENT.match(head).group())  # type: ignore[union-attr]
+    # YAML writes a list under a key at the key's own indentation (``secret:\n- a``), unless the key is
+    # itself an item of such a list, whose next item is its sibling.
+    dash_children = not head[indent:].startswith("-")
+    begin = end = line_end + 1
+    while end < len(text):
+        next_end = text.find("\n", end)
+        line = text[end : len(text) if next_end < 0 else next_end]
+        depth = len(_INDENT.match(line).group())  # type: ignore[union-attr]
+        if line.strip() and not (
+            depth > indent or (dash_children and depth == indent and line[depth:].startswith("-"))
+        ):
+            break
+        end = len(text) if next_end < 0 else next_end + 1
+    if not text[begin:end].strip():
+        return None
+    if end > begin and text[end - 1] == "\n" and end < len(text):
+        end -= 1  # the line break before the next sibling is not the block's
+    return begin, end, scalar
+
+
+# A line of a block under a secret key: its indentation, list dashes and (outside a block scalar) its own
+# ``label:``, all kept, then what is replaced.
+_BLOCK_LINE = re.compile(
+    r"""(?P<lead>[ \t]*(?:-(?:[ \t]+|$))*)"""
+    r"""(?P<label>(?:"[^"\n]{1,100}"|'[^'\n]{1,100}'|[A-Za-z_][\w.\- ]{0,100}?)[ \t]*:(?:[ \t]+|$))?"""
+    r"""(?P<rest>[^\r\n]*)"""
+)
+
+
+def _redact_block(block: str, *, scalar: bool) -> str:
+    """``block`` with what each line holds replaced: past a ``label:`` of a nested mapping (kept, as the
+    labels of a secret key's lines were before), or the whole line of a block scalar's text."""
+    lines = []
+    for line in block.split("\n"):
+        parts = _BLOCK_LINE.match(line)
+        assert parts is not None  # every part is optional
+        lead, label, rest = parts.group("lead"), parts.group("label") or "", parts.group("rest")
+        if scalar:  # text, not a mapping: nothing on the line is a label
+            lead, label = line[: len(line) - len(line.lstrip(" \t"))], ""
+            rest = line[len(lead) :].rstrip("\r")
+        if not rest.strip():
+            lines.append(line)
+            continue
+        whole = rest.rstrip()
+        quote = rest[0] if rest[0] in "\"'" and len(whole) > 1 and whole.endswith(rest[0]) else ""
+        lines.append(f"{lead}{label}{quote}{REDACTED}{quote}{line[len(lead) + len(label) + len(rest) :]}")
+    return "\n".join(lines)
 
 
 def redact_query(text: str) -> str:
@@ -412,9 +615,10 @@ def json_needs_value_redaction(json_text: str, names: Iterable[str] = DEFAULT_RE
     (``json.dumps(value, ensure_ascii=False)``); False is a guarantee that it would not.
 
     The store writes every result as JSON, and walking each one value by value cost more than everything
-    else in storing it. A string only changes when it holds a ``key: value`` or ``key=value`` pair whose key
-    contains a name's first word, or spells a name with separators between its letters (``pass_word``;
-    ``redact_text``), so it needs both such a key and a ``:`` or ``=``.
+    else in storing it. A string only changes when it holds a ``key: value``, ``key=value``,
+    ``<key>value</key>`` or ``--key value`` pair whose key contains a name's first word, or spells a name with
+    separators between its letters (``pass_word``; ``redact_text``), so it needs both such a key and a ``:``,
+    ``=``, ``<`` or ``--``; or a query parameter named like a credential (``_query_secret_in``).
     Each first word found in the text is checked against the JSON string around it. Escaping only touches
     quotes, backslashes and control characters, never the letters and digits of a word, so a match in a
     string is a match in its JSON form; a word outside any string, or in a key, at worst costs the walk."""
@@ -436,6 +640,8 @@ def _json_needs_walk(json_text: str, names: tuple[str, ...], split: bool) -> boo
     user = _screen_literals(names)[1]  # the value: patterns, time-limited
     if user is not None and user.search(json_text):
         return True
+    if _query_secret_in(json_text, json_text=True):
+        return True  # ``?key=`` outside a URL: no literal above gives it away
     if split and any(
         (":" in m or "=" in m) and _split_name_in(m, names, json_text=True)
         for m in _JSON_STRING.findall(json_text)
@@ -449,7 +655,7 @@ def _json_needs_walk(json_text: str, names: tuple[str, ...], split: bool) -> boo
             if begin < 0 or end < 0:
                 return True  # not inside a string: cannot tell, so walk
             inside = json_text[begin:end]
-            if ":" in inside or "=" in inside:
+            if ":" in inside or "=" in inside or "<" in inside or "--" in inside:
                 return True
             at = folded.find(word, end)  # the rest of this string holds no ':' or '='
     return False

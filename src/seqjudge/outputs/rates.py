@@ -60,6 +60,10 @@ def rates_text(report: RatesReport, out: IO[str] | None = None) -> None:
             )
         else:
             w(f"  each interval at {1 - each:.0%}, on its own\n")
+        w(
+            f"  PPI++ (t quantile) from {report.min_each} labelled violations and {report.min_each} passes; "
+            "with fewer, the exact humans-only interval (docs/rates.md)\n"
+        )
     for fig in report.judge:
         for line in judge_lines(fig):
             w(line + "\n")
@@ -81,7 +85,7 @@ def plan_text(plan: LabelPlan, out: IO[str] | None = None) -> None:
     flags = {"uniform": "", "active": " --audit-draw active", "humans-only": ""}
     for p in plan.plans:
         if p.labels is None:
-            w(f"  {p.draw}: not reachable\n")
+            w(f"  {p.draw}: not reachable{f' ({p.note})' if p.note else ''}\n")
             continue
         how = "without the judge" if p.draw == "humans-only" else "PPI"
         line = f"  {p.draw} ({how}): about {p.labels} label(s): --audit-rate {p.audit_rate:.3g}"
@@ -90,6 +94,8 @@ def plan_text(plan: LabelPlan, out: IO[str] | None = None) -> None:
             line += f", about {p.violations:.1f} violation(s) among them"
             if p.violations < MIN_EACH:
                 line += f" (under {MIN_EACH}: --rates would show the humans-only interval)"
+        if p.note:
+            line += f" ({p.note})"
         w(line + "\n")
     w(
         "  (from the judge's confidences, read as calibrated: an overconfident judge needs more; the "
