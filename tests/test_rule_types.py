@@ -46,6 +46,8 @@ def _define(name: str, *, leave_out: tuple[str, ...] = (), **overrides: Any) -> 
         "requirement": lambda self, say: str(say.words(self.tool)),
         "ordering": lambda self: None,
         "compile": lambda self, select: None,
+        "guard_kinds": frozenset(),
+        "guard_at_end": "decided at the end",
         **overrides,
     }
     namespace = {k: v for k, v in pieces.items() if k not in leave_out}
@@ -62,6 +64,18 @@ def test_a_rule_class_without_its_judge_requirement_fails_when_defined() -> None
 def test_a_rule_class_without_operand_fields_or_evaluator_fails_when_defined() -> None:
     with pytest.raises(TypeError, match=r"does not define compile, ordering, operand_fields$"):
         _define("no_fields", leave_out=("compile", "ordering", "operand_fields"))
+
+
+def test_a_rule_class_that_does_not_say_what_the_guard_decides_fails_when_defined() -> None:
+    with pytest.raises(TypeError, match=r"does not define guard_kinds, guard_at_end$"):
+        _define("unguarded", leave_out=("guard_kinds", "guard_at_end"))
+
+
+@pytest.mark.parametrize("name", RULE_TYPES)
+def test_each_rule_type_says_what_the_guard_decides(name: str) -> None:
+    cls = RULE_CLASSES[name]
+    # Something is decided before a call, at the end, or both; never neither.
+    assert cls.guard_kinds or cls.guard_at_end
 
 
 def test_operand_fields_must_name_fields_of_the_class() -> None:
