@@ -59,7 +59,8 @@ def fail_mode_of(fail_mode: str | None, config: RunConfig | None) -> FailMode:
 def degraded(fail_mode: FailMode, why: str) -> Decision:
     """The decision of a guard that could not decide (``why``), as its fail mode makes it; a fail-open
     allow is logged as a warning, so that no call passes unchecked unsaid."""
-    note = f"the guard could not decide ({why}); fail mode {fail_mode}: the call is {fail_mode}ed unchecked"
+    done = "denied" if fail_mode == "deny" else "allowed"
+    note = f"the guard could not decide ({why}); fail mode {fail_mode}: the call is {done} unchecked"
     if fail_mode == "allow":
         log.warning("seqjudge guard: %s", note)
     return Decision(fail_mode, [], f"seqjudge guard: {note}.", note)
