@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("seqjudge.guard")
 
 # A rule's decision on the proposed call at a position, reading a view of the session (None: it holds).
-_Decider = Callable[["_Compiled", int, View, dict[tuple[str, ...], Grouping]], "RuleDecision | None"]
+_Decider = Callable[["_Compiled", int, View], "RuleDecision | None"]
 
 _NOT_APPLICABLE = "not applicable: the session's context does not match the rule's `when`"
 
@@ -155,6 +155,7 @@ class Session:
         self.trace = trace
         self.index = TraceIndex([], [], [], [], guard.engine.singles)
         self.index.source = self.trace
+        self.groupings: dict[tuple[str, ...], Grouping] = {}
         steps = assign_steps(history)
         for call, step in zip(history, steps, strict=True):
             self._append(call, step)
@@ -166,11 +167,23 @@ class Session:
             step = last if same_step and last >= 0 else last + 1
         i = self.index.append(call.tool_name, call.status == "ok", call.arguments, step)
         self.trace.calls.append(call)
+        for grouping in self.groupings.values():
+            grouping.added(i)
         return i
 
     def _pop(self) -> None:
+        i = self.index.n - 1
+        for grouping in self.groupings.values():
+            grouping.removed(i)
         self.trace.calls.pop()
         self.index.pop()
+
+    def _grouping(self, keys: tuple[str, ...]) -> Grouping:
+        """The session's calls grouped by ``keys`` (a ``same:`` list), grown with the session."""
+        grouping = self.groupings.get(keys)
+        if grouping is None:
+            grouping = self.groupings[keys] = Grouping(self.index, keys)
+        return grouping
 
     def record(
         self,
@@ -223,20 +236,21 @@ class Session:
         """Each rule's decision (``decide``) on ``call`` added to the session, then removed again."""
         i = self._append(call, same_step=same_step)
         try:
-            groupings: dict[tuple[str, ...], Grouping] = {}
             view = View(self.index, explain=False)
-            return [
-                decide(comp, i, view, groupings) or RuleDecision(comp.rule_id, "allow", "holds")
-                for comp in comps
-            ]
+            return [decide(comp, i, view) or RuleDecision(comp.rule_id, "allow", "holds") for comp in comps]
         finally:
             self._pop()
 
-    def _violation(
-        self, comp: _Compiled, i: int, view: View, groupings: dict[tuple[str, ...], Grouping]
-    ) -> RuleDecision | None:
-        """The rule's deny of call ``i`` (the last), when its finding has a look-back violation at it."""
-        finding: Finding = self.guard.engine.finding(comp, view, groupings)
+    def _violation(self, comp: _Compiled, i: int, view: View) -> RuleDecision | None:
+        """The rule's deny of call ``i`` (the last), when its finding has a look-back violation at it. A
+        ``same:`` rule is evaluated on the call's group alone: a violation at the call is in its group."""
+        finding: Finding | None
+        if comp.same is None:
+            finding = self.guard.engine.finding(comp, view, {})
+        else:
+            finding = self.guard.engine.group_finding(comp, self._grouping(comp.same_key), i)
+            if finding is None:
+                return None  # the call carries none of the arguments
         kinds = comp.rule.guard_kinds
         for flaw in finding.flaws:
             if flaw.offending == i and flaw.type in kinds:
@@ -245,9 +259,7 @@ class Session:
             return self._undecided(comp, finding.explanation)
         return None
 
-    def _rule(
-        self, comp: _Compiled, i: int, view: View, groupings: dict[tuple[str, ...], Grouping]
-    ) -> RuleDecision | None:
+    def _rule(self, comp: _Compiled, i: int, view: View) -> RuleDecision | None:
         """One rule on the proposed call ``i``; None: it holds."""
         if comp.when and not context_matches(self.context, comp.when, self.metadata):
             return RuleDecision(comp.rule_id, "allow", _NOT_APPLICABLE)
@@ -261,7 +273,7 @@ class Session:
         if not rule.guard_kinds:
             why = f"decided when the session ends: {rule.guard_at_end}"
             return RuleDecision(comp.rule_id, "pending", why)
-        return self._violation(comp, i, view, groupings)
+        return self._violation(comp, i, view)
 
     def _undecided(self, comp: _Compiled, why: str) -> RuleDecision:
         """A rule only the judge (or a person) can decide on this call, as the guard's judge mode says."""
