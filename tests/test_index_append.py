@@ -74,3 +74,44 @@ def test_a_grown_index_reads_as_one_built_afresh(moves: list[Any]) -> None:
         for sel in SELECTORS:
             assert grouping.split(sel) == again.split(sel), sel.text
         assert grouping.all_members() == again.all_members()
+
+
+OUTPUTS = st.one_of(
+    st.none(),
+    st.fixed_dictionaries({"k": st.sampled_from([1, 2, "3"])}),
+    st.sampled_from(["id 1 is here", "{cut", "plain"]),
+)
+SOURCE_OPERANDS: list[Any] = ["A", ["A", "B"], ArgsSelector(tool="B", args_match={"j": "x"})]
+
+
+@prop.SETTINGS
+@given(st.lists(st.one_of(st.tuples(CALLS, OUTPUTS), st.none()), max_size=30))
+def test_a_grown_index_reads_the_lineage_sources_of_one_built_afresh(moves: list[Any]) -> None:
+    from seqjudge.rules.lineage import SourceKey, normalizer
+    from seqjudge.trace import Call, Trace
+
+    keys = [
+        SourceKey(compile_operand(op, {}), path, normalizer(()))
+        for op in SOURCE_OPERANDS
+        for path in (None, "k")
+    ]
+    trace = Trace(calls=[])
+    grown = TraceIndex([], [], [], [], SINGLES)
+    grown.source = trace
+    for move in moves:
+        if move is None:
+            if not trace.calls:
+                continue
+            grown.pop()
+            trace.calls.pop()
+        else:
+            (name, ok, args), output = move
+            trace.calls.append(
+                Call(tool_name=name, arguments=args, status="ok" if ok else "error", output=output)
+            )
+            grown.append(name, ok, args, len(trace.calls) - 1)
+        built = TraceIndex.of(Trace(calls=list(trace.calls)))
+        for key in keys:  # (each lookup builds a source index: the next move grows it)
+            mine = grown.lineage_sources().index(key, grown.positions(key.sel)[0], grown.ok, grown.steps)
+            again = built.lineage_sources().index(key, built.positions(key.sel)[0], built.ok, built.steps)
+            assert mine == again, key.sel.text

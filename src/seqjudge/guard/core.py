@@ -165,8 +165,12 @@ class Session:
             # A step of its own after the last call's, or the last call's (a call run in parallel with it).
             last = self.index.steps[-1] if self.index.n else -1
             step = last if same_step and last >= 0 else last + 1
-        i = self.index.append(call.tool_name, call.status == "ok", call.arguments, step)
-        self.trace.calls.append(call)
+        self.trace.calls.append(call)  # first: the lineage sources read the call's output from the trace
+        try:
+            i = self.index.append(call.tool_name, call.status == "ok", call.arguments, step)
+        except BaseException:
+            self.trace.calls.pop()
+            raise
         for grouping in self.groupings.values():
             grouping.added(i)
         return i
@@ -175,8 +179,8 @@ class Session:
         i = self.index.n - 1
         for grouping in self.groupings.values():
             grouping.removed(i)
-        self.trace.calls.pop()
         self.index.pop()
+        self.trace.calls.pop()
 
     def _grouping(self, keys: tuple[str, ...]) -> Grouping:
         """The session's calls grouped by ``keys`` (a ``same:`` list), grown with the session."""

@@ -181,7 +181,7 @@ class TraceIndex:
 
         The columns, the per-name positions and the positions cached per selector grow in place (a call to
         a tool not called before empties the cache instead: a selector of that name cached the shared empty
-        positions); the lineage sources are read again at their next use."""
+        positions), and so do the lineage sources read so far (``Sources.added``)."""
         self._own_lists()
         i = self.n
         self.names.append(name)
@@ -208,13 +208,16 @@ class TraceIndex:
                     every.append(i)
                     if ok:
                         good.append(i)
-        self._lineage = None
+        if self._lineage is not None:
+            self._lineage.added(i, name, ok, args, step)
         return i
 
     def pop(self) -> None:
         """Remove the last call (``append`` undone: the guard's proposed call, once decided)."""
         self._own_lists()
         i = self.n - 1
+        if self._lineage is not None:
+            self._lineage.removed(i, self.names[i], self.ok[i], self.args[i])
         name = self.names.pop()
         self.ok.pop()
         self.args.pop()
@@ -234,7 +237,6 @@ class TraceIndex:
         if not own:
             del self.by_name[name], self.ok_by_name[name]
             self._sel.clear()  # (a selector cached this name's lists, which a later call would not grow)
-        self._lineage = None
 
     def _own_lists(self) -> None:
         """Give the successful positions lists of their own, so that a call appended (or removed) changes
