@@ -256,11 +256,23 @@ class Session:
             if finding is None:
                 return None  # the call carries none of the arguments
         kinds = comp.rule.guard_kinds
+        earlier = None
         for flaw in finding.flaws:
             if flaw.offending == i and flaw.type in kinds:
                 return RuleDecision(comp.rule_id, "deny", flaw.explanation, flaw.suggestion)
+            if earlier is None and flaw.offending is not None and flaw.offending < i and flaw.type in kinds:
+                earlier = flaw.offending
         if finding.outcome == "deferred":
             return self._undecided(comp, finding.explanation)
+        if earlier is not None:
+            # The engine reports a rule's first violation; the session made it (before the guard ran, or
+            # past a fail-open decision), so this call is not denied for the rule, but the host is told.
+            return RuleDecision(
+                comp.rule_id,
+                "allow",
+                f"the session already broke this rule at call {earlier + 1}; the guard denies the violation "
+                "the engine reports, which is that one (finish() reports it)",
+            )
         return None
 
     def _rule(self, comp: _Compiled, i: int, view: View) -> RuleDecision | None:
