@@ -101,11 +101,14 @@ class Guard:
     ) -> Guard:
         """A guard of a rule file (and a config file's ``risk_level`` and ``guard:``); any problem with
         them is a ``GuardError`` carrying the file's own one-paragraph message."""
-        from seqjudge.config import load_config
         from seqjudge.rules.load import load_rules
 
         try:
-            config = load_config(config_path) if config_path is not None else None
+            config = None
+            if config_path is not None:
+                from seqjudge.config import load_config  # (only then: a hook's start-up counts)
+
+                config = load_config(config_path)
             return cls(load_rules(rules_path), config, judge=judge, fail_mode=fail_mode)
         except GuardError:
             raise
