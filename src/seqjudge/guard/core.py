@@ -265,7 +265,8 @@ class Session:
                 return RuleDecision(comp.rule_id, "deny", flaw.explanation, flaw.suggestion)
             if earlier is None and flaw.offending is not None and flaw.offending < i and flaw.type in kinds:
                 earlier = flaw.offending
-        if finding.outcome == "deferred":
+        if finding.outcome == "deferred" and i in finding.call_indices:
+            # A value of a call the rule checks (this one among them) that the engine cannot settle.
             return self._undecided(comp, finding.explanation)
         if earlier is not None:
             # The engine reports a rule's first violation; the session made it (before the guard ran, or
