@@ -122,3 +122,22 @@ def test_a_rule_the_history_already_broke_says_so_and_denies_as_the_engine_repor
     assert d.action == "allow"
     assert "already broke this rule at call 1" in d.rules[0].message
     assert [r.outcome for r in session.finish()] == ["deny"]
+
+
+def test_the_configs_guard_key_is_checked_like_every_other(tmp_path) -> None:
+    from seqjudge.config import load_config
+    from seqjudge.errors import InputError
+    from seqjudge.guard import fail_mode_of
+
+    path = tmp_path / "seqjudge.yaml"
+    path.write_text("rules: r.yaml\ntraces: t\nrisk_level: high\nguard: {fail_mode: allow}\n")
+    assert fail_mode_of(None, load_config(path)) == "allow"
+    assert fail_mode_of("deny", load_config(path)) == "deny"
+    path.write_text("rules: r.yaml\ntraces: t\nrisk_level: high\n")
+    assert fail_mode_of(None, load_config(path)) == "deny"
+    path.write_text("rules: r.yaml\ntraces: t\nguard: {fail_mode: sometimes}\n")
+    with pytest.raises(InputError, match="guard.fail_mode"):
+        load_config(path)
+    path.write_text("rules: r.yaml\ntraces: t\nguard: {mode: deny}\n")
+    with pytest.raises(InputError, match="guard.mode: unknown key"):
+        load_config(path)
