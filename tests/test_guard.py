@@ -141,3 +141,58 @@ def test_the_configs_guard_key_is_checked_like_every_other(tmp_path) -> None:
     path.write_text("rules: r.yaml\ntraces: t\nguard: {mode: deny}\n")
     with pytest.raises(InputError, match="guard.mode: unknown key"):
         load_config(path)
+
+
+JUDGED = {"type": "judge", "description": "Shell commands must not touch production", "applies_to": "Bash"}
+
+
+def _verdict(broken: bool, at: int) -> dict:
+    """A judge reply on the one judge rule: broken at call ``at``, or not."""
+    violations = [
+        {
+            "rule_id": "judge:shell-commands-must-not-touch-production",
+            "rule_description": "no production",
+            "violation_type": "criteria_not_met",
+            "expected_order": "no production host",
+            "actual_order": f"call {at} touches prod",
+            "offending_call_index": at,
+            "severity": "critical",
+            "explanation": "The command deploys to the production cluster.",
+        }
+    ]
+    return {
+        "sequence_correctness_score": 0.0 if broken else 1.0,
+        "total_rules_checked": 1,
+        "rules_passed": 0 if broken else 1,
+        "rules_failed": 1 if broken else 0,
+        "violations": violations if broken else [],
+        "missing_prerequisites": [],
+        "summary": "scripted",
+    }
+
+
+def test_model_mode_asks_the_judge_about_the_proposed_call_and_says_how_long_it_took() -> None:
+    from seqjudge.errors import ProviderError
+    from seqjudge.judge.providers.scripted import ScriptedProvider
+
+    provider = ScriptedProvider(
+        [_verdict(True, 1), _verdict(False, 1), ProviderError("down", kind="server", provider="scripted")]
+    )
+    session = _guard(JUDGED, judge="model", provider=provider).session("s")
+    session.record("Read", {"file_path": "deploy.sh"})
+    assert session.decide("Read", {"file_path": "x"}).action == "allow"  # not about this call: no model call
+    assert len(provider.requests) == 0
+    denied = session.decide("Bash", {"command": "kubectl --context prod apply"})
+    assert denied.action == "deny" and "production cluster" in denied.reason
+    assert "judged by scripted in" in denied.rules[0].message
+    assert len(provider.requests) == 1  # a judge rule's deny is not asked again for a failed call
+    assert "Bash" in provider.requests[0].user_text  # the proposed call is in what the judge reads
+    allowed = session.decide("Bash", {"command": "kubectl --context dev apply"})
+    assert allowed.action == "allow" and allowed.rules[0].message.startswith("holds (judged by")
+    failed = session.decide("Bash", {"command": "ls"})  # the provider is down: the fail mode decides
+    assert failed.degraded is not None and "the judge could not decide" in failed.degraded
+
+
+def test_model_mode_without_a_model_is_refused() -> None:
+    with pytest.raises(GuardError, match="needs a judge"):
+        _guard(JUDGED, judge="model")

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 HOOKS = ("claude-code",)
 FAIL_MODES = ("deny", "allow")
-JUDGE_MODES = ("skip", "ask")
+JUDGE_MODES = ("skip", "ask", "model")
 # The options of `seqjudge guard`, each with a value (the typer command declares the same ones).
 OPTIONS = ("--hook", "--config", "--fail-mode", "--judge")
 
@@ -31,7 +31,7 @@ def check_options(hook: str, fail_mode: str | None, judge: str) -> None:
     if fail_mode is not None and fail_mode not in FAIL_MODES:
         raise InputError(f"fail mode {fail_mode!r}", where="--fail-mode", hint="choose deny or allow")
     if judge not in JUDGE_MODES:
-        raise InputError(f"judge mode {judge!r}", where="--judge", hint="choose skip or ask")
+        raise InputError(f"judge mode {judge!r}", where="--judge", hint="choose skip, ask or model")
 
 
 def answer_hook(rules: Path, config: Path | None, fail_mode: str | None, judge: str) -> int:
@@ -42,7 +42,7 @@ def answer_hook(rules: Path, config: Path | None, fail_mode: str | None, judge: 
 
     mode = _fail_mode(fail_mode, config)
     given: FailMode | None = mode if fail_mode else None  # (else the guard reads the config's)
-    judged: JudgeMode = "ask" if judge == "ask" else "skip"
+    judged: JudgeMode = "ask" if judge == "ask" else "model" if judge == "model" else "skip"
     decision = run_hook(
         sys.stdin.read(), lambda: Guard.from_files(rules, config, judge=judged, fail_mode=given), mode
     )
