@@ -196,3 +196,28 @@ def test_model_mode_asks_the_judge_about_the_proposed_call_and_says_how_long_it_
 def test_model_mode_without_a_model_is_refused() -> None:
     with pytest.raises(GuardError, match="needs a judge"):
         _guard(JUDGED, judge="model")
+
+
+def test_decisions_from_several_threads_do_not_interleave() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    session = _guard(EDIT_AFTER_READ, {"type": "max_calls", "tool": "Read", "max": 500}).session("s")
+    for k in range(50):
+        session.record("Read", {"file_path": f"f{k}.py"})
+
+    def work(k: int) -> tuple[str, str]:
+        read = session.decide("Edit", {"file_path": f"f{k % 50}.py"}).action
+        never = session.decide("Edit", {"file_path": f"g{k}.py"}).action
+        return read, never
+
+    import sys
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can: an unguarded session interleaves
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(work, range(400)))
+    finally:
+        sys.setswitchinterval(interval)
+    assert set(results) == {("allow", "deny")}
+    assert session.index.n == 50  # every tried call was taken back

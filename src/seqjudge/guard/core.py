@@ -13,6 +13,7 @@ call, a deadline, a sequence's completion) is ``pending``, and ``finish`` decide
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -165,6 +166,9 @@ class Session:
         self.index = TraceIndex([], [], [], [], guard.engine.singles)
         self.index.source = self.trace
         self.groupings: dict[tuple[str, ...], Grouping] = {}
+        # One call at a time: a decision tries its call on the shared index and takes it back, so a host
+        # deciding parallel tool calls from several threads must not interleave them.
+        self._lock = threading.Lock()
         steps = assign_steps(history)
         for call, step in zip(history, steps, strict=True):
             self._append(call, step)
@@ -213,7 +217,8 @@ class Session:
         if status not in ("ok", "error"):
             raise GuardError(f"a call's status is 'ok' or 'error', not {status!r}")
         call = Call(tool_name=tool, arguments=args, status=status, output=output, id=call_id)
-        self._append(call, same_step=same_step)
+        with self._lock:
+            self._append(call, same_step=same_step)
 
     def decide(
         self, tool: str, args: dict[str, Any], *, call_id: str | None = None, same_step: bool = False
@@ -222,7 +227,8 @@ class Session:
         ``same_step``: the call runs in parallel with the last recorded one (else it is a step of its own).
         An error inside the guard is a decision of its fail mode, said in ``degraded``."""
         try:
-            return self._decide(Call(tool_name=tool, arguments=args, id=call_id), same_step)
+            with self._lock:
+                return self._decide(Call(tool_name=tool, arguments=args, id=call_id), same_step)
         except GuardError as exc:  # (its message is ours: rules, paths, the judge's trouble)
             return self.guard.degraded(str(exc))
         except Exception as exc:  # the host must get a decision, never the guard's exception
@@ -338,6 +344,10 @@ class Session:
         """Every rule on the whole session, as the offline engine finds it: ``deny`` for a violated rule
         (what was pending is decided now), ``allow`` for one that holds or was not exercised, ``skipped``
         or ``ask`` for what only the judge decides."""
+        with self._lock:
+            return self._finish()
+
+    def _finish(self) -> list[RuleDecision]:
         out: list[RuleDecision] = []
         groupings: dict[tuple[str, ...], Grouping] = {}
         view = View(self.index, explain=True)
