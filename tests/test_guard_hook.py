@@ -255,3 +255,22 @@ def test_the_hooks_command_line_runs_without_typer_and_a_mistake_goes_to_the_typ
     assert run("--hook", "cursor").returncode == 2
     helped = run("--hook", "claude-code", "--help")
     assert helped.returncode == 0 and "PreToolUse" in helped.stdout
+
+
+def test_the_fast_path_reads_every_option_the_guard_command_declares() -> None:
+    import inspect
+
+    from seqjudge.cli import register
+    from seqjudge.cli.app import app
+    from seqjudge.cli.guard_hook import FLAGS, OPTIONS
+
+    register(["guard"])
+    (command,) = [c for c in app.registered_commands if c.name == "guard"]
+
+    declared = set()
+    for parameter in inspect.signature(command.callback).parameters.values():
+        info = parameter.annotation.__metadata__[0]
+        # (typer keeps the first name given as the option's default, the others as its declarations)
+        names = [info.default, *(info.param_decls or ())]
+        declared |= {d for d in names if isinstance(d, str) and d.startswith("--")}
+    assert declared == set(OPTIONS) | set(FLAGS)

@@ -18,8 +18,11 @@ if TYPE_CHECKING:
 HOOKS = ("claude-code",)
 FAIL_MODES = ("deny", "allow")
 JUDGE_MODES = ("skip", "ask", "model")
-# The options of `seqjudge guard`, each with a value (the typer command declares the same ones).
+# The options of `seqjudge guard`: with a value, and flags (the typer command declares the same ones, which
+# tests/test_guard_hook.py holds to these: an option added there and not here would send every hook call
+# through typer).
 OPTIONS = ("--hook", "--config", "--fail-mode", "--judge")
+FLAGS: tuple[str, ...] = ()
 
 
 def check_options(hook: str, fail_mode: str | None, judge: str) -> None:
@@ -74,11 +77,19 @@ def fast(argv: list[str]) -> int | None:
         return None
     values: dict[str, str] = {}
     rest = argv[2:]
-    for k in range(0, len(rest), 2):
+    k = 0
+    while k < len(rest):
         option = rest[k]
-        if option not in OPTIONS or option in values or k + 1 == len(rest) or rest[k + 1].startswith("-"):
+        if option in values:
+            return None
+        if option in FLAGS:
+            values[option] = ""
+            k += 1
+            continue
+        if option not in OPTIONS or k + 1 == len(rest) or rest[k + 1].startswith("-"):
             return None
         values[option] = rest[k + 1]
+        k += 2
     if "--hook" not in values:
         return None
     fail_mode, judge = values.get("--fail-mode"), values.get("--judge", "skip")
