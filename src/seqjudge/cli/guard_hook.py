@@ -46,9 +46,11 @@ def answer_hook(rules: Path, config: Path | None, fail_mode: str | None, judge: 
     mode = _fail_mode(fail_mode, config)
     given: FailMode | None = mode if fail_mode else None  # (else the guard reads the config's)
     judged: JudgeMode = "ask" if judge == "ask" else "model" if judge == "model" else "skip"
-    decision = run_hook(
-        sys.stdin.read(), lambda: Guard.from_files(rules, config, judge=judged, fail_mode=given), mode
-    )
+    try:
+        raw: str | None = sys.stdin.read()
+    except (OSError, UnicodeDecodeError):
+        raw = None  # (the fail mode's decision, said: parse_event)
+    decision = run_hook(raw, lambda: Guard.from_files(rules, config, judge=judged, fail_mode=given), mode)
     out = answer(decision)
     if out:
         sys.stdout.write(out + "\n")
