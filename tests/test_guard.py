@@ -113,15 +113,88 @@ def test_lint_guard_names_the_rules_only_offline_and_why(tmp_path, capsys) -> No
     assert "before:Read->Edit" not in out and "sequence:A>B" not in out
 
 
-def test_a_rule_the_history_already_broke_says_so_and_denies_as_the_engine_reports() -> None:
-    # The engine reports a blocklist's first forbidden call; a history holding one (made before the guard
-    # ran) leaves the next to the offline verdict, and the decision says why it is not denied.
-    history = [Call(tool_name="drop_table", arguments={})]
+BLOCK_AND_LIMIT = (
+    {"type": "blocklist", "pattern": "drop_table"},
+    {"type": "max_calls", "tool": "refund", "max": 1},
+)
+
+
+def test_a_blocklisted_call_that_ran_anyway_does_not_let_the_next_one_through() -> None:
+    # Issue 34: the engine reports a rule's first violation; a second blocklisted call was allowed once the
+    # first had run (shadow mode, a host that overrode the deny, a guard added mid-session).
+    session = _guard(*BLOCK_AND_LIMIT).session("s1")
+    assert session.decide("drop_table", {}).action == "deny"
+    session.record("drop_table", {})  # it ran anyway
+    d = session.decide("drop_table", {})
+    assert d.action == "deny"
+    assert d.reason.startswith("blocklist:drop_table: drop_table (call 2) is forbidden")
+    assert "The session already broke this rule at call 1." in d.reason
+    other = session.decide("select", {})
+    assert other.action == "allow"
+    assert other.rules[0].message.startswith(
+        "holds for this call; the session already broke this rule at call 1"
+    )
+    # The end of the session is the offline verdict, as before: the first violation.
+    finished = session.finish()
+    assert [r.outcome for r in finished] == ["deny", "allow"]
+    assert finished[0].message.startswith("drop_table (call 1) is forbidden")
+
+
+def test_max_calls_denies_every_call_over_the_limit_after_one_ran() -> None:
+    session = _guard(*BLOCK_AND_LIMIT).session("s1")
+    session.record("refund", {})
+    assert session.decide("refund", {}).action == "deny"
+    session.record("refund", {})  # the 2nd ran anyway
+    session.record("lookup", {})
+    d = session.decide("refund", {})
+    assert d.action == "deny"
+    assert (
+        "refund (call 4) exceeds the limit of 1" in d.reason
+        and "already broke this rule at call 2." in d.reason
+    )
+    session.record("refund", {}, status="error")  # every attempt counts, and each one breaks it again
+    d = session.decide("refund", {})
+    assert d.action == "deny" and "already broke this rule at calls 2, 4." in d.reason
+
+
+def test_a_history_given_at_the_start_that_broke_a_rule_still_denies_a_repeat() -> None:
+    history = [Call(tool_name="drop_table", arguments={}), Call(tool_name="drop_table", arguments={})]
     session = _guard({"type": "blocklist", "pattern": "drop"}).session("s", history=history)
     d = session.decide("drop_index", {})
-    assert d.action == "allow"
-    assert "already broke this rule at call 1" in d.rules[0].message
-    assert [r.outcome for r in session.finish()] == ["deny"]
+    assert d.action == "deny" and "already broke this rule at calls 1, 2." in d.reason
+    assert _guard({"type": "blocklist", "pattern": "drop"}).decide(history, "drop_x", {}).action == "deny"
+
+
+def test_before_never_after_and_sequence_deny_a_repeat_of_what_broke_them() -> None:
+    before = _guard(EDIT_AFTER_READ).session("s")
+    before.record("Edit", {"file_path": "a.py"})  # no Read before it
+    assert before.decide("Edit", {"file_path": "a.py"}).action == "deny"
+    before.record("Read", {"file_path": "a.py"})
+    assert before.decide("Edit", {"file_path": "a.py"}).action == "allow"  # now it was read
+
+    never = _guard({"type": "never_after", "trigger": "Deploy", "forbidden": "Edit"}).session("s")
+    never.record("Deploy", {})
+    never.record("Edit", {})
+    d = never.decide("Edit", {})
+    assert d.action == "deny" and "Edit (call 3)" in d.reason and "at call 2." in d.reason
+
+    sequence = _guard({"type": "sequence", "tools": ["A", "B"]}).session("s")
+    sequence.record("B", {})  # before A
+    assert sequence.decide("B", {}).action == "deny"
+    sequence.record("A", {})
+    assert sequence.decide("B", {}).action == "allow"
+
+
+def test_a_call_set_aside_for_one_rule_is_still_seen_by_another() -> None:
+    # `login` broke the blocklist, but it ran: the rule that needs it before `transfer` is met.
+    g = _guard(
+        {"type": "blocklist", "pattern": "login"}, {"type": "before", "first": "login", "then": "transfer"}
+    )
+    session = g.session("s")
+    session.record("login", {})
+    assert session.decide("transfer", {}).action == "allow"
+    d = session.decide("login", {})
+    assert d.action == "deny" and [r.outcome for r in d.rules] == ["deny", "allow"]
 
 
 def test_the_configs_guard_key_is_checked_like_every_other(tmp_path) -> None:
