@@ -294,3 +294,30 @@ def test_decisions_from_several_threads_do_not_interleave() -> None:
         sys.setswitchinterval(interval)
     assert set(results) == {("allow", "deny")}
     assert session.index.n == 50  # every tried call was taken back
+
+
+def test_a_user_message_keeps_its_place_among_the_calls_when_one_before_it_is_set_aside() -> None:
+    from seqjudge.trace import Message
+
+    rule = {"type": "lineage", "tool": "refund", "argument": "order_id", "from": [{"user": True}]}
+    # The user names order 7 after two calls; the first (a refund of an order nobody named) broke the rule.
+    message = Message(role="user", content="please refund order 7", at=2)
+    session = _guard(rule).session("s", messages=[message])
+    session.record("refund", {"order_id": 5})
+    session.record("lookup", {})
+    allowed = session.decide("refund", {"order_id": 7})
+    assert allowed.action == "allow", allowed.rules
+    assert "already broke this rule at call 1" in allowed.rules[0].message
+    denied = session.decide("refund", {"order_id": 9})
+    assert denied.action == "deny" and "refund (call 3)" in denied.reason
+
+
+def test_a_same_rule_broken_in_one_group_then_another_denies_a_repeat_in_the_first() -> None:
+    # Found by the parity property: the rule was first found broken in order 1's group; order 2's group,
+    # broken earlier, must be read without its offending call too.
+    session = _guard(EDIT_AFTER_READ).session("s")
+    session.record("Edit", {"file_path": "b.py"})  # breaks the rule for b.py
+    session.record("Edit", {"file_path": "a.py"})  # and for a.py
+    assert session.decide("Edit", {"file_path": "a.py"}).action == "deny"  # (found broken in a.py's group)
+    d = session.decide("Edit", {"file_path": "b.py"})
+    assert d.action == "deny" and "Edit (call 3)" in d.reason and "at calls 1, 2." in d.reason

@@ -13,6 +13,7 @@ for it: a second index, grown with the session from the call after the first vio
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 
 from seqjudge.guard.calls import Calls
@@ -43,7 +44,7 @@ class SetAside:
         own = Trace(
             trace_id=trace.trace_id,
             calls=[],
-            messages=trace.messages,
+            messages=list(trace.messages),
             context=trace.context,
             metadata=trace.metadata,
         )
@@ -66,9 +67,24 @@ class SetAside:
             if check and self.flagged(self.calls, i):
                 self.calls.pop()
                 self.aside.append(p)
+                self._move_messages()
             else:
                 self.kept.append(p)
         self.upto = upto
+
+    def _move_messages(self) -> None:
+        """Keep each message after the calls it followed in the session: a message after ``k`` of the
+        session's calls follows ``k`` less those set aside before it here (lineage rules read user messages
+        by the calls made before them)."""
+        messages = self.session.trace.messages
+        if not messages:
+            return
+        aside = self.aside
+        self.calls.trace.messages = [
+            m if m.at is None else m.model_copy(update={"at": m.at - bisect_left(aside, m.at)})
+            for m in messages
+        ]
+        self.calls.index.messages_moved()
 
     def step_for(self, step: int) -> int:
         """This view's step for a call after its calls that is in the session's step ``step``."""

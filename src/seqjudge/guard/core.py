@@ -285,12 +285,14 @@ class Session:
         for flaw in finding.flaws:
             if flaw.offending == i and flaw.type in kinds:
                 return RuleDecision(comp.rule_id, "deny", flaw.explanation, flaw.suggestion)
-            if earlier is None and flaw.offending is not None and flaw.offending < i and flaw.type in kinds:
-                earlier = flaw.offending
+            if flaw.offending is not None and flaw.offending < i and flaw.type in kinds:
+                earlier = flaw.offending if earlier is None else min(earlier, flaw.offending)
         if earlier is not None and calls is self.calls:
             # The engine reports a rule's first violation, which the session made: the rule is decided from
-            # now on without the calls that broke it (``SetAside``), once this call is taken back.
-            self._broken[self._position[id(comp)]] = earlier
+            # now on without the calls that broke it (``SetAside``), once this call is taken back. The calls
+            # before the first violation hold; a `same:` rule's finding here is the call's group's alone, and
+            # another group may have broken it earlier: its calls are all read again.
+            self._broken[self._position[id(comp)]] = earlier if comp.same is None else 0
             return None
         if finding.outcome == "deferred" and i in finding.call_indices:
             # A value of a call the rule checks (this one among them) that the engine cannot settle.
