@@ -321,3 +321,27 @@ def test_a_same_rule_broken_in_one_group_then_another_denies_a_repeat_in_the_fir
     assert session.decide("Edit", {"file_path": "a.py"}).action == "deny"  # (found broken in a.py's group)
     d = session.decide("Edit", {"file_path": "b.py"})
     assert d.action == "deny" and "Edit (call 3)" in d.reason and "at calls 1, 2." in d.reason
+
+
+def test_model_mode_asks_about_a_broken_rule_without_the_calls_that_broke_it() -> None:
+    from seqjudge.judge.providers.scripted import ScriptedProvider
+
+    rule = {
+        "id": "refund-sourced",
+        "type": "lineage",
+        "tool": "refund",
+        "argument": "order_id",
+        "from": [{"output": "get_order", "path": "order_id"}],
+    }
+    verdict = _verdict(True, 1)
+    verdict["violations"][0].update(rule_id="refund-sourced", explanation="Order 7 is in no output read.")
+    provider = ScriptedProvider([verdict, verdict])  # (asked for the call succeeding, then failing)
+    session = _guard(rule, judge="model", provider=provider).session("s")
+    session.record("refund", {"order_id": 5})  # from nowhere: breaks the rule
+    session.record("get_order", {}, output='{"order_id": 7, "note": "cut sho')  # unreadable: undecided
+    d = session.decide("refund", {"order_id": 7})
+    assert d.action == "deny" and "Order 7 is in no output read." in d.reason
+    assert "already broke this rule at call 1." in d.reason
+    asked = provider.requests[0].user_text
+    assert '"tool_name":"refund","status":"ok","arguments":{"order_id":7}' in asked  # the proposed call
+    assert '"order_id":5' not in asked  # the call set aside

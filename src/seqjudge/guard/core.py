@@ -296,7 +296,7 @@ class Session:
             return None
         if finding.outcome == "deferred" and i in finding.call_indices:
             # A value of a call the rule checks (this one among them) that the engine cannot settle.
-            return self._undecided(comp, finding.explanation, i)
+            return self._undecided(comp, finding.explanation, i, calls)
         return None
 
     def _rule(self, comp: _Compiled, calls: Calls, i: int, view: View) -> RuleDecision | None:
@@ -318,20 +318,22 @@ class Session:
             return None
         return self._violation(comp, calls, i, view)
 
-    def _undecided(self, comp: _Compiled, why: str, i: int | None = None) -> RuleDecision:
+    def _undecided(
+        self, comp: _Compiled, why: str, i: int | None = None, calls: Calls | None = None
+    ) -> RuleDecision:
         """A rule only the judge (or a person) can decide on the proposed call ``i`` (None: on the whole
         session), as the guard's judge mode says."""
         model = self.guard.model_judge
         if model is not None:
-            return self._judged(model, comp, i)
+            return self._judged(model, comp, i, calls or self.calls)
         if self.guard.judge == "ask":
             return RuleDecision(comp.rule_id, "ask", f"{why}: {comp.description}")
         return RuleDecision(comp.rule_id, "skipped", f"{why}; not judged (judge mode skip)")
 
-    def _judged(self, model: ModelJudge, comp: _Compiled, i: int | None) -> RuleDecision:
+    def _judged(self, model: ModelJudge, comp: _Compiled, i: int | None, calls: Calls) -> RuleDecision:
         """The model's decision of one rule: deny when it finds the rule broken at call ``i`` (anywhere,
         for the whole session), else allow; how long it took is said."""
-        trace = self.trace
+        trace = calls.trace  # (the session's, or a broken rule's without the calls set aside)
         # A trace of its own: the session's caches the steps of the calls it had when it was made.
         asked = Trace(
             trace_id=trace.trace_id,
