@@ -54,6 +54,8 @@ class SetAside:
         self.kept: list[int] = []  # the session's position of each of this view's calls
         self.aside: list[int] = []  # the session's calls set aside, in order
         self.upto = 0  # the session's calls read so far
+        self._said: list[int] = []  # the calls set aside when ``_earlier`` was worded
+        self._earlier = ""
         self._read(clean, check=False)
 
     def catch_up(self) -> None:
@@ -96,24 +98,25 @@ class SetAside:
     def told(self, decision: RuleDecision) -> RuleDecision:
         """``decision`` (on this view, the proposed call last) as the session's: its calls numbered as the
         session's, and the calls that broke the rule named."""
-        numbers = [*self.kept, self.session.index.n]  # (the proposed call follows the session's calls)
+        if len(self._said) != len(self.aside):  # (worded again only when another call was set aside)
+            where = ", ".join(str(p + 1) for p in self.aside[:_NAMED])
+            if len(self.aside) > _NAMED:
+                where += f" and {len(self.aside) - _NAMED} more"
+            plural = "s" if len(self.aside) > 1 else ""
+            self._said = self.aside[:]
+            self._earlier = f"already broke this rule at call{plural} {where}"
+        if decision.outcome == "allow" and decision.message == "holds":
+            message = f"holds for this call; the session {self._earlier} (finish() reports it)"
+            return RuleDecision(decision.rule_id, "allow", message)
+        kept, n = self.kept, self.session.index.n  # (the proposed call follows the session's calls)
 
         def renumber(m: re.Match[str]) -> str:
             out = []
             for text in m.group(2).split(", "):
                 k = int(text) - 1
-                out.append(str(numbers[k] + 1) if k < len(numbers) else text)
+                out.append(str((kept[k] if k < len(kept) else n if k == len(kept) else k) + 1))
             return m.group(1) + ", ".join(out)
 
-        where = ", ".join(str(p + 1) for p in self.aside[:_NAMED])
-        if len(self.aside) > _NAMED:
-            where += f" and {len(self.aside) - _NAMED} more"
-        plural = "s" if len(self.aside) > 1 else ""
-        earlier = f"the session already broke this rule at call{plural} {where}"
-        message = _NUMBERED.sub(renumber, decision.message)
+        message = f"{_NUMBERED.sub(renumber, decision.message)} The session {self._earlier}."
         suggestion = None if decision.suggestion is None else _NUMBERED.sub(renumber, decision.suggestion)
-        if decision.outcome == "allow" and decision.message == "holds":
-            message = f"holds for this call; {earlier} (finish() reports it)"
-        else:
-            message = f"{message} {earlier[0].upper()}{earlier[1:]}."
         return RuleDecision(decision.rule_id, decision.outcome, message, suggestion)
