@@ -56,7 +56,7 @@ class SetAside:
         self.upto = 0  # the session's calls read so far
         self._said: list[int] = []  # the calls set aside when ``_earlier`` was worded
         self._earlier = ""
-        self._read(clean, check=False)
+        self._read(clean, check=False)  # (the calls before the rule's first violation hold)
 
     def catch_up(self) -> None:
         """Read the calls the session recorded since, setting aside each one the rule flags."""
@@ -66,13 +66,18 @@ class SetAside:
         session = self.session
         for p in range(self.upto, upto):
             i = self.calls.append(session.trace.calls[p], self.step_for(session.index.steps[p]))
-            if check and self.flagged(self.calls, i):
+            try:
+                flagged = check and self.flagged(self.calls, i)
+            except BaseException:
+                self.calls.pop()  # (read again at the next decision)
+                raise
+            if flagged:
                 self.calls.pop()
                 self.aside.append(p)
                 self._move_messages()
             else:
                 self.kept.append(p)
-        self.upto = upto
+            self.upto = p + 1
 
     def _move_messages(self) -> None:
         """Keep each message after the calls it followed in the session: a message after ``k`` of the
