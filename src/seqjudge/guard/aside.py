@@ -6,8 +6,11 @@ given at the session's start) a repeat is not a violation "at" the proposed call
 second blocklisted call through. For such a rule the guard keeps the session's calls without those that broke
 it (that rule's only: another rule still sees them, a prerequisite they met say): the calls the rule flagged
 are set aside one by one, in order, until the rule holds on the rest (or only what the engine cannot settle
-remains), and the proposed call is decided on that, by the engine's evaluator as before. Only broken rules pay
-for it: a second index, grown with the session from the call after the first violation on.
+remains), and the proposed call is decided on that, by the engine's evaluator as before. The calls are read
+in order and each is set aside when the rule flags it among those kept before it: the same as setting aside
+the first violation again and again, since a look-back violation at a call depends only on the calls before
+it. Only broken rules pay for it: a second index of the session's calls, grown with the session, each new
+call evaluated once (and, at the start, every call from the rule's first violation on).
 """
 
 from __future__ import annotations
