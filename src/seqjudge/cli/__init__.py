@@ -31,6 +31,7 @@ MODULES = (
     "report_cmd",
     "rules_cmd",
     "run_cmd",
+    "serve_cmd",
     "store_cmd",
 )
 # The module of each top-level command or group. A command line naming one imports only that module: typer
@@ -60,6 +61,7 @@ COMMAND_MODULES = {
     "migrate": "rules_cmd",
     "run": "run_cmd",
     "schema": "init_cmd",
+    "serve": "serve_cmd",
     "review": "store_cmd",
     "runs": "store_cmd",
 }
