@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from seqjudge.defaults import DEFAULT_STORE
 from seqjudge.errors import InputError
@@ -52,6 +52,23 @@ class Thresholds(BaseModel):
     high: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
+class ReviewsPerLevel(BaseModel):
+    """``review.reviews_per_item`` per risk level: ``{high: 2, default: 1}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    low: StrictInt | None = Field(default=None, ge=1)
+    medium: StrictInt | None = Field(default=None, ge=1)
+    high: StrictInt | None = Field(default=None, ge=1)
+    default: StrictInt = Field(default=1, ge=1)
+
+    def for_level(self, risk_level: str) -> int:
+        named: int | None = (
+            getattr(self, risk_level, None) if risk_level in ("low", "medium", "high") else None
+        )
+        return self.default if named is None else named
+
+
 class ReviewOptions(BaseModel):
     """What goes to the review queue beyond what is in doubt (docs/review.md).
 
@@ -64,6 +81,16 @@ class ReviewOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     fails: bool = False
+    # Independent reviews an item needs before it resolves (docs/review.md, "Team review"): a number, or
+    # per risk level ({high: 2, default: 1}; a level not named takes `default`, itself 1 unless given). The
+    # run's risk level chooses; the number is fixed on each item when it is queued.
+    reviews_per_item: Annotated[StrictInt, Field(ge=1)] | ReviewsPerLevel = 1
+
+    def required_reviews(self, risk_level: str) -> int:
+        """The independent reviews an item of a run at this risk level needs."""
+        if isinstance(self.reviews_per_item, int):
+            return self.reviews_per_item
+        return self.reviews_per_item.for_level(risk_level)
 
 
 class RunConfig(BaseModel):

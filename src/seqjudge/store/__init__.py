@@ -6,6 +6,7 @@ in its own module:
 - ``connection``: opening, pragmas (WAL, ``synchronous=NORMAL``), the lock, transactions, migrating on open;
 - ``schema``: the tables, as the ordered ``MIGRATIONS``;
 - ``runs``, ``results``, ``review``, ``baselines``, ``batches``, ``export``: the tables of each concern;
+- ``team``: reviewers, sessions, the append-only record of decisions, claims, agreement and the queue;
 - ``models``: what the store returns; ``codec``: timestamps, JSON columns, results rebuilt.
 
 Design decisions:
@@ -52,6 +53,18 @@ from seqjudge.store.results import ResultsMixin
 from seqjudge.store.review import ReviewMixin
 from seqjudge.store.runs import FINAL_STATUSES, LIST_RUNS_HINT, RUN_STATUSES, RunsMixin, new_run_id
 from seqjudge.store.schema import MIGRATIONS, Migration
+from seqjudge.store.team import (
+    AgreementReport,
+    Claim,
+    Decision,
+    ItemResolvedError,
+    ItemState,
+    PairAgreement,
+    QueueEntry,
+    QueuePage,
+    Reviewer,
+    TeamMixin,
+)
 
 __all__ = [
     "DEFAULT_STORE_PATH",
@@ -59,15 +72,24 @@ __all__ = [
     "LIST_RUNS_HINT",
     "MIGRATIONS",
     "RUN_STATUSES",
+    "AgreementReport",
     "AttemptRecord",
     "BatchInfo",
     "BatchRequest",
     "BatchTrace",
+    "Claim",
+    "Decision",
     "DuplicateTraceError",
+    "ItemResolvedError",
+    "ItemState",
     "Migration",
+    "PairAgreement",
+    "QueueEntry",
+    "QueuePage",
     "Resolution",
     "ReviewDetail",
     "ReviewItem",
+    "Reviewer",
     "RunInfo",
     "Store",
     "StoredResult",
@@ -78,5 +100,7 @@ __all__ = [
 ]
 
 
-class Store(ExportMixin, ReviewMixin, ResultsMixin, BatchesMixin, BaselinesMixin, RunsMixin, Connection):
+class Store(
+    TeamMixin, ExportMixin, ReviewMixin, ResultsMixin, BatchesMixin, BaselinesMixin, RunsMixin, Connection
+):
     """``Store(path)``: open (creating it and its folders unless ``create=False``) and migrate."""

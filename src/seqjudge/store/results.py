@@ -100,9 +100,15 @@ class ResultsMixin(RunsMixin):
                 self._insert_attempts(conn, run_id, trace_id, (judge or {}).get("attempts") or [])
                 if data["review_reasons"]:
                     conn.execute(
-                        "INSERT INTO review_items (run_id, trace_id, reasons, status, created_at) "
-                        "VALUES (?, ?, ?, 'open', ?)",
-                        (run_id, trace_id, _dumps(data["review_reasons"]), now),
+                        "INSERT INTO review_items (run_id, trace_id, reasons, status, created_at, "
+                        "required_reviews) VALUES (?, ?, ?, 'open', ?, ?)",
+                        (
+                            run_id,
+                            trace_id,
+                            _dumps(data["review_reasons"]),
+                            now,
+                            self._required_reviews(run_id),
+                        ),
                     )
         except sqlite3.IntegrityError as exc:
             if self._read("SELECT 1 FROM results WHERE run_id = ? AND trace_id = ?", (run_id, trace_id)):
@@ -117,6 +123,19 @@ class ResultsMixin(RunsMixin):
                     f"no run {run_id!r} in the store", source=str(self.path), hint=LIST_RUNS_HINT
                 ) from None
             raise exc
+
+    def _required_reviews(self, run_id: str) -> int:
+        """The independent reviews the run's items need (``review.reviews_per_item`` at its risk level),
+        read once per run from its stored config; a run stored before the option existed needs one."""
+        cache: dict[str, int] = self.__dict__.setdefault("_required_by_run", {})
+        if run_id not in cache:
+            from seqjudge.config import ReviewOptions
+
+            rows = self._read("SELECT config FROM runs WHERE id = ?", (run_id,))
+            config = json.loads(rows[0]["config"]) if rows else {}
+            options = ReviewOptions.model_validate(config.get("review") or {})
+            cache[run_id] = options.required_reviews(str(config.get("risk_level") or "medium"))
+        return cache[run_id]
 
     def _insert_decisions(
         self, conn: sqlite3.Connection, run_id: str, trace_id: str, rules: list[dict[str, Any]]
