@@ -18,8 +18,8 @@ LISTED = 200  # disputed items listed on the page
 
 
 def _disputed(db: Store, viewer: Viewer) -> dict[str, Any]:
-    found = db.review_queue(state="disputed", offset=0, limit=LISTED)
-    rows = [(it, db.item_state(it.id, viewer.name)) for it in found.items]
+    found = db.queue(state="disputed", limit=LISTED)
+    rows = [(e.item, db.item_state(e.item.id, viewer.name)) for e in found.entries]
     return {"rows": rows, "total": found.total, "listed": LISTED}
 
 

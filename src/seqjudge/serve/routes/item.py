@@ -23,33 +23,25 @@ from seqjudge.serve.auth import Viewer
 from seqjudge.serve.criteria import rule_texts
 from seqjudge.serve.timeline import timeline
 from seqjudge.serve.web import page, problem, viewer_of
-from seqjudge.store import Store
+from seqjudge.store import ItemResolvedError, Store
 
 EXACT = ("passed", "failed")
 
 
 def _filters(text: str) -> q.Filters:
-    """The queue filters carried in the address (``?q=...``); bad ones fall back to the open queue."""
+    """The queue filters carried in the address (``?q=...``); bad ones fall back to the default queue."""
     try:
         params = {k: v[0] for k, v in parse_qs(text, keep_blank_values=True).items()}
-        params.pop("page", None)
+        params.pop("after", None)
         return q.parse(params)[0]
     except InputError:
         return q.Filters()
 
 
-def _neighbours(db: Store, filters: q.Filters, item_id: int) -> tuple[int | None, int | None]:
-    """The items before and after this one in the filtered queue (by item number)."""
-    run_id = db.resolve_run(filters.run) if filters.run else None
-    return db.queue_neighbours(
-        item_id,
-        run=run_id,
-        reason=filters.reason or None,
-        rule=filters.rule or None,
-        risk_level=filters.risk or None,
-        state=None if filters.status == "all" else filters.status,
-        claimed_by=filters.assignee or None,
-    )
+def _next_item(db: Store, filters: q.Filters, item_id: int) -> int | None:
+    """The item after this one in the filtered queue (by item number)."""
+    found = filters.ask(db, after=item_id, limit=1)
+    return found.entries[0].item.id if found.entries else None
 
 
 def _rules(detail: Any, texts: dict[str, str]) -> list[dict[str, Any]]:
@@ -64,14 +56,14 @@ def _rules(detail: Any, texts: dict[str, str]) -> list[dict[str, Any]]:
     return rows
 
 
-def _item_view(db: Store, item_id: int, viewer: Viewer, query: str) -> dict[str, Any]:
+def _item_view(db: Store, item_id: int, viewer: Viewer, query: str, came_from: int | None) -> dict[str, Any]:
     detail = db.review_item(item_id)
     db.claim(item_id, viewer.name)
     info = db.run_info(detail.run_id)
     texts = rule_texts(info.config, info.fingerprint)
     steps, loose = timeline(detail.trace, detail.result)
     filters = _filters(query)
-    prev_id, next_id = _neighbours(db, filters, item_id)
+    next_id = _next_item(db, filters, item_id)
     state = db.item_state(item_id, viewer.name)
     seen = {d.id for d in state.decisions}
     return {
@@ -87,18 +79,28 @@ def _item_view(db: Store, item_id: int, viewer: Viewer, query: str) -> dict[str,
         "criteria_note": texts.note,
         "judge": detail.result.judge,
         "q": filters.query(),
-        "prev_id": prev_id,
+        "prev_id": came_from,  # k goes back to the item this one was reached from
         "next_id": next_id,
         "adjudicating": viewer.admin and state.state == "disputed",
     }
 
 
+def _came_from(text: str | None) -> int | None:
+    return int(text) if text and text.isdigit() else None
+
+
 async def item(request: Request) -> Response:
     viewer = viewer_of(request)
     item_id = request.path_params["item"]
+    params = request.query_params
     try:
         context = await run_in_threadpool(
-            _item_view, request.app.state.db, item_id, viewer, request.query_params.get("q", "")
+            _item_view,
+            request.app.state.db,
+            item_id,
+            viewer,
+            params.get("q", ""),
+            _came_from(params.get("from")),
         )
     except InputError as exc:
         return problem(request, 404, f"No review item {item_id}", str(exc))
@@ -109,7 +111,7 @@ def _decide(
     db: Store, item_id: int, viewer: Viewer, form: dict[str, str]
 ) -> tuple[int, str | None, int | None]:
     """Record the decision: (the status, what refused it or None, the next item of the queue). A form that
-    is wrong is 400; an item resolved meanwhile is 409."""
+    is wrong is 400; an item resolved meanwhile is 409, saying by whom (the team layer refuses it)."""
     detail = db.review_item(item_id)
     known = [d.rule_id for d in detail.result.rules]
     rules: dict[str, str] = {}
@@ -122,22 +124,14 @@ def _decide(
     if extra:
         return 400, f"rule {extra[0]} is not a rule of trace {detail.trace_id}", None
     kind = form.get("kind", "review")
-    if kind not in ("review", "adjudication"):
-        return 400, f"kind {kind!r} is not review or adjudication", None
-    state = db.item_state(item_id, viewer.name)
-    if state.state == "resolved":
-        return 409, "this item was resolved meanwhile: " + _resolved_by(db, item_id), None
     verdict = "fail" if "fail" in rules.values() else "pass"
-    db.decide(item_id, viewer.name, verdict, rules, form.get("note", ""), kind=kind)
-    _, next_id = _neighbours(db, _filters(form.get("q", "")), item_id)
-    return 303, None, next_id
-
-
-def _resolved_by(db: Store, item_id: int) -> str:
-    resolution = db.review_item(item_id).resolution
-    if resolution is None:
-        return "it is no longer open"
-    return f"{resolution.verdict} by {resolution.reviewer} at {resolution.resolved_at:%Y-%m-%d %H:%M:%S} UTC"
+    try:
+        db.decide(item_id, viewer.name, verdict, rules, form.get("note", ""), kind=kind)
+    except ItemResolvedError as exc:
+        return 409, str(exc), None
+    except InputError as exc:  # an adjudication by a non-admin, an unknown kind
+        return 400, str(exc), None
+    return 303, None, _next_item(db, _filters(form.get("q", "")), item_id)
 
 
 async def decide(request: Request) -> Response:
@@ -148,8 +142,8 @@ async def decide(request: Request) -> Response:
         status, refused, next_id = await run_in_threadpool(
             _decide, request.app.state.db, item_id, viewer, form
         )
-    except InputError as exc:  # the team layer refused it (an adjudication by a non-admin, ...)
-        status, refused, next_id = 409, str(exc), None
+    except InputError as exc:  # no such item
+        status, refused, next_id = 404, str(exc), None
     if refused is not None:
         kept = [(k, v) for k, v in form.items() if k != "csrf_token"]
         return page(
@@ -159,11 +153,9 @@ async def decide(request: Request) -> Response:
             status=status,
         )
     carried = form.get("q", "")
-    suffix = f"?q={q.quote(carried)}" if carried else ""
-    target = (
-        f"/items/{next_id}{suffix}" if next_id is not None else f"/queue{'?' + carried if carried else ''}"
-    )
-    return RedirectResponse(target, status_code=303)
+    if next_id is None:
+        return RedirectResponse("/queue" + (f"?{carried}" if carried else ""), status_code=303)
+    return RedirectResponse(f"/items/{next_id}?q={q.quote(carried)}&from={item_id}", status_code=303)
 
 
 ROUTES = [

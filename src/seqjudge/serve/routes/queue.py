@@ -17,27 +17,16 @@ from seqjudge.serve.web import page, problem, viewer_of
 from seqjudge.store import Store
 
 
-def _queue_view(db: Store, filters: q.Filters, number: int) -> dict[str, Any]:
+def _queue_view(db: Store, filters: q.Filters, after: int | None) -> dict[str, Any]:
+    found = filters.ask(db, after=after)
     run_id = db.resolve_run(filters.run) if filters.run else None
-    found = db.review_queue(
-        run=run_id,
-        reason=filters.reason or None,
-        rule=filters.rule or None,
-        risk_level=filters.risk or None,
-        state=None if filters.status == "all" else filters.status,
-        claimed_by=filters.assignee or None,
-        offset=(number - 1) * q.PAGE_SIZE,
-        limit=q.PAGE_SIZE,
-    )
-    pages = max(1, -(-found.total // q.PAGE_SIZE))
     return {
         "filters": filters,
         "run_id": run_id,
-        "page_number": number,
-        "pages": pages,
+        "after": after,
         "found": found,
         "agreement": db.agreement(run=run_id),
-        "labels": db.label_status(run=run_id),
+        "labels": None,  # the team layer's label status per judge rule, when it lands
         "states": q.STATES,
         "risks": q.RISKS,
         "reasons": q.REVIEW_REASONS,
@@ -47,8 +36,8 @@ def _queue_view(db: Store, filters: q.Filters, number: int) -> dict[str, Any]:
 async def queue(request: Request) -> Response:
     viewer_of(request)
     try:
-        filters, number = q.parse(dict(request.query_params))
-        context = await run_in_threadpool(_queue_view, request.app.state.db, filters, number)
+        filters, after = q.parse(dict(request.query_params))
+        context = await run_in_threadpool(_queue_view, request.app.state.db, filters, after)
     except InputError as exc:
         return problem(request, 400, "This queue cannot be shown", str(exc))
     return page(request, "queue.html.j2", context)
