@@ -352,3 +352,71 @@ def test_a_store_of_schema_2_keeps_its_items_needing_one_review(
         assert (entry.state, entry.required_reviews, entry.reviews_in) == ("open", 1, 0)
         s.add_reviewer("ana")
         assert s.decide(entry.item.id, "ana", "pass").state == "resolved"
+
+
+# -- labels against the guarantee (workbench.labels) ---------------------------------------------------------
+def test_label_status_counts_as_the_calibration_does(tmp_path: Path) -> None:
+    from calibrate_helpers import ByTraceProvider
+    from seqjudge.calibrate_guarantee import GuaranteeSettings
+    from seqjudge.calibrate_runs import calibrate_golden
+    from seqjudge.golden import load_dataset
+    from seqjudge.workbench.labels import label_status
+    from test_calibrate_guarantee import make_dataset, replies
+
+    suite = make_dataset(tmp_path / "suite")
+    store = tmp_path / "db" / "seqjudge.db"
+    dataset = load_dataset(suite)
+    common = {"model": "scripted:conf", "risk_level": "high"}
+    figures = {}
+    for alpha in (0.01, 0.05):
+        report = calibrate_golden(
+            suite,
+            provider=ByTraceProvider(dataset.traces, replies(dataset), model="conf"),
+            store=store,
+            risk_level="high",
+            guarantee=GuaranteeSettings(alpha=alpha, delta=0.05),
+        )
+        assert report.guarantee is not None
+        figures[alpha] = report.guarantee.rules[0].guarantee
+        if alpha == 0.01:  # alpha and delta not given: the certificate's
+            status = label_status(suite, store, **common)
+    assert (status.alpha, status.delta, status.stale, status.changes) == (0.01, 0.05, False, [])
+    [rule] = status.rules
+    at_01 = figures[0.01]
+    assert rule.rule_id == "confirm-before-delete" and not rule.certified
+    assert (rule.passes, rule.needed) == (at_01["candidates"] - at_01["no_confidence"], at_01["needed"])
+    assert (rule.passes, rule.fails) == (76, 4)
+    assert (
+        rule.summary(status.alpha, status.delta)
+        == "76 labelled passes; no number of labels certifies α = 0.01, δ = 0.05 at the judge's error rate"
+    )
+    [rule] = label_status(suite, store, alpha=0.05, delta=0.05, **common).rules
+    assert rule.certified and figures[0.05]["threshold"] == 0.95
+    assert rule.summary(0.05, 0.05) == "76 of 59 labelled passes for α = δ = 0.05"
+    assert (
+        f"seqjudge calibrate {suite} --alpha 0.05 --delta 0.05"
+        in label_status(suite, store, alpha=0.05, delta=0.05, **common).recalibrate
+    )
+    labels = suite / "labels.jsonl"
+    labels.write_text(labels.read_text().replace('"labeler": "test"', '"labeler": "someone"', 1))
+    changed = label_status(suite, store, **common)
+    assert changed.stale and any("labelled dataset changed" in c for c in changed.changes)
+    assert at_01["needed"] is None  # 6 of 76 judge passes wrong: more labels cannot reach α = 0.01
+
+    # A resolved review item of a run of the same rules and model, on a trace the dataset lacks: pending.
+    from seqjudge.certificate import rules_hash
+
+    with Store(store) as s:
+        calibration_run = label_status(suite, store, **common).run_id
+        assert calibration_run is not None
+        stored = s.result(calibration_run, "t00")
+        extra = stored.result.model_copy(update={"trace_id": "extra", "review_reasons": ["audit"]})
+        run_id = s.create_run(
+            config={"model": "scripted:conf"}, fingerprint={"rules_hash": rules_hash(dataset.ruleset)}
+        )
+        s.save_result(run_id, stored.trace.model_copy(update={"trace_id": "extra"}), extra)
+        [item] = s.review_items(run=run_id)
+        s.resolve_reviews([item.id], verdict="pass", rules={"confirm-before-delete": "pass"}, reviewer="ana")
+    after = label_status(suite, store, **common)
+    assert after.pending_items == 1
+    assert (after.rules[0].pending_passes, after.rules[0].pending_fails, after.rules[0].passes) == (1, 0, 76)
