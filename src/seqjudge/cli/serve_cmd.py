@@ -45,6 +45,14 @@ def serve(
         str, typer.Option("--host", help="The address to listen on (default: this machine only).")
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="The port to listen on.")] = 8765,
+    datasets: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--dataset",
+            help="A golden dataset folder: the queue page shows, per judge rule, its labels against what the "
+            "guarantee needs and whether its certificate is stale (repeat for more).",
+        ),
+    ] = None,
     https: Annotated[
         bool,
         typer.Option(
@@ -65,6 +73,14 @@ def serve(
     with Store(Path(store), create=False) as db:
         has_reviewers = reviewers_exist(db)
         check_host(host, reviewers=has_reviewers)
+        for folder in datasets or []:
+            if not Path(folder).is_dir():
+                raise InputError(
+                    "no golden dataset folder here",
+                    source=str(folder),
+                    where="--dataset",
+                    hint="give the folder `seqjudge golden` made (its dataset.yaml inside)",
+                )
         if not has_reviewers:
             raise InputError(
                 "no reviewer can sign in to the workbench: the store has none",
@@ -72,7 +88,11 @@ def serve(
                 hint=f"add one (`{ADD_REVIEWER}` prints their token once), then start `seqjudge serve` again",
             )
         config = uvicorn.Config(
-            create_app(db, https=https), host=host, port=port, log_level="warning", access_log=False
+            create_app(db, https=https, datasets=list(datasets or [])),
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
         )
         server = uvicorn.Server(config)
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
@@ -33,10 +35,12 @@ def routes() -> list[BaseRoute]:
     ]
 
 
-def create_app(db: Store, *, https: bool = False) -> Starlette:
+def create_app(db: Store, *, https: bool = False, datasets: Sequence[Path] = ()) -> Starlette:
     """The workbench over ``db`` (the caller opens and closes it). ``https``: the server is reached over
-    TLS (behind a proxy that terminates it), so its cookies are marked ``Secure``."""
+    TLS (behind a proxy that terminates it), so its cookies are marked ``Secure``. ``datasets``: golden
+    dataset folders whose label status (per judge rule, against the guarantee) the queue page shows."""
     app = Starlette(routes=routes(), middleware=[Middleware(Guard, db=db)])
     app.state.db = db
     app.state.https = https
+    app.state.datasets = list(datasets)
     return app

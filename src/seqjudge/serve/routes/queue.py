@@ -4,6 +4,7 @@ judge rule, the labels that exist against what the guarantee needs, with the com
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -11,13 +12,23 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from seqjudge.errors import InputError
+from seqjudge.errors import InputError, SeqjudgeError
 from seqjudge.serve import queue as q
 from seqjudge.serve.web import page, problem, viewer_of
 from seqjudge.store import Store
 
 
-def _queue_view(db: Store, filters: q.Filters, after: int | None) -> dict[str, Any]:
+def _labels(directory: Path, db: Store) -> tuple[Path, Any, str | None]:
+    """The team layer's label status of one golden dataset (``serve --dataset``), or why there is none."""
+    from seqjudge.workbench.labels import label_status
+
+    try:
+        return directory, label_status(directory, db.path), None
+    except SeqjudgeError as exc:
+        return directory, None, str(exc)
+
+
+def _queue_view(db: Store, datasets: list[Path], filters: q.Filters, after: int | None) -> dict[str, Any]:
     found = filters.ask(db, after=after)
     run_id = db.resolve_run(filters.run) if filters.run else None
     return {
@@ -26,7 +37,7 @@ def _queue_view(db: Store, filters: q.Filters, after: int | None) -> dict[str, A
         "after": after,
         "found": found,
         "agreement": db.agreement(run=run_id),
-        "labels": None,  # the team layer's label status per judge rule, when it lands
+        "labels": [_labels(directory, db) for directory in datasets],
         "states": q.STATES,
         "risks": q.RISKS,
         "reasons": q.REVIEW_REASONS,
@@ -37,7 +48,9 @@ async def queue(request: Request) -> Response:
     viewer_of(request)
     try:
         filters, after = q.parse(dict(request.query_params))
-        context = await run_in_threadpool(_queue_view, request.app.state.db, filters, after)
+        context = await run_in_threadpool(
+            _queue_view, request.app.state.db, request.app.state.datasets, filters, after
+        )
     except InputError as exc:
         return problem(request, 400, "This queue cannot be shown", str(exc))
     return page(request, "queue.html.j2", context)
