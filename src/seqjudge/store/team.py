@@ -57,7 +57,7 @@ QUEUE_STATES: tuple[str, ...] = ("unresolved", "open", "in_review", "disputed", 
 
 # Names appear in labels (`labeler: "ana, bo"`), in the record and in the web page: letters, digits and a few
 # separators, no comma (it joins names), no control or direction characters.
-_NAME = re.compile(r"[^\W_][\w.@+\- ]{0,62}[\w.@+\-]|[^\W_]")
+_NAME = re.compile(r"[^\W_](?:[\w.@+\- ]{0,62}[^\W_])?")
 
 
 class Reviewer(BaseModel):
