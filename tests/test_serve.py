@@ -354,3 +354,31 @@ def test_serve_without_a_reviewer_says_how_to_add_one(
     assert "refusing to listen on 0.0.0.0" in err and "Traceback" not in err
     assert run(["serve", "--store", str(tmp_path / "missing.db")]) == 2
     assert "no seqjudge store here" in capsys.readouterr().err
+
+
+def test_the_queue_shows_the_label_status_of_a_dataset(tmp_path: Path) -> None:
+    from calibrate_helpers import ByTraceProvider
+    from seqjudge.calibrate_guarantee import GuaranteeSettings
+    from seqjudge.calibrate_runs import calibrate_golden
+    from seqjudge.golden import load_dataset
+    from test_calibrate_guarantee import make_dataset, replies
+
+    suite = make_dataset(tmp_path / "suite")
+    path = tmp_path / "db" / "seqjudge.db"
+    dataset = load_dataset(suite)
+    calibrate_golden(
+        suite,
+        provider=ByTraceProvider(dataset.traces, replies(dataset), model="conf"),
+        store=path,
+        risk_level="high",
+        guarantee=GuaranteeSettings(alpha=0.05, delta=0.05),
+    )
+    with Store(path, create=False) as db:
+        app = create_app(db, datasets=[suite, tmp_path / "nothing"], model="scripted:conf", risk_level="high")
+        env = {"app": app, "tokens": {"ana": db.add_reviewer("ana")}}
+        c, _ = sign_in(env, "ana")
+        html = c.get("/queue").text
+    assert "confirm-before-delete</code>: 76 of 59 labelled passes for α = δ = 0.05" in html
+    assert f"seqjudge calibrate {suite} --alpha 0.05 --delta 0.05" in html
+    assert 'id="stale"' not in html
+    assert f'data-dataset="{tmp_path / "nothing"}"' in html and 'class="problem"' in html

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from seqjudge.cli.app import app
-from seqjudge.cli.options import StoreOpt
+from seqjudge.cli.options import Risk, StoreOpt
 from seqjudge.defaults import DEFAULT_STORE_PATH
 from seqjudge.errors import InputError
 from seqjudge.safetext import say
@@ -53,6 +53,13 @@ def serve(
             "guarantee needs and whether its certificate is stale (repeat for more).",
         ),
     ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="With --dataset: the judge model (provider:model) whose labels count."),
+    ] = None,
+    risk: Annotated[
+        Risk | None, typer.Option("--risk-level", help="With --dataset: the risk level certified.")
+    ] = None,
     https: Annotated[
         bool,
         typer.Option(
@@ -88,7 +95,13 @@ def serve(
                 hint=f"add one (`{ADD_REVIEWER}` prints their token once), then start `seqjudge serve` again",
             )
         config = uvicorn.Config(
-            create_app(db, https=https, datasets=list(datasets or [])),
+            create_app(
+                db,
+                https=https,
+                datasets=list(datasets or []),
+                model=model,
+                risk_level=None if risk is None else risk.value,
+            ),
             host=host,
             port=port,
             log_level="warning",

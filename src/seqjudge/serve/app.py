@@ -35,12 +35,21 @@ def routes() -> list[BaseRoute]:
     ]
 
 
-def create_app(db: Store, *, https: bool = False, datasets: Sequence[Path] = ()) -> Starlette:
+def create_app(
+    db: Store,
+    *,
+    https: bool = False,
+    datasets: Sequence[Path] = (),
+    model: str | None = None,
+    risk_level: str | None = None,
+) -> Starlette:
     """The workbench over ``db`` (the caller opens and closes it). ``https``: the server is reached over
     TLS (behind a proxy that terminates it), so its cookies are marked ``Secure``. ``datasets``: golden
-    dataset folders whose label status (per judge rule, against the guarantee) the queue page shows."""
+    dataset folders whose label status (per judge rule, against the guarantee) the queue page shows, for the
+    judge ``model`` at ``risk_level`` (default: each dataset's own config)."""
     app = Starlette(routes=routes(), middleware=[Middleware(Guard, db=db)])
     app.state.db = db
     app.state.https = https
     app.state.datasets = list(datasets)
+    app.state.label_options = {"model": model, "risk_level": risk_level}
     return app

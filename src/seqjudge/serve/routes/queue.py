@@ -18,17 +18,19 @@ from seqjudge.serve.web import page, problem, viewer_of
 from seqjudge.store import Store
 
 
-def _labels(directory: Path, db: Store) -> tuple[Path, Any, str | None]:
+def _labels(directory: Path, db: Store, options: dict[str, Any]) -> tuple[Path, Any, str | None]:
     """The team layer's label status of one golden dataset (``serve --dataset``), or why there is none."""
     from seqjudge.workbench.labels import label_status
 
     try:
-        return directory, label_status(directory, db.path), None
+        return directory, label_status(directory, db.path, **options), None
     except SeqjudgeError as exc:
         return directory, None, str(exc)
 
 
-def _queue_view(db: Store, datasets: list[Path], filters: q.Filters, after: int | None) -> dict[str, Any]:
+def _queue_view(
+    db: Store, labels: tuple[list[Path], dict[str, Any]], filters: q.Filters, after: int | None
+) -> dict[str, Any]:
     found = filters.ask(db, after=after)
     run_id = db.resolve_run(filters.run) if filters.run else None
     return {
@@ -37,7 +39,7 @@ def _queue_view(db: Store, datasets: list[Path], filters: q.Filters, after: int 
         "after": after,
         "found": found,
         "agreement": db.agreement(run=run_id),
-        "labels": [_labels(directory, db) for directory in datasets],
+        "labels": [_labels(directory, db, labels[1]) for directory in labels[0]],
         "states": q.STATES,
         "risks": q.RISKS,
         "reasons": q.REVIEW_REASONS,
@@ -49,7 +51,11 @@ async def queue(request: Request) -> Response:
     try:
         filters, after = q.parse(dict(request.query_params))
         context = await run_in_threadpool(
-            _queue_view, request.app.state.db, request.app.state.datasets, filters, after
+            _queue_view,
+            request.app.state.db,
+            (request.app.state.datasets, request.app.state.label_options),
+            filters,
+            after,
         )
     except InputError as exc:
         return problem(request, 400, "This queue cannot be shown", str(exc))
