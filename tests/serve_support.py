@@ -6,6 +6,10 @@ their hostile trace, and one more trace whose content is terminal escapes, bidi 
 from __future__ import annotations
 
 import re
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +60,27 @@ def hidden_value(html: str, name: str) -> str:
     found = re.search(rf'name="{re.escape(name)}" value="([^"]*)"', html)
     assert found is not None, f"no hidden field {name}"
     return found.group(1)
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """``app`` served by uvicorn on 127.0.0.1 at a free port, in a thread; yields its base URL."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        for _ in range(500):  # until it is up (it starts in milliseconds; the bound is a safety net)
+            if server.started:
+                break
+            thread.join(0.01)
+        assert server.started, "uvicorn did not start"
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()

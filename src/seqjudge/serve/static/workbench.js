@@ -1,7 +1,7 @@
 /* seqjudge workbench: the keyboard on an item page. No library, no network, nothing inserted as HTML.
    j / k        next / previous item
    arrows, tab  move between the rules of the decision form
-   p / f        the focused rule passes / fails (then the next rule is focused)
+   p / f        the focused rule passes / fails (then the next rule without a verdict is focused)
    n            focus the note (Escape leaves it)
    Enter        submit (ctrl-Enter or cmd-Enter from inside the note) */
 (function () {
@@ -30,6 +30,10 @@
     if (!input) return;
     input.checked = true;
     rows[current].setAttribute("data-set", value);
+    // On to the next rule still without a verdict (the preset ones are skipped); the last stays focused.
+    for (var k = current + 1; k < rows.length; k++) {
+      if (!rows[k].querySelector("input:checked")) { focusRule(k); return; }
+    }
     if (current + 1 < rows.length) focusRule(current + 1);
   }
   rows.forEach(function (row, i) {
@@ -40,7 +44,8 @@
     });
   });
   function submit() {
-    if (form && form.reportValidity()) form.submit();
+    // Through the prototype: a control named "submit" would shadow form.submit.
+    if (form && form.reportValidity()) HTMLFormElement.prototype.submit.call(form);
   }
   document.addEventListener("keydown", function (event) {
     var note = form ? form.querySelector("textarea[name=note]") : null;
@@ -80,4 +85,5 @@
     var firstUnset = rows.findIndex(function (row) { return !row.querySelector("input:checked"); });
     focusRule(firstUnset < 0 ? 0 : firstUnset);
   }
+  document.body.setAttribute("data-keys", "ready");  // the keys work from now on
 })();
