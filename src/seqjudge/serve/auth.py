@@ -8,15 +8,16 @@ id (in an HttpOnly, SameSite=Strict cookie) and the store holds only its hash, w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import TYPE_CHECKING
+
+from seqjudge.store.team import SESSION_TTL as TEAM_SESSION_TTL
 
 if TYPE_CHECKING:
     from seqjudge.store import Store
 
 SESSION_COOKIE = "seqjudge_session"
 LOGIN_COOKIE = "seqjudge_login"  # the sign-in form's own CSRF token (double submit: no session yet)
-SESSION_TTL = timedelta(hours=12)
+SESSION_TTL = TEAM_SESSION_TTL  # the team layer's: the cookie lives as long as the session
 
 
 @dataclass(frozen=True)
@@ -51,4 +52,4 @@ def sign_out(db: Store, session_id: str) -> None:
 
 
 def reviewers_exist(db: Store) -> bool:
-    return any(r.disabled_at is None for r in db.reviewers())
+    return any(r.active for r in db.reviewers())
