@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+import threading
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,13 @@ def test_a_session_expires_and_closes(db: Store) -> None:
     db.close_session(session_id)
     assert db.session(session_id) is None
     assert db.session(other) is not None
+    db.open_session("bo", ttl=timedelta(0))  # expired at once: dropped when the next session opens
+    db.open_session("bo")
+    with sqlite3.connect(db.path) as conn:
+        assert [r[0] for r in conn.execute("SELECT reviewer FROM web_sessions ORDER BY reviewer")] == [
+            "ana",
+            "bo",
+        ]
 
 
 # -- required reviews ----------------------------------------------------------------------------------------
@@ -194,6 +202,27 @@ def test_a_changed_vote_is_appended_and_the_latest_counts(db: Store) -> None:
     ]
     assert db.item_state(item, "ana").state == "resolved"
     assert db.review_item(item).resolution.verdict == "pass"  # type: ignore[union-attr]
+
+
+def test_two_reviewers_deciding_at_once_are_both_kept(db: Store) -> None:
+    items = queued(db, 20)
+    gate = threading.Barrier(2)
+
+    def decide(name: str, verdict: str) -> None:
+        with Store(db.path) as mine:  # each its own connection, as two web requests
+            gate.wait()
+            for item in items:
+                mine.decide(item, name, verdict)
+
+    workers = [threading.Thread(target=decide, args=args) for args in (("ana", "pass"), ("bo", "fail"))]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    for item in items:
+        assert sorted(d.reviewer for d in db.decision_history(item)) == ["ana", "bo"]
+        assert db.item_state(item, "ana").state == "disputed"
+    assert db.queue(state="disputed").total == 20
 
 
 def test_a_decision_on_a_resolved_item_is_refused_and_nothing_is_lost(db: Store) -> None:
@@ -330,6 +359,16 @@ def test_the_queue_of_ten_thousand_items_uses_its_indexes(db: Store) -> None:
             )
         )
     assert "review_items_queue" in plan and "TEMP B-TREE" not in plan
+    with sqlite3.connect(db.path) as conn:
+        plan = " ".join(
+            str(row[-1])
+            for row in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM review_items i WHERE EXISTS (SELECT 1 FROM "
+                "rule_decisions d WHERE d.run_id = i.run_id AND d.trace_id = i.trace_id AND d.rule_id = ?)",
+                (RULE,),
+            )
+        )
+    assert "rule_decisions_trace_rule" in plan  # one lookup per item, not a scan of the run's decisions
 
 
 def test_a_store_of_schema_2_keeps_its_items_needing_one_review(
@@ -420,3 +459,64 @@ def test_label_status_counts_as_the_calibration_does(tmp_path: Path) -> None:
     after = label_status(suite, store, **common)
     assert after.pending_items == 1
     assert (after.rules[0].pending_passes, after.rules[0].pending_fails, after.rules[0].passes) == (1, 0, 76)
+
+
+# -- config: review.reviews_per_item ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("0", "review.reviews_per_item: input should be greater than or equal to 1. the keys of review are"),
+        ("two", "review.reviews_per_item: input should be a valid integer"),
+        ("true", "review.reviews_per_item: input should be a valid integer"),
+        (
+            "{hihg: 2}",
+            "review.reviews_per_item.hihg: unknown key. the keys of review.reviews_per_item are: low, "
+            "medium, high, default",
+        ),
+        ("{high: 0}", "review.reviews_per_item.high: input should be greater than or equal to 1"),
+    ],
+)
+def test_a_bad_reviews_per_item_is_named(tmp_path: Path, value: str, message: str) -> None:
+    from seqjudge.config import load_config
+
+    path = tmp_path / "seqjudge.yaml"
+    path.write_text(f"rules: r.yaml\ntraces: t.jsonl\nreview:\n  reviews_per_item: {value}\n")
+    with pytest.raises(InputError) as caught:
+        load_config(path)
+    assert message in str(caught.value)
+
+
+def test_reviews_per_item_by_risk_level(tmp_path: Path) -> None:
+    from seqjudge.config import load_config
+
+    path = tmp_path / "seqjudge.yaml"
+    path.write_text("rules: r.yaml\ntraces: t.jsonl\nreview:\n  reviews_per_item: {high: 2, default: 1}\n")
+    review = load_config(path).review
+    assert [review.required_reviews(level) for level in ("low", "medium", "high")] == [1, 1, 2]
+    path.write_text("rules: r.yaml\ntraces: t.jsonl\nreview:\n  reviews_per_item: 3\n")
+    assert load_config(path).review.required_reviews("low") == 3
+
+
+def test_a_run_at_high_risk_queues_items_needing_the_configured_reviews(tmp_path: Path) -> None:
+    import asyncio
+
+    from seqjudge import load_rules
+    from seqjudge.config import RunConfig
+    from seqjudge.ingest import load_traces
+    from seqjudge.runner import run_traces
+
+    suite = Path(__file__).parent.parent / "golden_traces" / "customer-support"
+    cfg = RunConfig(
+        rules=str(suite / "rules.yaml"),
+        traces=str(suite / "traces.jsonl"),
+        store=str(tmp_path / "s.db"),
+        risk_level="high",
+        review={"reviews_per_item": {"high": 2}},
+    )
+    with Store(cfg.store) as s:
+        summary = asyncio.run(
+            run_traces(cfg, load_rules(cfg.rules), load_traces(cfg.traces), s, provider=None)
+        )
+        page = s.queue(run=summary.run_id, limit=500)
+        assert page.total == summary.queued > 0
+        assert {e.required_reviews for e in page.entries} == {2}

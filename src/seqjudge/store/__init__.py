@@ -6,7 +6,8 @@ in its own module:
 - ``connection``: opening, pragmas (WAL, ``synchronous=NORMAL``), the lock, transactions, migrating on open;
 - ``schema``: the tables, as the ordered ``MIGRATIONS``;
 - ``runs``, ``results``, ``review``, ``baselines``, ``batches``, ``export``: the tables of each concern;
-- ``team``: reviewers, sessions, the append-only record of decisions, claims, agreement and the queue;
+- ``reviewers``: the workbench's reviewers and browser sessions; ``team``: the append-only record of
+  decisions, blind double review, adjudication and claims; ``queue``: the queue's pages and the agreement;
 - ``models``: what the store returns; ``codec``: timestamps, JSON columns, results rebuilt.
 
 Design decisions:
@@ -49,22 +50,13 @@ from seqjudge.store.models import (
     RunInfo,
     StoredResult,
 )
+from seqjudge.store.queue import AgreementReport, PairAgreement, QueueEntry, QueueMixin, QueuePage
 from seqjudge.store.results import ResultsMixin
 from seqjudge.store.review import ReviewMixin
+from seqjudge.store.reviewers import Reviewer
 from seqjudge.store.runs import FINAL_STATUSES, LIST_RUNS_HINT, RUN_STATUSES, RunsMixin, new_run_id
 from seqjudge.store.schema import MIGRATIONS, Migration
-from seqjudge.store.team import (
-    AgreementReport,
-    Claim,
-    Decision,
-    ItemResolvedError,
-    ItemState,
-    PairAgreement,
-    QueueEntry,
-    QueuePage,
-    Reviewer,
-    TeamMixin,
-)
+from seqjudge.store.team import Claim, Decision, ItemResolvedError, ItemState
 
 __all__ = [
     "DEFAULT_STORE_PATH",
@@ -101,6 +93,6 @@ __all__ = [
 
 
 class Store(
-    TeamMixin, ExportMixin, ReviewMixin, ResultsMixin, BatchesMixin, BaselinesMixin, RunsMixin, Connection
+    QueueMixin, ExportMixin, ReviewMixin, ResultsMixin, BatchesMixin, BaselinesMixin, RunsMixin, Connection
 ):
     """``Store(path)``: open (creating it and its folders unless ``create=False``) and migrate."""

@@ -71,6 +71,7 @@ class ResultsMixin(RunsMixin):
         usage = (judge or {}).get("usage") or {}
         now = _iso(_now())
         trace_id = result.trace_id
+        required = self._required_reviews(run_id) if data["review_reasons"] else 1
         try:
             with self._tx() as conn:
                 seq = conn.execute(
@@ -100,16 +101,15 @@ class ResultsMixin(RunsMixin):
                 self._insert_attempts(conn, run_id, trace_id, (judge or {}).get("attempts") or [])
                 if data["review_reasons"]:
                     conn.execute(
-                        "INSERT INTO review_items (run_id, trace_id, reasons, status, created_at, "
-                        "required_reviews) VALUES (?, ?, ?, 'open', ?, ?)",
-                        (
-                            run_id,
-                            trace_id,
-                            _dumps(data["review_reasons"]),
-                            now,
-                            self._required_reviews(run_id),
-                        ),
+                        "INSERT INTO review_items (run_id, trace_id, reasons, status, created_at) "
+                        "VALUES (?, ?, ?, 'open', ?)",
+                        (run_id, trace_id, _dumps(data["review_reasons"]), now),
                     )
+                    if required != 1:  # the column's default (store.team): written when the run asks more
+                        conn.execute(
+                            "UPDATE review_items SET required_reviews = ? WHERE run_id = ? AND trace_id = ?",
+                            (required, run_id, trace_id),
+                        )
         except sqlite3.IntegrityError as exc:
             if self._read("SELECT 1 FROM results WHERE run_id = ? AND trace_id = ?", (run_id, trace_id)):
                 raise DuplicateTraceError(

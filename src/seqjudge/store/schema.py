@@ -234,6 +234,9 @@ _V3 = (
     "ALTER TABLE review_items ADD COLUMN team_state TEXT NOT NULL DEFAULT 'open'",
     "CREATE INDEX review_items_queue ON review_items (status, team_state, id)",
     "CREATE INDEX review_items_run_queue ON review_items (run_id, status, team_state, id)",
+    # The queue's rule filter looks up one trace's rule: without this SQLite takes (run_id, rule_id) and
+    # scans the run's decisions of that rule for every item (57 s for 10,000 items; under 0.1 s with it).
+    "CREATE INDEX rule_decisions_trace_rule ON rule_decisions (run_id, trace_id, rule_id)",
 )
 
 # Applied in order; a new schema is a new entry at the end, never an edit of an applied one.

@@ -1,12 +1,8 @@
-"""The review workbench's team layer: reviewers and their tokens, browser sessions, the append-only record of
-decisions, blind double review and adjudication, soft claims, reviewer agreement and the queue's query.
+"""The review workbench's team layer: the append-only record of decisions, blind double review and
+adjudication, and soft claims (reviewers and sessions: ``store.reviewers``; the queue: ``store.queue``).
 
 Design decisions:
 
-- A token (``secrets.token_urlsafe(32)``: 256 random bits) is stored only as its SHA-256. A slow password
-  hash guards guessable secrets; nobody can guess 2^256, so a plain hash loses nothing and a sign-in is one
-  indexed lookup. The same holds for a session id. The CSRF token is per session and stored as is: it is
-  not a credential, only proof that a form came from a page this session was shown.
 - ``review_decisions`` is append-only: no statement here updates or deletes a row. A reviewer's current
   decision on an item is their latest ``review`` row; a changed mind is a new row.
 - An item needs ``required_reviews`` independent reviews (``review.reviews_per_item``). When they are in and
@@ -26,49 +22,24 @@ Design decisions:
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-import secrets
 import sqlite3
 import uuid
-from collections import Counter
 from datetime import datetime, timedelta
-from itertools import combinations
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from seqjudge.crosscheck import Agreement, kappa_of
-from seqjudge.defaults import REVIEW_REASONS
 from seqjudge.errors import InputError
 from seqjudge.store.codec import _iso, _now
 from seqjudge.store.models import ReviewItem
 from seqjudge.store.review import ReviewMixin
+from seqjudge.store.reviewers import ReviewersMixin
 
 CLAIM_TTL = timedelta(minutes=30)  # a claim older than this no longer shows
-SESSION_TTL = timedelta(hours=12)  # a browser session's default life
-QUEUE_PAGE = 50  # items per queue page unless asked otherwise
-QUEUE_PAGE_MAX = 500
 
 ItemStateName = Literal["open", "in_review", "disputed", "resolved"]
 DecisionKind = Literal["review", "adjudication"]
-QUEUE_STATES: tuple[str, ...] = ("unresolved", "open", "in_review", "disputed", "resolved", "all")
-
-# Names appear in labels (`labeler: "ana, bo"`), in the record and in the web page: letters, digits and a few
-# separators, no comma (it joins names), no control or direction characters.
-_NAME = re.compile(r"[^\W_](?:[\w.@+\- ]{0,62}[^\W_])?")
-
-
-class Reviewer(BaseModel):
-    name: str
-    admin: bool
-    created_at: datetime
-    disabled_at: datetime | None = None
-
-    @property
-    def active(self) -> bool:
-        return self.disabled_at is None
 
 
 class Decision(BaseModel):
@@ -106,44 +77,8 @@ class ItemState(BaseModel):
     hidden: int = 0
 
 
-class QueueEntry(BaseModel):
-    item: ReviewItem
-    state: ItemStateName
-    required_reviews: int
-    reviews_in: int
-    claimed_by: str | None = None
-
-
-class QueuePage(BaseModel):
-    entries: list[QueueEntry]
-    total: int  # items matching the filters, on every page
-    next_after: int | None = None  # pass as ``after`` for the next page; None: this is the last
-
-
-class PairAgreement(BaseModel):
-    """Two reviewers' agreement over the items both decided: overall (``verdict``) and per rule."""
-
-    reviewers: tuple[str, str]
-    verdict: Agreement
-    rules: dict[str, Agreement] = Field(default_factory=dict)
-
-
-class AgreementReport(BaseModel):
-    items: int  # items with two or more independent reviews
-    pairs: list[PairAgreement]
-
-
 class ItemResolvedError(InputError):
     """A decision on an item resolved meanwhile."""
-
-
-def token_hash(secret: str) -> str:
-    """What is stored for a token or a session id (see the module docstring for why SHA-256 suffices)."""
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
-
-
-def _dt(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
 
 
 def _agree(a: Decision, b: Decision) -> bool:
@@ -170,132 +105,8 @@ def derived_state(resolved: bool, required: int, votes: dict[str, Decision]) -> 
     return "resolved" if all(_agree(first, v) for v in rest) else "disputed"
 
 
-class TeamMixin(ReviewMixin):
-    """The ``reviewers``, ``web_sessions``, ``review_decisions`` and ``review_claims`` tables."""
-
-    # -- reviewers ------------------------------------------------------------------------------------------
-    def add_reviewer(self, name: str, *, admin: bool = False) -> str:
-        """Register a reviewer; returns their token, which is stored nowhere (only its hash)."""
-        if not _NAME.fullmatch(name):
-            raise InputError(
-                f"{name!r} cannot be a reviewer's name",
-                where="NAME",
-                hint="use 1 to 64 letters, digits, spaces or . @ + - _ (no comma), starting and ending with "
-                "a letter or digit",
-            )
-        token = secrets.token_urlsafe(32)
-        with self._tx() as conn:
-            if conn.execute("SELECT 1 FROM reviewers WHERE name = ?", (name,)).fetchall():
-                raise InputError(
-                    f"there is already a reviewer named {name!r}",
-                    source=str(self.path),
-                    where="NAME",
-                    hint="choose another name; `seqjudge reviewers list` shows the names taken",
-                )
-            conn.execute(
-                "INSERT INTO reviewers (name, token_hash, admin, created_at) VALUES (?, ?, ?, ?)",
-                (name, token_hash(token), int(admin), _iso(_now())),
-            )
-        return token
-
-    def reviewers(self) -> list[Reviewer]:
-        rows = self._read("SELECT name, admin, created_at, disabled_at FROM reviewers ORDER BY name")
-        return [self._reviewer(r) for r in rows]
-
-    @staticmethod
-    def _reviewer(row: sqlite3.Row) -> Reviewer:
-        return Reviewer(
-            name=row["name"],
-            admin=bool(row["admin"]),
-            created_at=row["created_at"],
-            disabled_at=row["disabled_at"],
-        )
-
-    def reviewer(self, name: str) -> Reviewer | None:
-        rows = self._read(
-            "SELECT name, admin, created_at, disabled_at FROM reviewers WHERE name = ?", (name,)
-        )
-        return self._reviewer(rows[0]) if rows else None
-
-    def disable_reviewer(self, name: str) -> Reviewer:
-        """Refuse the reviewer's token and end their sessions; their decisions stay in the record."""
-        with self._tx() as conn:
-            rows = conn.execute("SELECT disabled_at FROM reviewers WHERE name = ?", (name,)).fetchall()
-            if not rows:
-                raise InputError(
-                    f"no reviewer named {name!r}",
-                    source=str(self.path),
-                    where="NAME",
-                    hint="`seqjudge reviewers list` shows the reviewers",
-                )
-            if rows[0]["disabled_at"] is None:
-                conn.execute("UPDATE reviewers SET disabled_at = ? WHERE name = ?", (_iso(_now()), name))
-            conn.execute("DELETE FROM web_sessions WHERE reviewer = ?", (name,))
-        found = self.reviewer(name)
-        assert found is not None
-        return found
-
-    def reviewer_for_token(self, token: str) -> Reviewer | None:
-        """The active reviewer this token signs in; None for an unknown token or a disabled reviewer."""
-        rows = self._read(
-            "SELECT name, admin, created_at, disabled_at FROM reviewers WHERE token_hash = ?",
-            (token_hash(token),),
-        )
-        if not rows or rows[0]["disabled_at"] is not None:
-            return None
-        return self._reviewer(rows[0])
-
-    def _active_reviewer(self, name: str, *, admin: bool = False) -> Reviewer:
-        found = self.reviewer(name)
-        if found is None or not found.active:
-            why = "is not a registered reviewer" if found is None else "is disabled"
-            raise InputError(
-                f"{name!r} {why}",
-                source=str(self.path),
-                where="reviewer",
-                hint="an admin registers reviewers with `seqjudge reviewers add NAME`",
-            )
-        if admin and not found.admin:
-            raise InputError(
-                f"{name!r} is not an admin: only an admin adjudicates a disputed item",
-                source=str(self.path),
-                where="reviewer",
-                hint="ask an admin (`seqjudge reviewers list` marks them) to adjudicate",
-            )
-        return found
-
-    # -- sessions -------------------------------------------------------------------------------------------
-    def open_session(self, reviewer: str, ttl: timedelta = SESSION_TTL) -> tuple[str, str]:
-        """A browser session for an active reviewer: (session id, CSRF token). Only the id's hash is kept."""
-        self._active_reviewer(reviewer)
-        session_id = secrets.token_urlsafe(32)
-        csrf = secrets.token_urlsafe(32)
-        now = _now()
-        with self._tx() as conn:
-            conn.execute(
-                "INSERT INTO web_sessions (id_hash, reviewer, csrf_token, created_at, expires_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (token_hash(session_id), reviewer, csrf, _iso(now), _iso(now + ttl)),
-            )
-        return session_id, csrf
-
-    def session(self, session_id: str, *, now: datetime | None = None) -> tuple[Reviewer, str] | None:
-        """(the reviewer, the session's CSRF token), or None: unknown, expired, or the reviewer disabled."""
-        rows = self._read(
-            "SELECT s.csrf_token, s.expires_at, r.name, r.admin, r.created_at, r.disabled_at "
-            "FROM web_sessions s JOIN reviewers r ON r.name = s.reviewer WHERE s.id_hash = ?",
-            (token_hash(session_id),),
-        )
-        if not rows:
-            return None
-        row = rows[0]
-        if row["disabled_at"] is not None or datetime.fromisoformat(row["expires_at"]) <= (now or _now()):
-            return None
-        return self._reviewer(row), row["csrf_token"]
-
-    def close_session(self, session_id: str) -> None:
-        with self._tx() as conn:
-            conn.execute("DELETE FROM web_sessions WHERE id_hash = ?", (token_hash(session_id),))
+class TeamMixin(ReviewersMixin, ReviewMixin):
+    """The ``review_decisions`` and ``review_claims`` tables, and ``review_items.team_state``."""
 
     # -- decisions ------------------------------------------------------------------------------------------
     def decide(
@@ -376,6 +187,10 @@ class TeamMixin(ReviewMixin):
         """Append one decision and apply what it decides, inside the caller's transaction (read there too:
         another reviewer may have decided meanwhile). ``correct``: a review of a resolved item that needs
         one review replaces its resolution (the CLI's correction) instead of being refused."""
+        # Lock the item's row first (a no-op write): two reviewers deciding it at once are taken one after
+        # the other, each reading the other's decision, on SQLite (whose IMMEDIATE transaction locks the
+        # file already) and on a server whose transactions see what committed while they waited.
+        conn.execute("UPDATE review_items SET team_state = team_state WHERE id = ?", (item_id,))
         rows = conn.execute(
             "SELECT status, required_reviews, reviewer, resolved_at, resolution_verdict FROM review_items "
             "WHERE id = ?",
@@ -536,153 +351,3 @@ class TeamMixin(ReviewMixin):
             if rows
             else None
         )
-
-    # -- agreement ------------------------------------------------------------------------------------------
-    def agreement(self, run: str | None = None) -> AgreementReport:
-        """Cohen's kappa between each pair of reviewers, on the verdict and per rule, over the items both
-        reviewed independently (each one's latest review; items with two or more reviews)."""
-        sql = self._DECISION_SELECT + "WHERE kind = 'review'"
-        params: tuple[Any, ...] = ()
-        if run is not None:
-            sql += " AND item_id IN (SELECT id FROM review_items WHERE run_id = ?)"
-            params = (self.resolve_run(run),)
-        by_item: dict[int, list[Decision]] = {}
-        for row in self._read(sql + " ORDER BY item_id, seq", params):
-            d = self._decision(row)
-            by_item.setdefault(d.item_id, []).append(d)
-        verdicts: dict[tuple[str, str], Counter[tuple[bool, bool]]] = {}
-        per_rule: dict[tuple[str, str], dict[str, Counter[tuple[bool, bool]]]] = {}
-        items = 0
-        for decisions in by_item.values():
-            votes = current_votes(decisions)
-            if len(votes) < 2:
-                continue
-            items += 1
-            for a, b in combinations(sorted(votes), 2):
-                va, vb = votes[a], votes[b]
-                verdicts.setdefault((a, b), Counter())[va.verdict == "fail", vb.verdict == "fail"] += 1
-                rules = per_rule.setdefault((a, b), {})
-                for rule_id in sorted(va.rules.keys() & vb.rules.keys()):
-                    pair = (va.rules[rule_id] == "fail", vb.rules[rule_id] == "fail")
-                    rules.setdefault(rule_id, Counter())[pair] += 1
-        pairs = [
-            PairAgreement(
-                reviewers=pair,
-                verdict=kappa_of(counts),
-                rules={rule_id: kappa_of(c) for rule_id, c in sorted(per_rule.get(pair, {}).items())},
-            )
-            for pair, counts in sorted(verdicts.items())
-        ]
-        return AgreementReport(items=items, pairs=pairs)
-
-    # -- the queue ------------------------------------------------------------------------------------------
-    def queue(
-        self,
-        *,
-        run: str | None = None,
-        reason: str | None = None,
-        rule: str | None = None,
-        risk_level: str | None = None,
-        state: str = "unresolved",
-        claimed_by: str | None = None,
-        after: int | None = None,
-        limit: int = QUEUE_PAGE,
-        now: datetime | None = None,
-    ) -> QueuePage:
-        """One page of review items, by item number, filtered; ``after`` is the previous page's
-        ``next_after`` (keyset paging: every page costs the same, however deep).
-
-        ``state``: unresolved (default: open, in review and disputed), open (no review in), in_review,
-        disputed, resolved or all. ``rule``: items whose trace has that rule failed or undecided by the
-        engine, the judge or the reconciliation. ``risk_level``: items of runs at that level.
-        ``claimed_by``: items a reviewer claimed (a live claim)."""
-        if state not in QUEUE_STATES:
-            raise InputError(
-                f"unknown queue state {state!r}", where="state", hint="use " + ", ".join(QUEUE_STATES)
-            )
-        if not 1 <= limit <= QUEUE_PAGE_MAX:
-            raise InputError(
-                f"page size {limit} is out of range", where="limit", hint=f"use 1 to {QUEUE_PAGE_MAX}"
-            )
-        where: list[str] = []
-        params: list[Any] = []
-        if run is not None:
-            where.append("i.run_id = ?")
-            params.append(self.resolve_run(run))
-        if state == "unresolved":
-            where.append("i.status = 'open'")
-        elif state == "resolved":
-            where.append("i.status = 'resolved'")
-        elif state != "all":
-            where.append("i.status = 'open' AND i.team_state = ?")
-            params.append(state)
-        if reason is not None:
-            if reason not in REVIEW_REASONS:
-                raise InputError(
-                    f"unknown review reason {reason!r}",
-                    where="reason",
-                    hint="use one of " + ", ".join(REVIEW_REASONS),
-                )
-            # reasons is a JSON list of fixed words: the quoted word matches exactly, portably.
-            where.append("i.reasons LIKE ?")
-            params.append(f'%"{reason}"%')
-        if rule is not None:
-            where.append(
-                "EXISTS (SELECT 1 FROM rule_decisions d WHERE d.run_id = i.run_id "
-                "AND d.trace_id = i.trace_id AND d.rule_id = ? AND (d.final IN ('failed', 'deferred') "
-                "OR d.engine = 'failed' OR d.judge = 'failed'))"
-            )
-            params.append(rule)
-        if risk_level is not None:
-            runs = [
-                r["id"] for r in self._read("SELECT id, config FROM runs") if _risk(r["config"]) == risk_level
-            ]
-            if not runs:
-                return QueuePage(entries=[], total=0)
-            where.append("i.run_id IN (" + ", ".join("?" for _ in runs) + ")")
-            params.extend(runs)
-        if claimed_by is not None:
-            where.append(
-                "EXISTS (SELECT 1 FROM review_claims c WHERE c.item_id = i.id AND c.reviewer = ? "
-                "AND c.claimed_at > ?)"
-            )
-            params.extend([claimed_by, _iso((now or _now()) - CLAIM_TTL)])
-        cond = " AND ".join(where) if where else "1 = 1"
-        (total,) = self._read(f"SELECT COUNT(*) AS n FROM review_items i WHERE {cond}", tuple(params))
-        page_cond = cond + (" AND i.id > ?" if after is not None else "")
-        page_params = (*params, *([after] if after is not None else []), limit + 1)
-        rows = self._read(self._REVIEW_SELECT + f" WHERE {page_cond} ORDER BY i.id LIMIT ?", page_params)
-        more = len(rows) > limit
-        rows = rows[:limit]
-        ids = [r["id"] for r in rows]
-        counts: dict[int, int] = {}
-        claims: dict[int, str] = {}
-        if ids:
-            marks = ", ".join("?" for _ in ids)
-            for r in self._read(
-                "SELECT item_id, COUNT(DISTINCT reviewer) AS n FROM review_decisions "
-                f"WHERE kind = 'review' AND item_id IN ({marks}) GROUP BY item_id",
-                tuple(ids),
-            ):
-                counts[r["item_id"]] = r["n"]
-            for r in self._read(
-                f"SELECT item_id, reviewer FROM review_claims WHERE item_id IN ({marks}) AND claimed_at > ?",
-                (*ids, _iso((now or _now()) - CLAIM_TTL)),
-            ):
-                claims[r["item_id"]] = r["reviewer"]
-        entries = [
-            QueueEntry(
-                item=self._review_item(r),
-                state="resolved" if r["status"] == "resolved" else r["team_state"],
-                required_reviews=r["required_reviews"],
-                reviews_in=counts.get(r["id"], 0),
-                claimed_by=None if r["status"] == "resolved" else claims.get(r["id"]),
-            )
-            for r in rows
-        ]
-        return QueuePage(entries=entries, total=total["n"], next_after=ids[-1] if more else None)
-
-
-def _risk(config_text: str) -> str:
-    """A stored run config's risk level (the default, medium, when it names none)."""
-    return str(json.loads(config_text).get("risk_level") or "medium")
