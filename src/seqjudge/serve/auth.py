@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from seqjudge.store.team import SESSION_TTL as TEAM_SESSION_TTL
+from seqjudge.store.reviewers import SESSION_TTL as TEAM_SESSION_TTL
 
 if TYPE_CHECKING:
     from seqjudge.store import Store

@@ -11,11 +11,11 @@ from urllib.parse import urlencode
 
 from seqjudge.defaults import REVIEW_REASONS as REVIEW_REASONS
 from seqjudge.errors import InputError
-from seqjudge.store.team import QUEUE_STATES
+from seqjudge.store.queue import QUEUE_STATES
 
 if TYPE_CHECKING:
     from seqjudge.store import Store
-    from seqjudge.store.team import QueuePage
+    from seqjudge.store.queue import QueuePage
 
 STATES = QUEUE_STATES  # the team layer's: unresolved (open, in review, disputed), open, ..., all
 DEFAULT_STATE = "unresolved"
