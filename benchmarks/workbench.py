@@ -3,12 +3,13 @@ page and a filtered page) and the item page of a 1,000-call trace.
 
     python benchmarks/workbench.py [--items 10000] [--calls 1000] [--repeats 30] [--store PATH]
 
-A store is built first (or reused with --store: built once, then kept): --items traces of 4 calls that fail
-a rule with `review: {fails: true}`, so each is an open review item, two reviewers and one 1,000-call trace
-routed to review. The app runs in this process through Starlette's TestClient with a signed-in session,
-so a request's time is the server's: the guard (session lookup), the store's queries, the template, plus
-the test client's in-memory transport (no socket). Printed per page: the median and p95 milliseconds of
---repeats requests (after one warm-up request), and the page's size.
+A store is built first (or reused with --store: built once, then kept): --items traces of 4 or 5 calls that
+fail read-before-update (a third of them email-limit too: the filtered page asks for those) with
+`review: {fails: true}`, so each is an open review item, and one 1,000-call trace routed to review. The
+app runs in this process through Starlette's TestClient with a signed-in session, so a request's time is
+the server's: the guard (session lookup), the store's queries, the template, plus the test client's
+in-memory transport (no socket). Printed per page: the median and p95 milliseconds of --repeats requests
+(after one warm-up request), and the page's size.
 """
 
 from __future__ import annotations
@@ -47,14 +48,15 @@ RULES = parse_rules(
 )
 
 
-def _trace(trace_id: str, calls: int) -> Trace:
-    names = ["Verify", "Update", "Get", "Email"]
+def _trace(trace_id: str, calls: int, *, twice: bool = False) -> Trace:
+    """Update before Get (read-before-update fails); ``twice``: a second email (email-limit fails too)."""
+    names = ["Verify", "Update", "Get", "Email"] + (["Email"] if twice else [])
     return Trace.model_validate(
         {
             "trace_id": trace_id,
             "calls": [
                 {
-                    "tool_name": names[i % 4] if i < 4 else names[1 + i % 3],
+                    "tool_name": names[i] if i < len(names) else names[1 + i % 3],
                     "arguments": {"customer_id": f"C-{i}", "note": "x" * 200},
                     "output": {"ok": True, "rows": [{"n": n, "text": "y" * 40} for n in range(5)]},
                 }
@@ -69,7 +71,7 @@ def build(path: Path, items: int, calls: int) -> None:
     with Store(path) as db:
         run_id = db.create_run(config={"rules": "bench.yaml", "review": {"fails": True}}, fingerprint={})
         for i in range(items):
-            trace = _trace(f"t{i:05d}", 4)
+            trace = _trace(f"t{i:05d}", 5 if i % 3 == 0 else 4, twice=i % 3 == 0)
             db.save_result(run_id, trace, reconcile(check(trace, RULES), None, queue_fails=True))
         big = _trace("big", calls)
         db.save_result(run_id, big, reconcile(check(big, RULES), None, queue_fails=True))
@@ -103,9 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     if not path.exists():
         start = time.perf_counter()
         build(path, args.items, args.calls)
-        print(
-            f"built {path}: {args.items} items and a {args.calls}-call trace in {time.perf_counter() - start:.1f} s"
-        )
+        took = time.perf_counter() - start
+        print(f"built {path}: {args.items} items and a {args.calls}-call trace in {took:.1f} s")
     with Store(path, create=False) as db:
         token = db.add_reviewer(f"bench-{time.time_ns()}")
         client = TestClient(create_app(db))
@@ -119,10 +120,10 @@ def main(argv: list[str] | None = None) -> int:
             if e.item.trace_id == "big"
         )
         pages: list[tuple[str, str]] = [
-            ("queue, first page (10,000 open)", "/queue"),
+            (f"queue, first page ({args.items:,} open)", "/queue"),
             (
-                "queue, filtered (rule + reason), page 100 on",
-                f"/queue?rule=verify-first&reason=engine_fail&after={args.items // 2}",
+                "queue, filtered (rule + reason), a later page",
+                f"/queue?rule=email-limit&reason=engine_fail&after={args.items // 2}",
             ),
             (f"item page, {args.calls}-call trace", f"/items/{big}"),
         ]

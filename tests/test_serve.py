@@ -390,3 +390,47 @@ def test_the_queue_shows_the_label_status_of_a_dataset(tmp_path: Path) -> None:
     assert f"seqjudge calibrate {suite} --alpha 0.05 --delta 0.05" in html
     assert 'id="stale"' not in html
     assert f'data-dataset="{tmp_path / "nothing"}"' in html and 'class="problem"' in html
+
+
+def test_serve_refuses_a_store_of_a_newer_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import sqlite3
+
+    path = tmp_path / "seqjudge.db"
+    with Store(path) as db:
+        db.add_reviewer("ana", admin=True)
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO schema_version VALUES (99, 'from the future', '2030-01-01T00:00:00+00:00')")
+    assert run(["serve", "--store", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "newer than this seqjudge knows" in err and "Traceback" not in err
+
+
+def test_the_command_serves_the_workbench_on_loopback(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    import urllib.request
+
+    path = tmp_path / "seqjudge.db"
+    with Store(path) as db:
+        db.add_reviewer("ana", admin=True)
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": src}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from seqjudge.cli import main; main()", "serve", "--store", str(path), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert found, line + (proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
+        with urllib.request.urlopen(f"http://127.0.0.1:{found.group(1)}/login", timeout=10) as page:
+            assert page.status == 200 and b'name="token"' in page.read()
+            assert "script-src 'self'" in page.headers["content-security-policy"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

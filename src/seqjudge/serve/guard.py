@@ -17,7 +17,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
@@ -117,14 +117,8 @@ class Guard:
 def _unauthenticated(request: Request) -> Response:
     if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        return RedirectResponse(f"/login?next={_quote(target)}", status_code=303)
+        return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
     return _refuse(401, "sign in first: this workbench needs a reviewer's session")
-
-
-def _quote(text: str) -> str:
-    from urllib.parse import quote
-
-    return quote(text, safe="")
 
 
 def _refuse(status: int, text: str) -> Response:

@@ -14,7 +14,7 @@ from typing import Any
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import Response
 from starlette.templating import Jinja2Templates
 
 from seqjudge.outputs.html.render import fixed
@@ -67,7 +67,3 @@ def page(request: Request, name: str, context: dict[str, Any], status: int = 200
 def problem(request: Request, status: int, title: str, text: str) -> Response:
     """A page saying what was wrong and what to do (bad input: 400/404/409; refused: 403)."""
     return page(request, "problem.html.j2", {"title": title, "text": text}, status=status)
-
-
-def html(text: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(text, status_code=status)
