@@ -417,7 +417,8 @@ def test_the_command_serves_the_workbench_on_loopback(tmp_path: Path) -> None:
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": src}
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from seqjudge.cli import main; main()", "serve", "--store", str(path), "--port", "0"],
+        [sys.executable, "-c", "from seqjudge.cli import main; main()"]
+        + ["serve", "--store", str(path), "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -434,3 +435,22 @@ def test_the_command_serves_the_workbench_on_loopback(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_huge_value_is_cut_on_the_page_saying_how_much_and_where_it_is_whole(env: dict[str, Any]) -> None:
+    from seqjudge.serve.timeline import FIELD_CHARS
+    from test_store import make_result, make_trace
+
+    db = env["db"]
+    trace = make_trace("huge", good=False)
+    data = trace.model_dump(mode="json")
+    data["calls"][1]["output"] = "z" * (FIELD_CHARS + 12_345)
+    trace = type(trace).model_validate(data)
+    run_id = db.create_run(config={"review": {"fails": True}}, fingerprint={})
+    db.save_result(run_id, trace, make_result(trace, queue_fails=True))
+    db.finish_run(run_id, totals={})
+    [item] = db.review_items(run=run_id)
+    c, _ = sign_in(env, "ana")
+    html = c.get(f"/items/{item.id}").text
+    assert "z" * FIELD_CHARS in html and "z" * (FIELD_CHARS + 1) not in html
+    assert f"12345 more characters not shown: <code>seqjudge review show {item.id} --full</code>" in html
