@@ -19,7 +19,7 @@ from seqjudge.cli import run
 from seqjudge.cli.serve_cmd import check_host, loopback
 from seqjudge.errors import InputError
 from seqjudge.serve.app import create_app
-from seqjudge.serve.guard import is_public
+from seqjudge.serve.guard import is_public, same_origin
 from seqjudge.store import Store
 from serve_support import HOSTILE_TEXT, build_team, hidden_value
 
@@ -134,6 +134,16 @@ def test_behind_https_the_cookies_are_secure(env: dict[str, Any]) -> None:
         follow_redirects=False,
     )
     assert "secure" in r.headers["set-cookie"].lower()
+    csrf = hidden_value(c.get("/queue").text, "csrf_token")
+    item = env["double_items"][0]
+    data = form(env["db"], item, csrf)
+    here = c.post(
+        f"/items/{item}/decide", data=data, headers={"origin": "https://testserver"}, follow_redirects=False
+    )
+    assert here.status_code == 303  # the browser's origin is the proxy's https one
+    # This hop is plain HTTP behind the proxy: the https origin is this site only when told so.
+    behind = {"type": "http", "scheme": "http", "headers": [(b"host", b"wb"), (b"origin", b"https://wb")]}
+    assert same_origin(behind, https=True) and not same_origin(behind)
 
 
 def test_a_wrong_token_or_a_forged_sign_in_form_signs_nobody_in(env: dict[str, Any]) -> None:

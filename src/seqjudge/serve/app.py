@@ -47,7 +47,7 @@ def create_app(
     TLS (behind a proxy that terminates it), so its cookies are marked ``Secure``. ``datasets``: golden
     dataset folders whose label status (per judge rule, against the guarantee) the queue page shows, for the
     judge ``model`` at ``risk_level`` (default: each dataset's own config)."""
-    app = Starlette(routes=routes(), middleware=[Middleware(Guard, db=db)])
+    app = Starlette(routes=routes(), middleware=[Middleware(Guard, db=db, https=https)])
     app.state.db = db
     app.state.https = https
     app.state.datasets = list(datasets)

@@ -58,11 +58,13 @@ def is_public(path: str) -> bool:
     return any(path.startswith(p) if p.endswith("/") else path == p for p in PUBLIC)
 
 
-def same_origin(scope: Scope) -> bool:
+def same_origin(scope: Scope, *, https: bool = False) -> bool:
     """Whether a state change comes from this site. A browser says so on every POST: ``Sec-Fetch-Site``
     (``same-origin``), and ``Origin`` (this server's; with ``Referrer-Policy: no-referrer`` Chromium sends
     ``Origin: null`` on a form post, so ``null`` counts only beside ``Sec-Fetch-Site: same-origin``). A
-    client sending neither (a script holding the token) goes on to the token check."""
+    client sending neither (a script holding the token) goes on to the token check. ``https``: the server
+    sits behind a proxy that terminates TLS (``--behind-https``), so the browser's origin is https even
+    though this hop is plain HTTP; the proxy must pass the ``Host`` header through."""
     headers = Headers(scope=scope)
     site = headers.get("sec-fetch-site")
     if site is not None and site not in ("same-origin", "none"):
@@ -70,15 +72,17 @@ def same_origin(scope: Scope) -> bool:
     origin = headers.get("origin")
     if origin is None or (origin == "null" and site == "same-origin"):
         return True
-    return origin == f"{scope.get('scheme', 'http')}://{headers.get('host', '')}"
+    scheme = "https" if https else scope.get("scheme", "http")
+    return origin == f"{scheme}://{headers.get('host', '')}"
 
 
 class Guard:
     """The middleware; ``db`` is the store the sessions live in."""
 
-    def __init__(self, app: App, db: Store) -> None:
+    def __init__(self, app: App, db: Store, https: bool = False) -> None:
         self.app = app
         self.db = db
+        self.https = https
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -86,7 +90,7 @@ class Guard:
             return
         send = _with_security_headers(send, no_store=not scope["path"].startswith("/static/"))
         unsafe = scope["method"] not in SAFE_METHODS
-        if unsafe and not same_origin(scope):
+        if unsafe and not same_origin(scope, https=self.https):
             await _refuse(403, "refused: this request came from another site")(scope, receive, send)
             return
         request = Request(scope)
