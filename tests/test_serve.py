@@ -464,3 +464,16 @@ def test_a_huge_value_is_cut_on_the_page_saying_how_much_and_where_it_is_whole(e
     html = c.get(f"/items/{item.id}").text
     assert "z" * FIELD_CHARS in html and "z" * (FIELD_CHARS + 1) not in html
     assert f"12345 more characters not shown: <code>seqjudge review show {item.id} --full</code>" in html
+
+
+def test_a_changed_mind_starts_from_ones_own_decision_and_is_appended(env: dict[str, Any]) -> None:
+    db, item = env["db"], env["double_items"][0]
+    a, csrf = sign_in(env, "ana")
+    a.post(
+        f"/items/{item}/decide", data=form(db, item, csrf, {"confirm-delete": "fail"}), follow_redirects=False
+    )
+    html = a.get(f"/items/{item}").text
+    assert 'id="mine">You decided fail' in html
+    assert re.search(r'name="rule:confirm-delete" value="fail"[^>]*checked', html)
+    a.post(f"/items/{item}/decide", data=form(db, item, csrf), follow_redirects=False)
+    assert [d.verdict for d in db.decision_history(item)] == ["fail", "pass"]

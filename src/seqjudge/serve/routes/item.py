@@ -44,14 +44,14 @@ def _next_item(db: Store, filters: q.Filters, item_id: int) -> int | None:
     return found.entries[0].item.id if found.entries else None
 
 
-def _rules(detail: Any, texts: dict[str, str]) -> list[dict[str, Any]]:
-    """The form's rules: every rule of the trace; an exact rule the engine decided, and the judge did not
-    dispute, preset to the engine's outcome; every other rule (a judge rule, a disputed or undecided one)
-    left for the reviewer to set."""
+def _rules(detail: Any, texts: dict[str, str], mine: dict[str, str]) -> list[dict[str, Any]]:
+    """The form's rules: every rule of the trace. Preset: the viewer's own current decision (``mine``: a
+    changed mind starts from it), else, for an exact rule the engine decided and the judge did not dispute,
+    the engine's outcome; every other rule (a judge rule, a disputed or undecided one) is left to set."""
     rows = []
     for d in detail.result.rules:
         settled = d.type != "judge" and d.engine in EXACT and d.agree is not False
-        preset = d.engine[:4] if settled else None
+        preset = mine.get(d.rule_id) or (d.engine[:4] if settled else None)
         rows.append({"d": d, "preset": preset, "criteria": texts.get(d.rule_id, "")})
     return rows
 
@@ -75,7 +75,7 @@ def _item_view(db: Store, item_id: int, viewer: Viewer, query: str, came_from: i
         "history": [(d, d.id in seen) for d in db.decision_history(item_id)],
         "steps": steps,
         "loose": loose,
-        "rules": _rules(detail, texts.texts),
+        "rules": _rules(detail, texts.texts, dict(state.mine.rules) if state.mine is not None else {}),
         "criteria_note": texts.note,
         "judge": detail.result.judge,
         "q": filters.query(),
