@@ -20,6 +20,7 @@ from seqjudge.cli.serve_cmd import check_host, loopback
 from seqjudge.errors import InputError
 from seqjudge.serve.app import create_app
 from seqjudge.serve.guard import is_public, same_origin
+from seqjudge.serve.routes.item import decided_rules
 from seqjudge.store import Store
 from serve_support import HOSTILE_TEXT, build_team, hidden_value
 
@@ -57,7 +58,7 @@ def decision_rows(db: Store) -> int:
 
 
 def form(db: Store, item_id: int, csrf: str, verdicts: dict[str, str] | None = None, **extra: str) -> dict:
-    rules = {d.rule_id: "pass" for d in db.review_item(item_id).result.rules}
+    rules = {d.rule_id: "pass" for d in decided_rules(db.review_item(item_id))}
     rules.update(verdicts or {})
     return {
         "csrf_token": csrf,

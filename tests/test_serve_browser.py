@@ -18,6 +18,7 @@ from browser_support import NEEDS_CHROMIUM, Watched, browser
 from seqjudge.cli import run
 from seqjudge.serve.app import create_app
 from seqjudge.store import Store
+from seqjudge.trace import Trace
 from serve_support import build_team, serving
 
 pytestmark = NEEDS_CHROMIUM
@@ -135,3 +136,28 @@ def test_hostile_trace_content_never_runs(browser: Any, served: dict[str, Any]) 
         assert chief.page.evaluate("document.scripts.length") == 1
     chief.page.hover("#timeline")
     chief.close()  # no dialog, no script error, no request off this server
+
+
+def test_a_thousand_call_trace_opens_folded_and_usable(browser: Any, served: dict[str, Any]) -> None:
+    from test_store import make_result
+
+    db = served["db"]
+    calls = [
+        {"tool_name": "GetCustomer", "arguments": {"n": i}, "output": {"row": "x" * 100}} for i in range(1000)
+    ]
+    trace = Trace.model_validate({"trace_id": "long", "calls": calls})
+    run_id = db.create_run(config={"review": {"fails": True}}, fingerprint={})
+    db.save_result(run_id, trace, make_result(trace, queue_fails=True))
+    db.finish_run(run_id, totals={})
+    [item] = db.review_items(run=run_id)
+    ana = Reviewer(browser, served, "ana")
+    ana.page.goto(f"{ana.url}/items/{item.id}")
+    assert ana.page.locator("#timeline li.call").count() == 1000
+    assert ana.page.locator("#timeline details[open]").count() == 0  # folded
+    ana.page.locator("#call-1000 summary").first.click()
+    assert ana.page.locator("#call-1000 details[open] pre").first.inner_text().startswith("{")
+    assert ana.page.locator(".rule-row[data-rule=read-before-update]").count() == 0  # never exercised
+    assert ana.focused_rule() == "confirm-delete"  # the judge rule no judge decided: the one left to set
+    ana.keys("f")  # the keys work on the long page
+    assert ana.page.get_attribute(".rule-row[data-rule=confirm-delete]", "data-set") == "fail"
+    ana.close()

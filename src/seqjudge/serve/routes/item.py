@@ -26,6 +26,14 @@ from seqjudge.serve.web import page, problem, viewer_of
 from seqjudge.store import ItemResolvedError, Store
 
 EXACT = ("passed", "failed")
+IDLE = ("not_exercised", "not_applicable")  # an exact rule with nothing to decide on this trace
+
+
+def decided_rules(detail: Any) -> list[Any]:
+    """The rules a reviewer decides: every `judge` rule, and every exact rule the trace exercised (one it
+    never exercised, or that does not apply to it, has nothing for a person to say: it is left out, for
+    every reviewer alike, so that two reviews compare the same rules)."""
+    return [d for d in detail.result.rules if d.type == "judge" or d.engine not in IDLE]
 
 
 def _filters(text: str) -> q.Filters:
@@ -49,7 +57,7 @@ def _rules(detail: Any, texts: dict[str, str], mine: dict[str, str]) -> list[dic
     changed mind starts from it), else, for an exact rule the engine decided and the judge did not dispute,
     the engine's outcome; every other rule (a judge rule, a disputed or undecided one) is left to set."""
     rows = []
-    for d in detail.result.rules:
+    for d in decided_rules(detail):
         settled = d.type != "judge" and d.engine in EXACT and d.agree is not False
         preset = mine.get(d.rule_id) or (d.engine[:4] if settled else None)
         rows.append({"d": d, "preset": preset, "criteria": texts.get(d.rule_id, "")})
@@ -113,7 +121,7 @@ def _decide(
     """Record the decision: (the status, what refused it or None, the next item of the queue). A form that
     is wrong is 400; an item resolved meanwhile is 409, saying by whom (the team layer refuses it)."""
     detail = db.review_item(item_id)
-    known = [d.rule_id for d in detail.result.rules]
+    known = [d.rule_id for d in decided_rules(detail)]
     rules: dict[str, str] = {}
     for rule_id in known:
         value = form.get(f"rule:{rule_id}", "")
