@@ -75,7 +75,10 @@ def test_two_reviewers_blind_then_the_admin_adjudicates(browser: Any, served: di
     undecided = ["read-before-update", "confirm-delete"]  # the judge disputes one, the other is the judge's
 
     ana = Reviewer(browser, served, "ana")
-    ana.page.click(f"#queue-table a[href^='/items/{first}?']")
+    ana.keys("j", "j", "k")  # the queue: the first item marked again
+    assert ana.page.get_attribute("body", "data-marked-item") == str(first)
+    with ana.page.expect_navigation():
+        ana.keys("Enter")
     ana.page.wait_for_selector("#decision")
     assert ana.focused_rule() == undecided[0]  # the first rule left to decide has the focus
     ana.keys("f")

@@ -1,4 +1,6 @@
-/* seqjudge workbench: the keyboard on an item page. No library, no network, nothing inserted as HTML.
+/* seqjudge workbench: the keyboard. No library, no network, nothing inserted as HTML.
+   On the queue: j / k move between the items, Enter opens the one marked.
+   On an item:
    j / k        next / previous item
    arrows, tab  move between the rules of the decision form
    p / f        the focused rule passes / fails (then the next rule without a verdict is focused)
@@ -47,7 +49,25 @@
     // Through the prototype: a control named "submit" would shadow form.submit.
     if (form && form.reportValidity()) HTMLFormElement.prototype.submit.call(form);
   }
+  var queue = Array.prototype.slice.call(document.querySelectorAll("#queue-table tbody tr"));
+  var marked = -1;
+  function mark(i) {
+    if (!queue.length) return;
+    marked = Math.max(0, Math.min(queue.length - 1, i));
+    queue.forEach(function (row, k) { row.classList.toggle("marked", k === marked); });
+    queue[marked].scrollIntoView({block: "nearest"});
+    document.body.setAttribute("data-marked-item", queue[marked].getAttribute("data-item"));
+  }
   document.addEventListener("keydown", function (event) {
+    if (!form && queue.length && !typing(event.target) && !event.ctrlKey && !event.metaKey && !event.altKey) {
+      if (event.key === "j") { mark(marked + 1); return; }
+      if (event.key === "k") { mark(marked - 1); return; }
+      if (event.key === "Enter" && marked >= 0 && event.target.tagName !== "A") {
+        event.preventDefault();
+        queue[marked].querySelector("a").click();
+        return;
+      }
+    }
     var note = form ? form.querySelector("textarea[name=note]") : null;
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && form) {
       event.preventDefault();
