@@ -478,3 +478,37 @@ def test_a_changed_mind_starts_from_ones_own_decision_and_is_appended(env: dict[
     assert re.search(r'name="rule:confirm-delete" value="fail"[^>]*checked', html)
     a.post(f"/items/{item}/decide", data=form(db, item, csrf), follow_redirects=False)
     assert [d.verdict for d in db.decision_history(item)] == ["fail", "pass"]
+
+
+def test_the_item_page_shows_the_rules_words_as_the_judge_reads_them(
+    env: dict[str, Any], tmp_path: Path
+) -> None:
+    import yaml
+    from markupsafe import escape
+
+    from seqjudge.inputs import read_rules
+    from seqjudge.judge.prompt import guideline
+    from seqjudge.provenance import rules_hash
+    from test_store import RULES
+
+    data = RULES.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"source", "catalog"})
+    judge = next(r for r in data["rules"] if r["id"] == "confirm-delete")
+    judge["criteria"] = {"pass": ["The user said yes <b>before</b> the delete."], "fail": ["No yes first."]}
+    path = tmp_path / "rules.yaml"
+    path.write_text(yaml.safe_dump(data))
+    ruleset = read_rules(str(path), warn=None)
+    db = env["db"]
+    run_id = db.create_run(config={"rules": str(path)}, fingerprint={"rules_hash": rules_hash(ruleset)})
+    from test_store import pair
+
+    db.save_result(run_id, *pair("words", "split"))
+    db.finish_run(run_id, totals={})
+    [item] = db.review_items(run=run_id)
+    c, _ = sign_in(env, "ana")
+    html = c.get(f"/items/{item.id}").text
+    words = guideline(next(r for r in ruleset.rules if r.rule_id == "confirm-delete"), ruleset.aliases)
+    assert "The user said yes &lt;b&gt;before&lt;/b&gt; the delete." in html
+    assert str(escape(words)) in html  # the prompt's words, whole, as text
+    assert "changed since this run" not in html
+    path.write_text(path.read_text().replace("No yes first.", "No yes at all."))
+    assert "changed since this run" in c.get(f"/items/{item.id}").text
