@@ -11,47 +11,19 @@ makes is recorded and must stay inside the page (file: or data:).
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from browser_support import NEEDS_CHROMIUM, Watched, browser
 from report_data import EVIL_ID, INJECTION, build
 from seqjudge.cli import run
 from seqjudge.store import Store
 
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def find_chromium() -> str | None:
-    configured = os.environ.get("SEQJUDGE_CHROMIUM")
-    if configured:
-        return configured
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-CHROMIUM = find_chromium()
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="no Chromium found (install Debian's package: apt-get install -y chromium, "
-    "or set SEQJUDGE_CHROMIUM to a Chromium binary)",
-)
+pytestmark = NEEDS_CHROMIUM
+__all__ = ["browser"]  # the fixture, imported
 
 
 @pytest.fixture(scope="module")
@@ -67,37 +39,13 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return data
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright  # a test extra: its absence is an error, not a skip
-
-    with sync_playwright() as pw:
-        instance = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            yield instance
-        finally:
-            instance.close()
-
-
-class Opened:
+class Opened(Watched):
     """A page with the report loaded, and everything the page did that a report must never do."""
 
     def __init__(self, page: Any, url: str) -> None:
-        self.page = page
-        self.problems: list[str] = []
-        self.dialogs: list[str] = []
-        self.requests: list[str] = []
-        # Errors only (a CSP violation or a script error is one); warnings vary with Chromium versions.
-        page.on("console", lambda m: m.type == "error" and self.problems.append(m.text))
-        page.on("pageerror", lambda e: self.problems.append(str(e)))
-        page.on("dialog", self._dialog)
-        page.on("request", lambda r: self.requests.append(r.url))
+        super().__init__(page)
         page.goto(url)
         page.wait_for_selector("#shown")
-
-    def _dialog(self, dialog: Any) -> None:
-        self.dialogs.append(dialog.message)
-        dialog.dismiss()
 
     def visible_rows(self) -> list[dict[str, str]]:
         return self.page.eval_on_selector_all(

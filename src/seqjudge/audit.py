@@ -299,3 +299,31 @@ def certified_alpha(db: Store, run_id: str) -> tuple[CertifiedAlpha | None, str]
     by_rule = {r.rule_id: r.alpha for r in cert.rules if r.risk_level == level}
     name = f"{cert.model}, {cert.dataset}, {cert.created}"
     return CertifiedAlpha(alpha=cert.alpha, delta=cert.delta, by_rule=by_rule, certificate=name), ""
+
+
+def run_audit(
+    db: Store, run_ids: Sequence[str], *, alpha: float | None = None, delta: float | None = None
+) -> AuditReport:
+    """The live false-pass figures of ``run_ids``' resolved audits against α: the one given, else the first
+    run's certificate's (per judge rule too), saying which in ``alpha_source``. `runs show --audit` and the
+    workbench's run page show this one report."""
+    rule_alpha: dict[str, float] = {}
+    if alpha is not None:
+        source = f"α {alpha:g} from --alpha"
+    else:
+        cert, why = certified_alpha(db, run_ids[0])
+        if cert is None:
+            source = f"no α: {why} (give --alpha)"
+        else:
+            alpha, rule_alpha = cert.alpha, cert.by_rule
+            delta = cert.delta if delta is None else delta
+            source = f"α {alpha:g} from the certificate ({cert.certificate})"
+    report = audit_report(
+        db,
+        list(dict.fromkeys(run_ids)),
+        alpha=alpha,
+        rule_alpha=rule_alpha,
+        delta=DEFAULT_DELTA if delta is None else delta,
+    )
+    report.alpha_source = source
+    return report

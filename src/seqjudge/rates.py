@@ -240,6 +240,16 @@ def rates_report(
     )
 
 
+def rates_or_note(db: Store, run_id: str) -> tuple[RatesReport | None, str | None]:
+    """The run's violation rates for a page (the report's, the workbench's run page), or why the page shows
+    none: the same figures as `runs show --rates`; without ppi-python the page says how to get them rather
+    than fail."""
+    try:
+        return rates_report(db, run_id), None
+    except InputError:
+        return None, f"Violation rates with intervals need ppi-python: {INSTALL}."
+
+
 def _strata(
     db: Store, run_id: str, *, drawable: bool = False
 ) -> tuple[dict[str, _Stratified], dict[str, list[int]]]:

@@ -33,6 +33,7 @@ MODULES = (
     "report_cmd",
     "rules_cmd",
     "run_cmd",
+    "serve_cmd",
     "store_cmd",
     "team_cmd",
 )
@@ -64,6 +65,7 @@ COMMAND_MODULES = {
     "migrate": "rules_cmd",
     "run": "run_cmd",
     "schema": "init_cmd",
+    "serve": "serve_cmd",
     "review": "store_cmd",
     "runs": "store_cmd",
     "reviewers": "team_cmd",

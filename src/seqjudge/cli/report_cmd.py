@@ -58,18 +58,6 @@ def load_export(path: Path) -> "Run":
     return lines[0][0], [stored for _, stored in lines]
 
 
-def _rates(db: "Store", run_id: str) -> tuple[Any, str | None]:
-    """The run's violation rates for the page (``seqjudge.rates``), or why the page shows none: the same
-    figures as `runs show --rates`; without ppi-python the page says how to get them rather than fail."""
-    from seqjudge.errors import InputError
-    from seqjudge.rates import INSTALL, rates_report
-
-    try:
-        return rates_report(db, run_id), None
-    except InputError:
-        return None, f"Violation rates with intervals need ppi-python: {INSTALL}."
-
-
 def _from_store(db: "Store", run_id: str) -> "Run":
     return db.run_info(run_id), list(db.results(run_id))
 
@@ -197,6 +185,7 @@ def report(
     """Write one self-contained HTML page of a run: its health, a sortable table of traces, each trace's
     calls with the violations marked, and, with --compare, what changed since a baseline."""
     from seqjudge.outputs.html.render import render_report
+    from seqjudge.rates import rates_or_note
     from seqjudge.store import Store
 
     with ExitStack() as stack:
@@ -218,7 +207,7 @@ def report(
             s = opened()
             candidate = _from_store(s, s.resolve_run(run))
             folders.append(store.parent)
-            rates = _rates(s, candidate[0].id)
+            rates = rates_or_note(s, candidate[0].id)
         baseline: Run | None = None
         if compare is not None:
             if is_export(compare):

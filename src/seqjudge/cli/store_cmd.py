@@ -154,27 +154,9 @@ def runs_show(
 
 
 def show_audit(db: "Store", run_ids: list[str], alpha: float | None, delta: float | None, fmt: str) -> int:
-    from seqjudge.audit import audit_report, certified_alpha
+    from seqjudge.audit import run_audit
 
-    rule_alpha: dict[str, float] = {}
-    if alpha is not None:
-        source = f"α {alpha:g} from --alpha"
-    else:
-        cert, why = certified_alpha(db, run_ids[0])
-        if cert is None:
-            source = f"no α: {why} (give --alpha)"
-        else:
-            alpha, rule_alpha = cert.alpha, cert.by_rule
-            delta = cert.delta if delta is None else delta
-            source = f"α {alpha:g} from the certificate ({cert.certificate})"
-    report = audit_report(
-        db,
-        list(dict.fromkeys(run_ids)),
-        alpha=alpha,
-        rule_alpha=rule_alpha,
-        delta=0.05 if delta is None else delta,
-    )
-    report.alpha_source = source
+    report = run_audit(db, run_ids, alpha=alpha, delta=delta)
     writer("audit", fmt)(report)
     drifted = [f for f in (report.overall, *report.by_rule) if f.drift == "above_alpha"]
     return 1 if drifted else 0

@@ -267,9 +267,9 @@ def _calls(trace: Trace) -> list[dict[str, Any]]:
     return out
 
 
-def _marks(result: TraceResult) -> list[dict[str, Any]]:
+def marks(result: TraceResult) -> list[dict[str, Any]]:
     """Every violation, engine's and judge's, at its offending call (``call`` None: at no single call)."""
-    marks = [
+    found = [
         {
             "source": "engine",
             "rule": v.rule_id,
@@ -285,7 +285,7 @@ def _marks(result: TraceResult) -> list[dict[str, Any]]:
     ]
     report = (judge_data(result.judge) or {}).get("report") or {}
     for v in report.get("violations") or []:
-        marks.append(
+        found.append(
             {
                 "source": "judge",
                 "rule": v.get("rule_id", ""),
@@ -298,7 +298,7 @@ def _marks(result: TraceResult) -> list[dict[str, Any]]:
                 "suggestion": "",
             }
         )
-    return marks
+    return found
 
 
 def _judge_panel(result: TraceResult) -> dict[str, Any]:
@@ -350,7 +350,7 @@ def detail(trace: Trace, r: TraceResult, delta: Any = None) -> dict[str, Any]:
             }
             for d in r.rules
         ],
-        "marks": _marks(r),
+        "marks": marks(r),
         "delta": None
         if delta is None
         else {
