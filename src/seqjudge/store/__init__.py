@@ -5,7 +5,8 @@ in its own module:
 
 - ``connection``: opening, pragmas (WAL, ``synchronous=NORMAL``), the lock, transactions, migrating on open;
 - ``schema``: the tables, as the ordered ``MIGRATIONS``;
-- ``runs``, ``results``, ``review``, ``baselines``, ``batches``, ``export``: the tables of each concern;
+- ``runs``, ``results``, ``review``, ``baselines``, ``batches``, ``export``, ``guard``: the tables of each
+  concern (``guard``: the runtime guard's decisions per session, shadow mode);
 - ``models``: what the store returns; ``codec``: timestamps, JSON columns, results rebuilt.
 
 Design decisions:
@@ -36,12 +37,14 @@ from seqjudge.store.batches import BatchesMixin
 from seqjudge.store.codec import judge_data, rebuild_result
 from seqjudge.store.connection import DEFAULT_STORE_PATH, Connection
 from seqjudge.store.export import ExportMixin, read_export
+from seqjudge.store.guard import GuardMixin
 from seqjudge.store.models import (
     AttemptRecord,
     BatchInfo,
     BatchRequest,
     BatchTrace,
     DuplicateTraceError,
+    GuardDecisionRecord,
     Resolution,
     ReviewDetail,
     ReviewItem,
@@ -64,6 +67,7 @@ __all__ = [
     "BatchRequest",
     "BatchTrace",
     "DuplicateTraceError",
+    "GuardDecisionRecord",
     "Migration",
     "Resolution",
     "ReviewDetail",
@@ -78,5 +82,7 @@ __all__ = [
 ]
 
 
-class Store(ExportMixin, ReviewMixin, ResultsMixin, BatchesMixin, BaselinesMixin, RunsMixin, Connection):
+class Store(
+    GuardMixin, ExportMixin, ReviewMixin, ResultsMixin, BatchesMixin, BaselinesMixin, RunsMixin, Connection
+):
     """``Store(path)``: open (creating it and its folders unless ``create=False``) and migrate."""

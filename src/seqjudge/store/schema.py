@@ -186,8 +186,34 @@ _V2 = (
     )""",
 )
 
+# -- the guard's decisions (seqjudge.guard, store/guard.py) --
+# guard_decisions: one row per decision the runtime guard took before a tool call (shadow mode: decided and
+#   recorded, never enforced), keyed by the agent's session id and the decision's number in that session.
+#   A session that is later run offline as a trace of the same id is shown beside its verdict by
+#   `runs show`. rules: the per-rule outcomes as JSON text (read in Python); degraded: the fail-mode note
+#   when the guard could not decide. Portable SQL only (SQLite and PostgreSQL): no rowid, no JSON functions.
+_V4 = (
+    """CREATE TABLE guard_decisions (
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        decided_at TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        call_id TEXT,
+        action TEXT NOT NULL CHECK (action IN ('allow', 'deny', 'ask')),
+        rules TEXT NOT NULL,
+        degraded TEXT,
+        shadow INTEGER NOT NULL CHECK (shadow IN (0, 1)),
+        PRIMARY KEY (session_id, seq)
+    )""",
+)
+
 # Applied in order; a new schema is a new entry at the end, never an edit of an applied one.
 MIGRATIONS: list[Migration] = [
     Migration(1, "runs, results, rule decisions, judge attempts, review items, baselines", _V1),
     Migration(2, "batch runs: run status batch_pending, batches, batch requests", _V2, rebuilds_tables=True),
+    # PLACEHOLDER for branch wt-adapt only: migration 3 is wt-team's (review workbench tables). Migrations
+    # must be numbered without gaps, so this empty one stands in until wt-team is merged; at that merge
+    # keep wt-team's Migration(3, ...) and drop this line.
+    Migration(3, "reserved: the review workbench tables (wt-team)", ()),
+    Migration(4, "guard decisions: the runtime guard's decisions per session (shadow mode)", _V4),
 ]

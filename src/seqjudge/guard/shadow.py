@@ -1,0 +1,198 @@
+"""Shadow mode: the guard decides and records, never blocks; and the recorded decisions set beside the
+offline verdict of the same session once it has been run as a trace (trace id == session id).
+
+``DecisionLog`` is the one place that turns a guard ``Decision`` into a stored row (the adapters and the
+Claude Code hook all record through it). ``compare_run`` is what ``seqjudge runs show`` puts in its table.
+
+Agreement, per session. ``denied``: the rules the guard denied at some call. ``failed``: the rules the offline
+engine failed on the finished trace (judge rules left out: the guard skips them unless asked). A rule the
+guard only ever reported ``pending`` (``require``, ``eventually``, an unfinished ``sequence``) is decided at
+the end of the session, not before a call, so an offline failure of it is expected and named (``at end``),
+not a disagreement. The two agree when every other failed rule was denied and every denied rule failed.
+A decision the guard could not take (``degraded``: the fail mode decided) is counted: such a session's
+agreement says so rather than reading as a check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from seqjudge.redact import DEFAULT_REDACT
+
+if TYPE_CHECKING:
+    from seqjudge.crosscheck import TraceResult
+    from seqjudge.store import GuardDecisionRecord, Store
+
+
+class _DecisionLike(Protocol):
+    """What is recorded of a guard decision (``seqjudge.guard.Decision``)."""
+
+    action: str
+    degraded: str | None
+
+    @property
+    def rules(self) -> Sequence[Any]: ...
+
+
+def rule_rows(decision: _DecisionLike) -> list[dict[str, Any]]:
+    """A decision's per-rule outcomes as the plain rows stored (rule_id, outcome, message, suggestion)."""
+    rows: list[dict[str, Any]] = []
+    for rule in decision.rules:
+        if isinstance(rule, Mapping):
+            data = dict(rule)
+        else:
+            data = {
+                "rule_id": rule.rule_id,
+                "outcome": rule.outcome,
+                "message": getattr(rule, "message", "") or "",
+                "suggestion": getattr(rule, "suggestion", None),
+            }
+        rows.append({k: data.get(k) for k in ("rule_id", "outcome", "message", "suggestion")})
+    return rows
+
+
+@dataclass
+class DecisionLog:
+    """Records a guard's decisions in a store, each with its session id. ``shadow``: the decisions were
+    only recorded, not enforced (the adapters and the hook then allow every call)."""
+
+    store: Store
+    shadow: bool = True
+    redact: tuple[str, ...] = DEFAULT_REDACT
+
+    def record(
+        self, session_id: str, tool: str, decision: _DecisionLike, *, call_id: str | None = None
+    ) -> int:
+        """Store the decision; its number in the session."""
+        return self.store.record_guard_decision(
+            session_id,
+            tool=tool,
+            action=decision.action,
+            rules=rule_rows(decision),
+            shadow=self.shadow,
+            call_id=call_id,
+            degraded=decision.degraded,
+            redact=self.redact,
+        )
+
+
+@dataclass
+class ShadowRow:
+    """One session's guard decisions beside its trace's offline verdict."""
+
+    session_id: str
+    decisions: int
+    denied_calls: int  # decisions that denied the call (shadow: the call ran anyway)
+    shadow: bool  # every decision was shadow (else some were enforced)
+    verdict: str  # the offline verdict of the trace: pass, fail, review
+    denied: list[str]  # rules the guard denied, in first-denied order
+    failed: list[str]  # rules the offline engine failed (not judge rules)
+    at_end: list[str] = field(default_factory=list)  # failed offline, only ever pending in the guard
+    degraded: int = 0
+
+    @property
+    def guard_only(self) -> list[str]:
+        return [r for r in self.denied if r not in self.failed]
+
+    @property
+    def offline_only(self) -> list[str]:
+        return [r for r in self.failed if r not in self.denied and r not in self.at_end]
+
+    @property
+    def agree(self) -> bool:
+        return not self.guard_only and not self.offline_only and not self.degraded
+
+
+def compare_session(
+    session_id: str, decisions: Sequence[GuardDecisionRecord], result: TraceResult
+) -> ShadowRow:
+    denied: list[str] = []
+    seen: dict[str, set[str]] = {}
+    for d in decisions:
+        for rule in d.rules:
+            rule_id = str(rule.get("rule_id"))
+            outcome = str(rule.get("outcome"))
+            seen.setdefault(rule_id, set()).add(outcome)
+            if outcome == "deny" and rule_id not in denied:
+                denied.append(rule_id)
+    failed = [r.rule_id for r in result.rules if r.type != "judge" and r.engine == "failed"]
+    at_end = [r for r in failed if r not in denied and seen.get(r, set()) and seen[r] <= {"pending"}]
+    return ShadowRow(
+        session_id=session_id,
+        decisions=len(decisions),
+        denied_calls=sum(1 for d in decisions if d.action == "deny"),
+        shadow=all(d.shadow for d in decisions),
+        verdict=result.verdict,
+        denied=denied,
+        failed=failed,
+        at_end=at_end,
+        degraded=sum(1 for d in decisions if d.degraded),
+    )
+
+
+def compare_run(
+    decisions: Mapping[str, Sequence[GuardDecisionRecord]], results: Iterable[TraceResult]
+) -> list[ShadowRow]:
+    """A row per trace of the run that has guard decisions (its session), in the run's order."""
+    return [compare_session(r.trace_id, decisions[r.trace_id], r) for r in results if r.trace_id in decisions]
+
+
+def shadow_lines(rows: Sequence[ShadowRow], traces: int) -> list[str]:
+    """The compact table ``runs show`` prints: session, decisions, calls denied, offline verdict, agree."""
+    from seqjudge.safetext import terminal
+
+    lines = [
+        f"  guard decisions: {len(rows)} of {traces} trace(s) are guarded sessions (trace id = session id)"
+    ]
+    if not rows:
+        return lines
+    names = [terminal(r.session_id) for r in rows]
+    width = max([len(n) for n in names] + [7])
+    lines.append(f"    {'SESSION':<{width}}  DECISIONS  DENIED  MODE     OFFLINE  AGREE  WHY")
+    for name, row in zip(names, rows, strict=True):
+        why: list[str] = []
+        if row.guard_only:
+            why.append("guard only: " + ", ".join(row.guard_only))
+        if row.offline_only:
+            why.append("offline only: " + ", ".join(row.offline_only))
+        if row.at_end:
+            why.append("at end: " + ", ".join(row.at_end))
+        if row.degraded:
+            why.append(f"{row.degraded} degraded decision(s)")
+        mode = "shadow" if row.shadow else "enforced"
+        lines.append(
+            f"    {name:<{width}}  {row.decisions:>9}  {row.denied_calls:>6}  {mode:<7}  {row.verdict:<7}  "
+            f"{'yes' if row.agree else 'no':<5}  {terminal('; '.join(why))}".rstrip()
+        )
+    lines.append("    (`seqjudge runs show RUN --guard` lists every decision)")
+    return lines
+
+
+def decision_lines(decisions: Mapping[str, Sequence[GuardDecisionRecord]]) -> list[str]:
+    """Every decision of the run's sessions, a line each (``runs show RUN --guard``)."""
+    from seqjudge.safetext import terminal
+
+    if not decisions:
+        return ["no guard decisions recorded for this run's traces (trace id = session id)"]
+    lines: list[str] = []
+    for session_id, records in decisions.items():
+        lines.append(f"session {terminal(session_id)}")
+        for d in records:
+            mode = "shadow" if d.shadow else "enforced"
+            denied = [r for r in d.rules if r.get("outcome") == "deny"]
+            detail = "; ".join(
+                f"{r.get('rule_id')}: {r.get('message') or ''}".rstrip(": ")
+                + (f" ({r['suggestion']})" if r.get("suggestion") else "")
+                for r in denied
+            )
+            degraded = f" [degraded: {d.degraded}]" if d.degraded else ""
+            call = f" {d.call_id}" if d.call_id else ""
+            lines.append(
+                terminal(
+                    f"  {d.seq:>3}. {d.decided_at:%Y-%m-%d %H:%M:%S} {d.tool}{call}: {d.action} ({mode})"
+                    f"{' - ' + detail if detail else ''}{degraded}"
+                )
+            )
+    return lines
