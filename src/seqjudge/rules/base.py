@@ -177,6 +177,7 @@ class RuleBase(BaseModel):
 
     - ``type: Literal["name"]`` - the name the rule file uses;
     - ``rank`` - where the type is listed in messages ("valid types: ...");
+    - ``guard_kinds`` and ``guard_at_end`` - what the guard decides before a call, and what at the end;
     - ``operand_fields`` (fields holding one operand) and, if any, ``operand_list_fields`` (fields holding
       a list of operands): what a tool-name check (catalog, judge validation, lint) must look at;
     - ``default_id()``, ``describe()`` (the meaning in words, for reports), ``requirement(say)`` (the
@@ -196,6 +197,12 @@ class RuleBase(BaseModel):
     # Whether the engine may leave the rule to the judge (outcome `deferred`) on some trace: counted and
     # named wherever deferred rules are (a pass must say what it did not decide).
     may_defer: ClassVar[bool] = False
+    # What the guard (``seqjudge.guard``) can decide before a call runs, declared by each type: the violation
+    # types this rule raises at a call from the calls before it alone ("looks back": the proposed call is
+    # denied when one is certain at it), and, when something is decided only once the session ends, why
+    # (None: nothing is). A type with no look-back violation only makes sense offline (``lint --guard``).
+    guard_kinds: ClassVar[frozenset[str]]
+    guard_at_end: ClassVar[str | None]
     operand_list_fields: ClassVar[tuple[str, ...]] = ()
 
     id: str | None = None
@@ -210,7 +217,8 @@ class RuleBase(BaseModel):
         super().__pydantic_init_subclass__(**kwargs)
         name = _type_name(cls)
         missing = [m for m in _METHODS if getattr(cls, m) is getattr(RuleBase, m)]
-        missing += [v for v in ("rank", "operand_fields") if not hasattr(cls, v)]
+        declared = ("rank", "operand_fields", "guard_kinds", "guard_at_end")
+        missing += [v for v in declared if not hasattr(cls, v)]
         if missing:
             raise TypeError(f"rule type {name!r} ({cls.__qualname__}) does not define {', '.join(missing)}")
         unknown = [f for f in (*cls.operand_fields, *cls.operand_list_fields) if f not in cls.model_fields]

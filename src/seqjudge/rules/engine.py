@@ -376,6 +376,15 @@ class Engine:
             "rules": results,
         }
 
+    def finding(self, comp: _Compiled, view: View, groupings: dict[tuple[str, ...], Grouping]) -> ev.Finding:
+        """One compiled rule (with an evaluator) on the index ``view`` shows, as ``check`` finds it: the
+        guard's way in (``seqjudge.guard``), which evaluates the rules on a session's growing index.
+        ``groupings``: the index's ``same:`` groupings as they stand (found again once the index grows)."""
+        assert comp.evaluate is not None
+        if comp.same is None:
+            return comp.evaluate(view)
+        return self._evaluate_same(comp, view.index, groupings, view.explain)
+
     def _evaluate_same(
         self, comp: _Compiled, index: TraceIndex, groupings: dict[tuple[str, ...], Grouping], explain: bool
     ) -> ev.Finding:

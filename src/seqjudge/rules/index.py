@@ -101,6 +101,7 @@ class TraceIndex:
         "_sel",
         "source",
         "_lineage",
+        "_owned",
     )
 
     def __init__(
@@ -166,12 +167,71 @@ class TraceIndex:
         # outputs and messages, parsed once for all of them at the first ask: ``lineage_sources``).
         self.source: Trace | PlainTrace | None = None
         self._lineage: Sources | None = None
+        self._owned = False  # whether each name's successful positions are a list of its own (_own_lists)
         sel = self._sel = _Positions()
         sel.names, sel.ok, sel.args = names, ok, args
         ok_by_name = sel.ok_by_name = self.ok_by_name
         sel.by_name = by_name
         for single, name in singles:
             sel[single] = (by_name[name], ok_by_name[name]) if name in by_name else NO_POSITIONS
+
+    def append(self, name: str, ok: bool, args: dict[str, Any], step: int) -> int:
+        """Add a call at the end and return its position: the index of a session that grows a call at a
+        time (``seqjudge.guard``), so that the engine's evaluators read it as they read a whole trace's.
+
+        The columns and the per-name positions grow in place; the positions cached per selector and the
+        lineage sources are found again at their next lookup (a selector's are a merge of per-name lists)."""
+        self._own_lists()
+        i = self.n
+        self.names.append(name)
+        self.ok.append(ok)
+        self.args.append(args)
+        self.steps.append(step)
+        self.n = i + 1
+        self.sequential = step == i
+        by_name, ok_by_name = self.by_name, self.ok_by_name
+        if name in by_name:
+            by_name[name].append(i)
+        else:
+            by_name[name] = [i]
+            ok_by_name[name] = []
+        if ok:
+            ok_by_name[name].append(i)
+        self._changed()
+        return i
+
+    def pop(self) -> None:
+        """Remove the last call (``append`` undone: the guard's proposed call, once decided)."""
+        self._own_lists()
+        name = self.names.pop()
+        good = self.ok.pop()
+        self.args.pop()
+        self.steps.pop()
+        self.n -= 1
+        steps = self.steps
+        self.sequential = not steps or steps[-1] == self.n - 1
+        every = self.by_name[name]
+        every.pop()
+        if good:
+            self.ok_by_name[name].pop()
+        if not every:
+            del self.by_name[name], self.ok_by_name[name]
+        self._changed()
+
+    def _own_lists(self) -> None:
+        """Give the successful positions lists of their own, so that a call appended (or removed) changes
+        exactly the lists it belongs in: a built index shares them with every position's when no call failed
+        (``ok_by_name is by_name``), and per name otherwise. A session's index does this once, when empty."""
+        if self._owned:
+            return
+        ok = self.ok
+        self.ok_by_name = {k: [i for i in v if ok[i]] for k, v in self.by_name.items()}
+        self._sel.ok_by_name = self.ok_by_name
+        self._owned = True
+
+    def _changed(self) -> None:
+        self._sel.clear()  # (a selector's positions are found again at their next lookup: __missing__)
+        self._lineage = None
 
     @classmethod
     def of(cls, trace: Trace | PlainTrace, singles: Sequence[tuple[Selector, str]] = ()) -> TraceIndex:

@@ -1,0 +1,276 @@
+"""The rules as a guard before each tool call: the engine's own evaluators, run on a session's growing index.
+
+A ``Session`` keeps one ``TraceIndex`` that grows by a call each time a call runs (``record``). To decide a
+proposed call it appends the call, evaluates each rule with the engine's evaluator (``Engine.finding``) and
+removes the call again. A rule denies the call when it raises, at that call, one of the violations its type
+decides on the calls before a call alone (``guard_kinds``, declared by each rule type) - whatever the call's
+outcome: the call is evaluated as successful and, when that is a violation, as failed, and it is denied only
+if both are. So the guard denies exactly where the offline engine, on the trace cut after the call, reports
+such a violation at it (tests/test_guard_parity.py). What only the end of the session decides (a required
+call, a deadline, a sequence's completion) is ``pending``, and ``finish`` decides it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from seqjudge.errors import GuardError, SeqjudgeError
+from seqjudge.guard.decision import (
+    FAIL_MODES,
+    JUDGE_MODES,
+    Decision,
+    FailMode,
+    JudgeMode,
+    RuleDecision,
+)
+from seqjudge.rules.engine import Engine, context_matches
+from seqjudge.rules.index import Grouping, TraceIndex, View
+from seqjudge.trace import Call, Message, Trace, assign_steps
+
+if TYPE_CHECKING:
+    from seqjudge.config import RunConfig
+    from seqjudge.rules.engine import _Compiled
+    from seqjudge.rules.evaluate import Finding
+    from seqjudge.rules.model import RuleSet
+
+log = logging.getLogger("seqjudge.guard")
+
+_NOT_APPLICABLE = "not applicable: the session's context does not match the rule's `when`"
+
+
+def fail_mode_of(fail_mode: str | None, config: RunConfig | None) -> FailMode:
+    """What a guard that cannot decide answers: ``fail_mode`` if given, else the config's ``guard.fail_mode``,
+    else deny at ``risk_level: high`` and allow otherwise."""
+    if fail_mode is None and config is not None:
+        fail_mode = config.guard.fail_mode
+    if fail_mode is None:
+        return "deny" if config is not None and config.risk_level == "high" else "allow"
+    if fail_mode not in FAIL_MODES:
+        raise GuardError(f"fail mode {fail_mode!r} is not one of: {', '.join(FAIL_MODES)}")
+    return fail_mode  # type: ignore[return-value]
+
+
+def degraded(fail_mode: FailMode, why: str) -> Decision:
+    """The decision of a guard that could not decide (``why``), as its fail mode makes it; a fail-open
+    allow is logged as a warning, so that no call passes unchecked unsaid."""
+    note = f"the guard could not decide ({why}); fail mode {fail_mode}: the call is {fail_mode}ed unchecked"
+    if fail_mode == "allow":
+        log.warning("seqjudge guard: %s", note)
+    return Decision(fail_mode, [], f"seqjudge guard: {note}.", note)
+
+
+class Guard:
+    """A rule set compiled once for deciding calls before they run; ``session`` keeps one agent's state."""
+
+    def __init__(
+        self,
+        ruleset: RuleSet,
+        config: RunConfig | None = None,
+        *,
+        judge: JudgeMode = "skip",
+        fail_mode: FailMode | None = None,
+    ) -> None:
+        if judge not in JUDGE_MODES:
+            raise GuardError(f"judge mode {judge!r} is not one of: {', '.join(JUDGE_MODES)}")
+        if judge == "model":
+            raise GuardError(
+                "judge mode 'model' is not available in this version of the guard: use 'skip' (judge rules "
+                "are reported skipped) or 'ask' (the host asks a person)"
+            )
+        self.ruleset = ruleset
+        self.config = config
+        self.judge: JudgeMode = judge
+        self.fail_mode: FailMode = fail_mode_of(fail_mode, config)
+        self.engine = Engine(ruleset)
+
+    @classmethod
+    def from_files(
+        cls,
+        rules_path: str | Path,
+        config_path: str | Path | None = None,
+        *,
+        judge: JudgeMode = "skip",
+        fail_mode: FailMode | None = None,
+    ) -> Guard:
+        """A guard of a rule file (and a config file's ``risk_level`` and ``guard:``); any problem with
+        them is a ``GuardError`` carrying the file's own one-paragraph message."""
+        from seqjudge.config import load_config
+        from seqjudge.rules.load import load_rules
+
+        try:
+            config = load_config(config_path) if config_path is not None else None
+            return cls(load_rules(rules_path), config, judge=judge, fail_mode=fail_mode)
+        except GuardError:
+            raise
+        except SeqjudgeError as exc:
+            raise GuardError(str(exc), cause=exc) from None
+
+    def session(
+        self,
+        session_id: str,
+        *,
+        context: dict[str, Any] | None = None,
+        history: Iterable[Call] = (),
+        messages: Iterable[Message] = (),
+    ) -> Session:
+        """A session that has already made the calls ``history`` (completed, in order) and seen the
+        ``messages`` (lineage rules read user messages); ``context`` is what ``when:`` reads."""
+        return Session(self, session_id, context or {}, list(history), list(messages))
+
+    def decide(self, history: Sequence[Call], tool: str, args: dict[str, Any]) -> Decision:
+        """Decide one call after ``history``, without keeping a session (each call re-reads the history)."""
+        return self.session("", history=history).decide(tool, args)
+
+    def degraded(self, why: str) -> Decision:
+        """This guard's fail-mode decision when it could not decide (``why``)."""
+        return degraded(self.fail_mode, why)
+
+
+class Session:
+    """One agent session's calls so far, as an index the engine's evaluators read, growing a call a time."""
+
+    def __init__(
+        self,
+        guard: Guard,
+        session_id: str,
+        context: dict[str, Any],
+        history: list[Call],
+        messages: list[Message],
+    ) -> None:
+        self.guard = guard
+        self.session_id = session_id
+        self.context = context
+        # The session as a trace: lineage rules read its calls' outputs and its user messages.
+        self.trace = Trace(trace_id=session_id or None, calls=[], messages=messages, context=context)
+        self.index = TraceIndex([], [], [], [], guard.engine.singles)
+        self.index.source = self.trace
+        steps = assign_steps(history)
+        for call, step in zip(history, steps, strict=True):
+            self._append(call, step)
+
+    def _append(self, call: Call, step: int | None = None) -> int:
+        if step is None:
+            step = self.index.steps[-1] + 1 if self.index.n else 0
+        i = self.index.append(call.tool_name, call.status == "ok", call.arguments, step)
+        self.trace.calls.append(call)
+        return i
+
+    def _pop(self) -> None:
+        self.trace.calls.pop()
+        self.index.pop()
+
+    def record(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        output: Any = None,
+        status: Literal["ok", "error"] = "ok",
+        call_id: str | None = None,
+    ) -> None:
+        """The call ran (``status`` ok or error, with its ``output``): the session's state advances."""
+        if status not in ("ok", "error"):
+            raise GuardError(f"a call's status is 'ok' or 'error', not {status!r}")
+        self._append(Call(tool_name=tool, arguments=args, status=status, output=output, id=call_id))
+
+    def decide(self, tool: str, args: dict[str, Any], *, call_id: str | None = None) -> Decision:
+        """Decide the proposed call ``tool(args)`` after the session's calls; the state does not advance.
+        An error inside the guard is a decision of its fail mode, said in ``degraded``."""
+        try:
+            return self._decide(Call(tool_name=tool, arguments=args, id=call_id))
+        except Exception as exc:  # the host must get a decision, never the guard's exception
+            return self.guard.degraded(f"internal error: {type(exc).__name__}")
+
+    def _decide(self, call: Call) -> Decision:
+        guard = self.guard
+        i = self._append(call)
+        try:
+            out: list[RuleDecision] = []
+            denied: list[tuple[int, _Compiled]] = []
+            groupings: dict[tuple[str, ...], Grouping] = {}
+            view = View(self.index, explain=False)
+            for comp in guard.engine.compiled:
+                decision = self._rule(comp, i, view, groupings)
+                if decision is not None and decision.outcome == "deny":
+                    denied.append((len(out), comp))
+                out.append(decision or RuleDecision(comp.rule_id, "allow", "holds"))
+            if denied:
+                # A violation when the call succeeds: denied only if it is one when the call fails too.
+                self._pop()
+                i = self._append(call.model_copy(update={"status": "error"}))
+                groupings = {}
+                view = View(self.index, explain=False)
+                for k, comp in denied:
+                    if self._violation(comp, i, view, groupings) is None:
+                        out[k] = RuleDecision(
+                            comp.rule_id,
+                            "allow",
+                            f"{out[k].message} (only if the call succeeds: decided once it has run)",
+                        )
+        finally:
+            self._pop()
+        return Decision.of(out)
+
+    def _violation(
+        self, comp: _Compiled, i: int, view: View, groupings: dict[tuple[str, ...], Grouping]
+    ) -> RuleDecision | None:
+        """The rule's deny of call ``i`` (the last), when its finding has a look-back violation at it."""
+        finding: Finding = self.guard.engine.finding(comp, view, groupings)
+        kinds = comp.rule.guard_kinds
+        for flaw in finding.flaws:
+            if flaw.offending == i and flaw.type in kinds:
+                return RuleDecision(comp.rule_id, "deny", flaw.explanation, flaw.suggestion)
+        if finding.outcome == "deferred":
+            return self._undecided(comp, finding.explanation)
+        return None
+
+    def _rule(
+        self, comp: _Compiled, i: int, view: View, groupings: dict[tuple[str, ...], Grouping]
+    ) -> RuleDecision | None:
+        """One rule on the proposed call ``i``; None: it holds."""
+        if comp.when and not context_matches(self.context, comp.when):
+            return RuleDecision(comp.rule_id, "allow", _NOT_APPLICABLE)
+        rule = comp.rule
+        if comp.type == "judge":
+            about = comp.operands[0] if comp.operands else None
+            index = self.index
+            if about is not None and about.hit(index.names[i], True, index.args[i]):
+                return self._undecided(comp, "a rule written in words is about this call")
+            return RuleDecision(comp.rule_id, "pending", str(rule.guard_at_end))
+        if not rule.guard_kinds:
+            why = f"decided when the session ends: {rule.guard_at_end}"
+            return RuleDecision(comp.rule_id, "pending", why)
+        return self._violation(comp, i, view, groupings)
+
+    def _undecided(self, comp: _Compiled, why: str) -> RuleDecision:
+        """A rule only the judge (or a person) can decide on this call, as the guard's judge mode says."""
+        if self.guard.judge == "ask":
+            return RuleDecision(comp.rule_id, "ask", f"{why}: {comp.description}")
+        return RuleDecision(comp.rule_id, "skipped", f"{why}; not judged (judge mode skip)")
+
+    def finish(self) -> list[RuleDecision]:
+        """Every rule on the whole session, as the offline engine finds it: ``deny`` for a violated rule
+        (what was pending is decided now), ``allow`` for one that holds or was not exercised, ``skipped``
+        or ``ask`` for what only the judge decides."""
+        out: list[RuleDecision] = []
+        groupings: dict[tuple[str, ...], Grouping] = {}
+        view = View(self.index, explain=True)
+        for comp in self.guard.engine.compiled:
+            if comp.when and not context_matches(self.context, comp.when):
+                out.append(RuleDecision(comp.rule_id, "allow", _NOT_APPLICABLE))
+                continue
+            if comp.evaluate is None:
+                out.append(self._undecided(comp, "a rule written in words"))
+                continue
+            finding = self.guard.engine.finding(comp, view, groupings)
+            if finding.flaws:
+                first = finding.flaws[0]
+                out.append(RuleDecision(comp.rule_id, "deny", first.explanation, first.suggestion))
+            elif finding.outcome == "deferred":
+                out.append(self._undecided(comp, finding.explanation))
+            else:
+                out.append(RuleDecision(comp.rule_id, "allow", finding.explanation or finding.outcome))
+        return out

@@ -1,0 +1,91 @@
+"""The guard's Python API (seqjudge.guard): a decision before each call, state per session, the end."""
+
+from __future__ import annotations
+
+import pytest
+
+from seqjudge.guard import Guard, GuardError
+from seqjudge.rules.load import parse_rules
+from seqjudge.trace import Call
+
+
+def _guard(*rules: dict, **kwargs) -> Guard:
+    return Guard(parse_rules({"rules": list(rules)}), **kwargs)
+
+
+EDIT_AFTER_READ = {"type": "before", "first": "Read", "then": "Edit", "same": ["file_path"]}
+
+
+def test_edit_of_a_file_never_read_is_denied_and_one_read_is_allowed() -> None:
+    session = _guard(EDIT_AFTER_READ).session("s1")
+    d = session.decide("Edit", {"file_path": "a.py"})
+    assert d.action == "deny"
+    assert d.reason.startswith("before:Read->Edit: ")
+    assert "Add a successful call to Read" in d.reason
+    session.record("Read", {"file_path": "a.py"})
+    assert session.decide("Edit", {"file_path": "a.py"}).action == "allow"
+    assert session.decide("Edit", {"file_path": "b.py"}).action == "deny"
+
+
+def test_decide_does_not_advance_the_state_and_record_does() -> None:
+    session = _guard({"type": "max_calls", "tool": "Bash", "max": 1}).session("s1")
+    assert session.decide("Bash", {}).action == "allow"
+    assert session.decide("Bash", {}).action == "allow"  # the first decide left no call behind
+    session.record("Bash", {}, status="error")  # a failed attempt counts for max_calls
+    d = session.decide("Bash", {})
+    assert d.action == "deny" and "exceeds the limit" in d.reason
+
+
+def test_a_violation_only_if_the_call_succeeds_is_not_denied() -> None:
+    # `then` counts only successful Deploy calls: whether this call violates depends on its outcome.
+    rule = {"type": "before", "first": "Test", "then": {"tool": "Deploy", "status": "ok"}}
+    d = _guard(rule).session("s").decide("Deploy", {})
+    assert d.action == "allow"
+    assert "only if the call succeeds" in d.rules[0].message
+
+
+def test_end_rules_are_pending_and_decided_by_finish() -> None:
+    session = _guard({"type": "require", "tool": "Test"}).session("s")
+    d = session.decide("Edit", {})
+    assert d.action == "allow" and d.rules[0].outcome == "pending"
+    assert [r.outcome for r in session.finish()] == ["deny"]
+    session.record("Test", {})
+    assert [r.outcome for r in session.finish()] == ["allow"]
+
+
+def test_when_reads_the_sessions_context() -> None:
+    g = _guard({"type": "blocklist", "pattern": "delete", "when": {"user_role": "guest"}})
+    assert g.session("s", context={"user_role": "guest"}).decide("delete_user", {}).action == "deny"
+    admin = g.session("s", context={"user_role": "admin"}).decide("delete_user", {})
+    assert admin.action == "allow" and "not applicable" in admin.rules[0].message
+
+
+def test_judge_rules_are_skipped_by_default_and_asked_in_ask_mode() -> None:
+    rule = {"type": "judge", "description": "Refunds need a stated reason", "applies_to": "refund"}
+    skipped = _guard(rule).session("s").decide("refund", {})
+    assert skipped.action == "allow" and skipped.rules[0].outcome == "skipped"
+    asked = _guard(rule, judge="ask").session("s").decide("refund", {})
+    assert asked.action == "ask" and "Refunds need a stated reason" in asked.reason
+    other = _guard(rule, judge="ask").session("s").decide("lookup", {})
+    assert other.action == "allow" and other.rules[0].outcome == "pending"
+
+
+def test_stateless_decide_reads_the_history() -> None:
+    g = _guard(EDIT_AFTER_READ)
+    history = [Call(tool_name="Read", arguments={"file_path": "a.py"})]
+    assert g.decide(history, "Edit", {"file_path": "a.py"}).action == "allow"
+    assert g.decide([], "Edit", {"file_path": "a.py"}).action == "deny"
+
+
+def test_an_internal_error_is_the_fail_modes_decision_and_says_so() -> None:
+    session = _guard(EDIT_AFTER_READ, fail_mode="deny").session("s")
+    session.index.steps = None  # type: ignore[assignment]  # an index the evaluators cannot read
+    d = session.decide("Edit", {"file_path": "a.py"})
+    assert d.action == "deny" and d.degraded is not None and "internal error" in d.degraded
+
+
+def test_bad_rule_file_is_a_guard_error_naming_the_file(tmp_path) -> None:
+    bad = tmp_path / "rules.yaml"
+    bad.write_text("rules:\n  - type: before\n    first: Read\n")
+    with pytest.raises(GuardError, match="rules.yaml"):
+        Guard.from_files(bad)
