@@ -41,11 +41,14 @@ def sdk_tools(tools: Tools) -> list[Any]:
     return [verify_identity, delete_customer]
 
 
-def run_agent(server: FakeLLMServer, rails: SeqjudgeGuardrails, tools: Tools, *turns: tuple[str, dict, str]) -> Any:
+def run_agent(
+    server: FakeLLMServer, rails: SeqjudgeGuardrails, tools: Tools, *turns: tuple[str, dict, str]
+) -> Any:
     """One agent run whose model asks for ``turns`` (a tool call a turn), then answers "done"."""
     server.enqueue(*(openai_tool_calls(t) for t in turns), openai_chat("done"))
     model = OpenAIChatCompletionsModel(
-        model="gpt-4o", openai_client=AsyncOpenAI(api_key="test", base_url=server.openai_base_url, max_retries=0)
+        model="gpt-4o",
+        openai_client=AsyncOpenAI(api_key="test", base_url=server.openai_base_url, max_retries=0),
     )
     agent = Agent(name="support", instructions="Help.", model=model, tools=rails.protect(*sdk_tools(tools)))
     # Tracing off: the SDK would otherwise export spans to OpenAI's servers.
@@ -67,7 +70,9 @@ def guard(tmp_path: Path) -> Guard:
     return Guard.from_files(write_rules(tmp_path))
 
 
-def test_a_delete_before_verify_is_rejected_and_its_body_never_runs(fake_llm: FakeLLMServer, guard: Guard) -> None:
+def test_a_delete_before_verify_is_rejected_and_its_body_never_runs(
+    fake_llm: FakeLLMServer, guard: Guard
+) -> None:
     tools = Tools()
     rails = SeqjudgeGuardrails(guard, session_id="s-1")
     result = run_agent(fake_llm, rails, tools, DELETE, VERIFY)
@@ -90,7 +95,9 @@ def test_in_the_other_order_both_calls_run(fake_llm: FakeLLMServer, guard: Guard
     assert [r.output.behavior["type"] for r in result.tool_input_guardrail_results] == ["allow", "allow"]
 
 
-def test_a_verification_that_failed_does_not_let_the_delete_through(fake_llm: FakeLLMServer, guard: Guard) -> None:
+def test_a_verification_that_failed_does_not_let_the_delete_through(
+    fake_llm: FakeLLMServer, guard: Guard
+) -> None:
     # The output guardrail alone cannot see that a tool raised (the SDK hands it the error text): protect()
     # marks the failed call, so it is recorded as failed and satisfies no prerequisite.
     tools = Tools(verify_fails=True)

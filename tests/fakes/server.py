@@ -307,7 +307,11 @@ def openai_tool_calls(*calls: tuple[str, dict[str, Any], str], model: str = "gpt
                     "content": None,
                     "refusal": None,
                     "tool_calls": [
-                        {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(args)},
+                        }
                         for name, args, call_id in calls
                     ],
                 },

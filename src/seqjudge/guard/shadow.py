@@ -17,40 +17,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from seqjudge.redact import DEFAULT_REDACT
 
 if TYPE_CHECKING:
     from seqjudge.crosscheck import TraceResult
+    from seqjudge.guard.decision import Decision
     from seqjudge.store import GuardDecisionRecord, Store
 
 
-class _DecisionLike(Protocol):
-    """What is recorded of a guard decision (``seqjudge.guard.Decision``)."""
-
-    action: str
-    degraded: str | None
-
-    @property
-    def rules(self) -> Sequence[Any]: ...
-
-
-def rule_rows(decision: _DecisionLike) -> list[dict[str, Any]]:
+def rule_rows(decision: Decision) -> list[dict[str, Any]]:
     """A decision's per-rule outcomes as the plain rows stored (rule_id, outcome, message, suggestion)."""
-    rows: list[dict[str, Any]] = []
-    for rule in decision.rules:
-        if isinstance(rule, Mapping):
-            data = dict(rule)
-        else:
-            data = {
-                "rule_id": rule.rule_id,
-                "outcome": rule.outcome,
-                "message": getattr(rule, "message", "") or "",
-                "suggestion": getattr(rule, "suggestion", None),
-            }
-        rows.append({k: data.get(k) for k in ("rule_id", "outcome", "message", "suggestion")})
-    return rows
+    return [
+        {"rule_id": r.rule_id, "outcome": r.outcome, "message": r.message, "suggestion": r.suggestion}
+        for r in decision.rules
+    ]
 
 
 @dataclass
@@ -62,9 +44,7 @@ class DecisionLog:
     shadow: bool = True
     redact: tuple[str, ...] = DEFAULT_REDACT
 
-    def record(
-        self, session_id: str, tool: str, decision: _DecisionLike, *, call_id: str | None = None
-    ) -> int:
+    def record(self, session_id: str, tool: str, decision: Decision, *, call_id: str | None = None) -> int:
         """Store the decision; its number in the session."""
         return self.store.record_guard_decision(
             session_id,

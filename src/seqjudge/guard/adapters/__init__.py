@@ -1,5 +1,5 @@
-"""The guard inside agent frameworks (docs/guard.md, "Framework adapters"): each adapter asks the guard before a
-tool call, blocks a denied one in the framework's own way (the model is told the rule and the suggestion),
+"""The guard inside agent frameworks (docs/guard.md, "Framework adapters"): each adapter asks the guard before
+a tool call, blocks a denied one in the framework's own way (the model is told the rule and the suggestion),
 and records every call that ran, so that the session's history is the one the offline engine would read.
 
 - ``seqjudge.guard.adapters.openai_agents``: OpenAI Agents SDK tool input/output guardrails (extra

@@ -56,7 +56,9 @@ class GuardedSessions:
                 self._sessions[session_id] = found
             return found
 
-    def decide(self, session_id: str, tool: str, args: dict[str, Any], *, call_id: str | None = None) -> Decision:
+    def decide(
+        self, session_id: str, tool: str, args: dict[str, Any], *, call_id: str | None = None
+    ) -> Decision:
         """The guard's decision on the proposed call, recorded in the log (when there is one)."""
         with self._lock:
             decision = self.session(session_id).decide(tool, args, call_id=call_id)

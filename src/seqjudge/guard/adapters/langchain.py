@@ -1,8 +1,8 @@
-"""The guard in LangChain v1 agents (extra ``langchain``): an ``AgentMiddleware`` whose ``wrap_tool_call`` asks
-the guard before each tool call and records each call that ran.
+"""The guard in LangChain v1 agents (extra ``langchain``): an ``AgentMiddleware`` whose ``wrap_tool_call``
+asks the guard before each tool call and records each call that ran.
 
     guard = Guard.from_files("rules.yaml")
-    agent = create_agent(model, tools=[verify_identity, delete_customer], middleware=[SeqjudgeMiddleware(guard)])
+    agent = create_agent(model, tools=[lookup, delete_customer], middleware=[SeqjudgeMiddleware(guard)])
     agent.invoke({"messages": [...]}, config={"configurable": {"thread_id": "support-42"}})
 
 Why ``wrap_tool_call`` of ``create_agent``'s middleware, not a LangGraph node or a ``before_model`` hook: it
@@ -72,6 +72,7 @@ class SeqjudgeMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self.session_id = session_id
 
     def _session_of(self, request: ToolCallRequest) -> str:
+        found: Any
         if self.session_id is not None:
             found = self.session_id(request) if callable(self.session_id) else self.session_id
         else:
@@ -90,7 +91,9 @@ class SeqjudgeMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     def _decide(self, request: ToolCallRequest) -> tuple[str, Decision]:
         call = request.tool_call
         session = self._session_of(request)
-        return session, self.sessions.decide(session, call["name"], dict(call.get("args") or {}), call_id=call.get("id"))
+        return session, self.sessions.decide(
+            session, call["name"], dict(call.get("args") or {}), call_id=call.get("id")
+        )
 
     def _refusal(self, request: ToolCallRequest, decision: Decision) -> ToolMessage:
         call = request.tool_call
@@ -99,10 +102,18 @@ class SeqjudgeMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             tool_call_id=call.get("id") or "",
             name=call["name"],
             status="error",
-            artifact={"seqjudge": {"action": decision.action, "reason": decision.reason, "degraded": decision.degraded}},
+            artifact={
+                "seqjudge": {
+                    "action": decision.action,
+                    "reason": decision.reason,
+                    "degraded": decision.degraded,
+                }
+            },
         )
 
-    def _ran(self, session: str, request: ToolCallRequest, result: Any, *, raised: BaseException | None = None) -> None:
+    def _ran(
+        self, session: str, request: ToolCallRequest, result: Any, *, raised: BaseException | None = None
+    ) -> None:
         call = request.tool_call
         failed = raised is not None or (isinstance(result, ToolMessage) and result.status == "error")
         output = str(raised) if raised is not None else getattr(result, "content", None)

@@ -147,7 +147,10 @@ class SeqjudgeGuardrails:
         """Give each function tool the guardrails and a failure formatter that marks failed calls (the one
         it had still answers); the same tools, as a list for ``Agent(tools=...)``."""
         agents = _sdk()
-        from agents.tool import resolve_function_tool_failure_error_function, set_function_tool_failure_error_function
+        from agents.tool import (
+            resolve_function_tool_failure_error_function,
+            set_function_tool_failure_error_function,
+        )
 
         for tool in tools:
             if not isinstance(tool, agents.FunctionTool):
@@ -163,9 +166,7 @@ class SeqjudgeGuardrails:
                 # The tool re-raises its errors (failure_error_function=None): mark the call, then re-raise.
                 set_function_tool_failure_error_function(tool, _reraise(self))
             else:
-                set_function_tool_failure_error_function(
-                    tool, lambda ctx, err, previous=previous: self._on_error(ctx, err, previous)
-                )
+                set_function_tool_failure_error_function(tool, _marking(self, previous))
             if tool.timeout_seconds is not None:
                 self._timeouts[tool.name] = tool.timeout_seconds
         return list(tools)
@@ -173,6 +174,13 @@ class SeqjudgeGuardrails:
     def finish(self, session_id: str) -> list[RuleDecision]:
         """The rules only the session's end decides; call it when the agent session is over."""
         return self.sessions.finish(session_id)
+
+
+def _marking(rails: SeqjudgeGuardrails, previous: Callable[..., Any]) -> Callable[[Any, Exception], Any]:
+    def on_error(context: Any, error: Exception) -> Any:
+        return rails._on_error(context, error, previous)
+
+    return on_error
 
 
 def _reraise(rails: SeqjudgeGuardrails) -> Callable[[Any, Exception], str]:
@@ -209,5 +217,7 @@ def _info(decision: Decision, *, shadow: bool) -> dict[str, Any]:
         "shadow": shadow,
         "reason": decision.reason,
         "degraded": decision.degraded,
-        "rules": [{"rule_id": r.rule_id, "outcome": r.outcome} for r in decision.rules if r.outcome != "allow"],
+        "rules": [
+            {"rule_id": r.rule_id, "outcome": r.outcome} for r in decision.rules if r.outcome != "allow"
+        ],
     }

@@ -1,0 +1,144 @@
+"""The guard as LangChain v1 middleware (``seqjudge.guard.adapters.langchain``), run by the real agent loop:
+``create_agent`` with the tools and the middleware, and langchain_core's own fake chat model
+(``GenericFakeChatModel``) scripted to call the tools; the tool node, the middleware chain and the graph are
+LangChain's own."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain")
+
+from langchain.agents import create_agent  # noqa: E402
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
+from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
+from langchain_core.tools import tool  # noqa: E402
+
+from guard_support import RULE_ID, Tools, write_rules  # noqa: E402
+from seqjudge.errors import GuardError  # noqa: E402
+from seqjudge.guard import Guard  # noqa: E402
+from seqjudge.guard.adapters.langchain import SeqjudgeMiddleware  # noqa: E402
+from seqjudge.store import Store  # noqa: E402
+
+DELETE = ("delete_customer", {"customer_id": "c-7"}, "call_delete")
+VERIFY = ("verify_identity", {"customer_id": "c-7"}, "call_verify")
+
+
+class ToolCallingFake(GenericFakeChatModel):
+    """The library's fake chat model; ``create_agent`` binds tools to its model, which the fake ignores."""
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ToolCallingFake:
+        return self
+
+
+def lc_tools(tools: Tools) -> list[Any]:
+    @tool
+    def verify_identity(customer_id: str) -> str:
+        """Verify the customer's identity."""
+        return tools.verify_identity(customer_id)
+
+    @tool
+    def delete_customer(customer_id: str) -> str:
+        """Delete the customer's record."""
+        return tools.delete_customer(customer_id)
+
+    return [verify_identity, delete_customer]
+
+
+def agent_for(middleware: SeqjudgeMiddleware, tools: Tools, *turns: tuple[str, dict, str]) -> Any:
+    replies = [AIMessage(content="", tool_calls=[{"name": n, "args": a, "id": i}]) for n, a, i in turns]
+    model = ToolCallingFake(messages=iter([*replies, AIMessage(content="done")]))
+    return create_agent(model, tools=lc_tools(tools), middleware=[middleware])
+
+
+def run(
+    middleware: SeqjudgeMiddleware, tools: Tools, *turns: tuple[str, dict, str], thread: str = "t-1"
+) -> dict:
+    agent = agent_for(middleware, tools, *turns)
+    return agent.invoke(
+        {"messages": [{"role": "user", "content": "Delete customer c-7."}]},
+        config={"configurable": {"thread_id": thread}},
+    )
+
+
+def tool_messages(state: dict) -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
+
+
+@pytest.fixture
+def guard(tmp_path: Path) -> Guard:
+    return Guard.from_files(write_rules(tmp_path))
+
+
+def test_a_delete_before_verify_is_answered_with_an_error_tool_message(guard: Guard) -> None:
+    tools = Tools()
+    state = run(SeqjudgeMiddleware(guard), tools, DELETE, VERIFY)
+    assert tools.ran == ["verify_identity(c-7)"]  # the delete never ran; the agent went on
+    told = tool_messages(state)
+    assert told["call_delete"].status == "error" and RULE_ID in told["call_delete"].content
+    assert told["call_delete"].artifact["seqjudge"]["action"] == "deny"
+    assert told["call_verify"].status == "success"
+    assert state["messages"][-1].content == "done"
+
+
+def test_in_the_other_order_both_calls_run(guard: Guard) -> None:
+    tools = Tools()
+    state = run(SeqjudgeMiddleware(guard), tools, VERIFY, DELETE)
+    assert tools.ran == ["verify_identity(c-7)", "delete_customer(c-7)"]
+    assert tool_messages(state)["call_delete"].content == "customer c-7 deleted"
+
+
+def test_the_async_agent_is_guarded_alike(guard: Guard) -> None:
+    tools = Tools()
+    agent = agent_for(SeqjudgeMiddleware(guard), tools, DELETE, VERIFY)
+    state = asyncio.run(
+        agent.ainvoke(
+            {"messages": [{"role": "user", "content": "go"}]}, config={"configurable": {"thread_id": "a"}}
+        )
+    )
+    assert tools.ran == ["verify_identity(c-7)"]
+    assert RULE_ID in tool_messages(state)["call_delete"].content
+
+
+def test_a_tool_that_raised_is_recorded_failed_and_satisfies_no_prerequisite(guard: Guard) -> None:
+    tools = Tools(verify_fails=True)
+    middleware = SeqjudgeMiddleware(guard)
+    with pytest.raises(RuntimeError, match="identity service unavailable"):  # LangChain re-raises it
+        run(middleware, tools, VERIFY)
+    run(middleware, tools, DELETE)  # the same thread goes on
+    assert tools.ran == ["verify_identity(c-7)"]
+
+
+def test_sessions_are_the_threads(guard: Guard) -> None:
+    tools = Tools()
+    middleware = SeqjudgeMiddleware(guard)
+    run(middleware, tools, VERIFY, thread="verified")
+    run(middleware, tools, DELETE, thread="verified")
+    run(middleware, tools, DELETE, thread="other")
+    assert tools.ran == ["verify_identity(c-7)", "delete_customer(c-7)"]
+
+
+def test_a_call_with_no_session_is_refused_not_guarded_on_another_history(guard: Guard) -> None:
+    tools = Tools()
+    agent = agent_for(SeqjudgeMiddleware(guard), tools, VERIFY)
+    with pytest.raises(GuardError, match="thread_id"):
+        agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert tools.ran == []
+
+
+def test_shadow_mode_records_the_deny_and_blocks_nothing(guard: Guard, tmp_path: Path) -> None:
+    tools = Tools()
+    with Store(tmp_path / "s.db") as store:
+        state = run(SeqjudgeMiddleware(guard, shadow=True, store=store), tools, DELETE, VERIFY, thread="sh")
+        stored = store.guard_decisions("sh")
+    assert tools.ran == ["delete_customer(c-7)", "verify_identity(c-7)"]  # shadow never blocks
+    assert tool_messages(state)["call_delete"].content == "customer c-7 deleted"
+    assert [(d.tool, d.call_id, d.action, d.shadow) for d in stored] == [
+        ("delete_customer", "call_delete", "deny", True),
+        ("verify_identity", "call_verify", "allow", True),
+    ]
