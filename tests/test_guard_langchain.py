@@ -17,7 +17,7 @@ pytest.importorskip("langchain")
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
+from langchain_core.tools import ToolException, tool  # noqa: E402
 
 from guard_support import RULE_ID, Tools, write_rules  # noqa: E402
 from seqjudge.errors import GuardError  # noqa: E402
@@ -142,3 +142,36 @@ def test_shadow_mode_records_the_deny_and_blocks_nothing(guard: Guard, tmp_path:
         ("delete_customer", "call_delete", "deny", True),
         ("verify_identity", "call_verify", "allow", True),
     ]
+
+
+def test_a_tool_that_answered_an_error_message_is_recorded_failed(guard: Guard) -> None:
+    # handle_tool_error: LangChain turns the tool's ToolException into a ToolMessage of status error.
+    ran: list[str] = []
+
+    @tool
+    def verify_identity(customer_id: str) -> str:
+        """Verify the customer's identity."""
+        ran.append("verify_identity")
+        raise ToolException("no such customer")
+
+    verify_identity.handle_tool_error = True
+
+    @tool
+    def delete_customer(customer_id: str) -> str:
+        """Delete the customer's record."""
+        ran.append("delete_customer")
+        return "deleted"
+
+    replies = [
+        AIMessage(content="", tool_calls=[{"name": n, "args": a, "id": i}]) for n, a, i in (VERIFY, DELETE)
+    ]
+    model = ToolCallingFake(messages=iter([*replies, AIMessage(content="done")]))
+    agent = create_agent(
+        model, tools=[verify_identity, delete_customer], middleware=[SeqjudgeMiddleware(guard)]
+    )
+    state = agent.invoke(
+        {"messages": [{"role": "user", "content": "go"}]}, config={"configurable": {"thread_id": "x"}}
+    )
+    told = tool_messages(state)
+    assert told["call_verify"].status == "error" and ran == ["verify_identity"]
+    assert RULE_ID in told["call_delete"].content
