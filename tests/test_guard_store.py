@@ -94,3 +94,21 @@ def test_run_guard_decisions_are_those_of_the_runs_traces_in_run_order(tmp_path:
         found = db.run_guard_decisions(run)
     assert list(found) == ["t2", "t1"]  # the run's order; a session that is no trace of it is left out
     assert [d.tool for d in found["t2"]] == ["b"]
+
+
+def test_a_store_that_cannot_be_written_never_stops_the_agent_and_is_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from seqjudge.guard import Decision
+    from seqjudge.guard.shadow import DecisionLog
+
+    with Store(tmp_path / "s.db") as db:
+        log = DecisionLog(db, shadow=True)
+        assert log.record("s1", "delete_customer", Decision("deny")) == 1
+        db.read_only = True  # what the store is when opened where it may not be written
+        with caplog.at_level("WARNING", logger="seqjudge.guard"):
+            assert log.record("s1", "delete_customer", Decision("deny")) is None
+        assert log.unrecorded == 1 and "read-only" in (log.last_error or "")
+        assert "was not recorded" in caplog.text and "1 unrecorded" in caplog.text
+        db.read_only = False
+        assert [d.seq for d in db.guard_decisions("s1")] == [1]

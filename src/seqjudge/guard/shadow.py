@@ -15,11 +15,14 @@ agreement says so rather than reading as a check.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from seqjudge.redact import DEFAULT_REDACT
+
+log = logging.getLogger("seqjudge.guard")
 
 if TYPE_CHECKING:
     from seqjudge.crosscheck import TraceResult
@@ -38,24 +41,47 @@ def rule_rows(decision: Decision) -> list[dict[str, Any]]:
 @dataclass
 class DecisionLog:
     """Records a guard's decisions in a store, each with its session id. ``shadow``: the decisions were
-    only recorded, not enforced (the adapters and the hook then allow every call)."""
+    only recorded, not enforced (the adapters and the hook then allow every call).
+
+    A store that cannot be written (a full disk, a lock held too long, a read-only file) must not stop the
+    agent: recording is beside the call, never in its way. Such a decision is not lost silently: it is
+    logged as a warning (logger ``seqjudge.guard``) and counted in ``unrecorded``, with the last error in
+    ``last_error``, for the host to report."""
 
     store: Store
     shadow: bool = True
     redact: tuple[str, ...] = DEFAULT_REDACT
+    unrecorded: int = 0
+    last_error: str | None = None
 
-    def record(self, session_id: str, tool: str, decision: Decision, *, call_id: str | None = None) -> int:
-        """Store the decision; its number in the session."""
-        return self.store.record_guard_decision(
-            session_id,
-            tool=tool,
-            action=decision.action,
-            rules=rule_rows(decision),
-            shadow=self.shadow,
-            call_id=call_id,
-            degraded=decision.degraded,
-            redact=self.redact,
-        )
+    def record(
+        self, session_id: str, tool: str, decision: Decision, *, call_id: str | None = None
+    ) -> int | None:
+        """Store the decision; its number in the session, or None when the store could not be written."""
+        from seqjudge.errors import SeqjudgeError
+
+        try:
+            return self.store.record_guard_decision(
+                session_id,
+                tool=tool,
+                action=decision.action,
+                rules=rule_rows(decision),
+                shadow=self.shadow,
+                call_id=call_id,
+                degraded=decision.degraded,
+                redact=self.redact,
+            )
+        except SeqjudgeError as exc:
+            self.unrecorded += 1
+            self.last_error = str(exc)
+            log.warning(
+                "seqjudge guard: a decision of session %r was not recorded in %s (%s); %d unrecorded so far",
+                session_id,
+                self.store.path,
+                exc,
+                self.unrecorded,
+            )
+            return None
 
 
 @dataclass
