@@ -164,3 +164,35 @@ def test_requests_reached_only_the_loopback_server(fake_llm: FakeLLMServer, guar
     run_agent(fake_llm, SeqjudgeGuardrails(guard, session_id="s-6"), Tools(), VERIFY)
     assert fake_llm.paths() == ["/v1/chat/completions", "/v1/chat/completions"]
     assert json.loads(json.dumps(fake_llm.requests[0].body))["model"] == "gpt-4o"
+
+
+def test_a_verification_that_timed_out_does_not_let_the_delete_through(
+    fake_llm: FakeLLMServer, guard: Guard
+) -> None:
+    # The SDK answers a timed-out call with its timeout message as the output (no exception, no failure
+    # formatter): the adapter knows the tool's timeout and records the call failed.
+    ran: list[str] = []
+
+    @function_tool(timeout=0.05)
+    async def verify_identity(customer_id: str) -> str:
+        """Verify the customer's identity."""
+        ran.append("verify_identity")
+        await asyncio.Event().wait()  # never answers
+        return "verified"
+
+    @function_tool
+    def delete_customer(customer_id: str) -> str:
+        """Delete the customer's record."""
+        ran.append("delete_customer")
+        return "deleted"
+
+    fake_llm.enqueue(openai_tool_calls(VERIFY), openai_tool_calls(DELETE), openai_chat("done"))
+    rails = SeqjudgeGuardrails(guard, session_id="s-7")
+    model = OpenAIChatCompletionsModel(
+        model="gpt-4o", openai_client=AsyncOpenAI(api_key="test", base_url=fake_llm.openai_base_url)
+    )
+    agent = Agent(name="support", model=model, tools=rails.protect(verify_identity, delete_customer))
+    asyncio.run(Runner.run(agent, "go", run_config=RunConfig(tracing_disabled=True)))
+    told = tool_outputs(fake_llm)
+    assert "timed out" in told["call_verify"] and ran == ["verify_identity"]
+    assert RULE_ID in told["call_delete"]
