@@ -89,3 +89,25 @@ def test_bad_rule_file_is_a_guard_error_naming_the_file(tmp_path) -> None:
     bad.write_text("rules:\n  - type: before\n    first: Read\n")
     with pytest.raises(GuardError, match="rules.yaml"):
         Guard.from_files(bad)
+
+
+def test_lint_guard_names_the_rules_only_offline_and_why(tmp_path, capsys) -> None:
+    from seqjudge.cli import run
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "rules:\n"
+        "  - {type: before, first: Read, then: Edit, same: [file_path]}\n"
+        "  - {type: require, tool: Test}\n"
+        "  - {type: before, first: Test, then: {tool: Deploy, status: ok}}\n"
+        "  - {type: sequence, tools: [A, B]}\n"
+    )
+    assert run(["lint", str(rules)]) == 0
+    assert "offline" not in capsys.readouterr().out  # only with --guard
+    assert run(["lint", "--guard", str(rules)]) == 0
+    out = capsys.readouterr().out
+    assert "rule 'require:Test' (require) only makes sense offline" in out
+    assert "the required call may still come" in out
+    assert "rule 'before:Test->Deploy(status=ok)': its then counts calls by outcome" in out
+    # Look-back rules, and a sequence (denied when broken, completed or not at the end), are not named.
+    assert "before:Read->Edit" not in out and "sequence:A>B" not in out

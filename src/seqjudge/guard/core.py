@@ -13,7 +13,7 @@ call, a deadline, a sequence's completion) is ``pending``, and ``finish`` decide
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("seqjudge.guard")
 
+# A rule's decision on the proposed call at a position, reading a view of the session (None: it holds).
+_Decider = Callable[["_Compiled", int, View, dict[tuple[str, ...], Grouping]], "RuleDecision | None"]
+
 _NOT_APPLICABLE = "not applicable: the session's context does not match the rule's `when`"
 
 
@@ -56,7 +59,8 @@ def fail_mode_of(fail_mode: str | None, config: RunConfig | None) -> FailMode:
 def degraded(fail_mode: FailMode, why: str) -> Decision:
     """The decision of a guard that could not decide (``why``), as its fail mode makes it; a fail-open
     allow is logged as a warning, so that no call passes unchecked unsaid."""
-    note = f"the guard could not decide ({why}); fail mode {fail_mode}: the call is {fail_mode}ed unchecked"
+    done = "denied" if fail_mode == "deny" else "allowed"
+    note = f"the guard could not decide ({why}); fail mode {fail_mode}: the call is {done} unchecked"
     if fail_mode == "allow":
         log.warning("seqjudge guard: %s", note)
     return Decision(fail_mode, [], f"seqjudge guard: {note}.", note)
@@ -115,10 +119,19 @@ class Guard:
         context: dict[str, Any] | None = None,
         history: Iterable[Call] = (),
         messages: Iterable[Message] = (),
+        metadata: dict[str, Any] | None = None,
     ) -> Session:
         """A session that has already made the calls ``history`` (completed, in order) and seen the
-        ``messages`` (lineage rules read user messages); ``context`` is what ``when:`` reads."""
-        return Session(self, session_id, context or {}, list(history), list(messages))
+        ``messages`` (lineage rules read user messages); ``when:`` reads ``context`` (and ``metadata.*``
+        paths ``metadata``, as the engine reads a trace's)."""
+        trace = Trace(
+            trace_id=session_id or None,
+            calls=[],
+            messages=list(messages),
+            context=context or {},
+            metadata=metadata or {},
+        )
+        return Session(self, trace, list(history))
 
     def decide(self, history: Sequence[Call], tool: str, args: dict[str, Any]) -> Decision:
         """Decide one call after ``history``, without keeping a session (each call re-reads the history)."""
@@ -132,28 +145,25 @@ class Guard:
 class Session:
     """One agent session's calls so far, as an index the engine's evaluators read, growing a call a time."""
 
-    def __init__(
-        self,
-        guard: Guard,
-        session_id: str,
-        context: dict[str, Any],
-        history: list[Call],
-        messages: list[Message],
-    ) -> None:
+    def __init__(self, guard: Guard, trace: Trace, history: list[Call]) -> None:
+        """``trace``: the session so far without its calls (its id, messages, context and metadata)."""
         self.guard = guard
-        self.session_id = session_id
-        self.context = context
+        self.session_id = trace.trace_id or ""
+        self.context = trace.context
+        self.metadata = trace.metadata
         # The session as a trace: lineage rules read its calls' outputs and its user messages.
-        self.trace = Trace(trace_id=session_id or None, calls=[], messages=messages, context=context)
+        self.trace = trace
         self.index = TraceIndex([], [], [], [], guard.engine.singles)
         self.index.source = self.trace
         steps = assign_steps(history)
         for call, step in zip(history, steps, strict=True):
             self._append(call, step)
 
-    def _append(self, call: Call, step: int | None = None) -> int:
+    def _append(self, call: Call, step: int | None = None, same_step: bool = False) -> int:
         if step is None:
-            step = self.index.steps[-1] + 1 if self.index.n else 0
+            # A step of its own after the last call's, or the last call's (a call run in parallel with it).
+            last = self.index.steps[-1] if self.index.n else -1
+            step = last if same_step and last >= 0 else last + 1
         i = self.index.append(call.tool_name, call.status == "ok", call.arguments, step)
         self.trace.calls.append(call)
         return i
@@ -170,49 +180,57 @@ class Session:
         output: Any = None,
         status: Literal["ok", "error"] = "ok",
         call_id: str | None = None,
+        same_step: bool = False,
     ) -> None:
-        """The call ran (``status`` ok or error, with its ``output``): the session's state advances."""
+        """The call ran (``status`` ok or error, with its ``output``): the session's state advances.
+        ``same_step``: it ran in parallel with the last recorded call (neither precedes the other)."""
         if status not in ("ok", "error"):
             raise GuardError(f"a call's status is 'ok' or 'error', not {status!r}")
-        self._append(Call(tool_name=tool, arguments=args, status=status, output=output, id=call_id))
+        call = Call(tool_name=tool, arguments=args, status=status, output=output, id=call_id)
+        self._append(call, same_step=same_step)
 
-    def decide(self, tool: str, args: dict[str, Any], *, call_id: str | None = None) -> Decision:
+    def decide(
+        self, tool: str, args: dict[str, Any], *, call_id: str | None = None, same_step: bool = False
+    ) -> Decision:
         """Decide the proposed call ``tool(args)`` after the session's calls; the state does not advance.
+        ``same_step``: the call runs in parallel with the last recorded one (else it is a step of its own).
         An error inside the guard is a decision of its fail mode, said in ``degraded``."""
         try:
-            return self._decide(Call(tool_name=tool, arguments=args, id=call_id))
+            return self._decide(Call(tool_name=tool, arguments=args, id=call_id), same_step)
         except Exception as exc:  # the host must get a decision, never the guard's exception
             return self.guard.degraded(f"internal error: {type(exc).__name__}")
 
-    def _decide(self, call: Call) -> Decision:
-        guard = self.guard
-        i = self._append(call)
+    def _decide(self, call: Call, same_step: bool) -> Decision:
+        compiled = self.guard.engine.compiled
+        out = self._try(call, same_step, compiled, self._rule)
+        denied = [k for k, d in enumerate(out) if d.outcome == "deny"]
+        if denied:
+            # A violation if the call succeeds: denied only if it is one when the call fails too.
+            failed = call.model_copy(update={"status": "error"})
+            again = self._try(failed, same_step, [compiled[k] for k in denied], self._violation)
+            for k, d in zip(denied, again, strict=True):
+                if d.outcome != "deny":
+                    out[k] = RuleDecision(
+                        out[k].rule_id,
+                        "allow",
+                        f"{out[k].message} (a violation only if the call succeeds: decided once it has run)",
+                    )
+        return Decision.of(out)
+
+    def _try(
+        self, call: Call, same_step: bool, comps: list[_Compiled], decide: _Decider
+    ) -> list[RuleDecision]:
+        """Each rule's decision (``decide``) on ``call`` added to the session, then removed again."""
+        i = self._append(call, same_step=same_step)
         try:
-            out: list[RuleDecision] = []
-            denied: list[tuple[int, _Compiled]] = []
             groupings: dict[tuple[str, ...], Grouping] = {}
             view = View(self.index, explain=False)
-            for comp in guard.engine.compiled:
-                decision = self._rule(comp, i, view, groupings)
-                if decision is not None and decision.outcome == "deny":
-                    denied.append((len(out), comp))
-                out.append(decision or RuleDecision(comp.rule_id, "allow", "holds"))
-            if denied:
-                # A violation when the call succeeds: denied only if it is one when the call fails too.
-                self._pop()
-                i = self._append(call.model_copy(update={"status": "error"}))
-                groupings = {}
-                view = View(self.index, explain=False)
-                for k, comp in denied:
-                    if self._violation(comp, i, view, groupings) is None:
-                        out[k] = RuleDecision(
-                            comp.rule_id,
-                            "allow",
-                            f"{out[k].message} (only if the call succeeds: decided once it has run)",
-                        )
+            return [
+                decide(comp, i, view, groupings) or RuleDecision(comp.rule_id, "allow", "holds")
+                for comp in comps
+            ]
         finally:
             self._pop()
-        return Decision.of(out)
 
     def _violation(
         self, comp: _Compiled, i: int, view: View, groupings: dict[tuple[str, ...], Grouping]
@@ -231,7 +249,7 @@ class Session:
         self, comp: _Compiled, i: int, view: View, groupings: dict[tuple[str, ...], Grouping]
     ) -> RuleDecision | None:
         """One rule on the proposed call ``i``; None: it holds."""
-        if comp.when and not context_matches(self.context, comp.when):
+        if comp.when and not context_matches(self.context, comp.when, self.metadata):
             return RuleDecision(comp.rule_id, "allow", _NOT_APPLICABLE)
         rule = comp.rule
         if comp.type == "judge":
@@ -259,7 +277,7 @@ class Session:
         groupings: dict[tuple[str, ...], Grouping] = {}
         view = View(self.index, explain=True)
         for comp in self.guard.engine.compiled:
-            if comp.when and not context_matches(self.context, comp.when):
+            if comp.when and not context_matches(self.context, comp.when, self.metadata):
                 out.append(RuleDecision(comp.rule_id, "allow", _NOT_APPLICABLE))
                 continue
             if comp.evaluate is None:

@@ -37,6 +37,7 @@ __all__ = [
     "SelectorFactory",
     "Wording",
     "Severity",
+    "by_outcome_only",
     "check_operand",
     "failed_only",
     "never_met",
@@ -126,6 +127,13 @@ def check_operand(op: Operand) -> Operand:
     return op
 
 
+def by_outcome_only(op: Operand) -> bool:
+    """True when every item of the operand selects calls by their outcome (``status:``): whether a call
+    matches is known only once it has run."""
+    items = op if isinstance(op, list) else [op]
+    return all(isinstance(item, ArgsSelector) and item.status is not None for item in items)
+
+
 def failed_only(op: Operand) -> bool:
     """True when the operand selects failed calls only (``status: error`` on every item)."""
     items = op if isinstance(op, list) else [op]
@@ -203,6 +211,10 @@ class RuleBase(BaseModel):
     # (None: nothing is). A type with no look-back violation only makes sense offline (``lint --guard``).
     guard_kinds: ClassVar[frozenset[str]]
     guard_at_end: ClassVar[str | None]
+    # The field whose call a look-back violation is at (``then`` of ``before``), when it is one operand: an
+    # operand that counts calls by outcome (``status:``) is a violation only once the call has run, so the
+    # guard can never deny it (``lint --guard`` says so).
+    guard_operand: ClassVar[str | None] = None
     operand_list_fields: ClassVar[tuple[str, ...]] = ()
 
     id: str | None = None

@@ -67,7 +67,7 @@ class JudgeRule(RuleBase):
     rank = 10
     # The guard skips it, asks the host, or asks the judge (Guard(judge=...)).
     guard_kinds = frozenset()
-    guard_at_end = "written in words: only the judge (or a person) decides it"
+    guard_at_end = "it is written in words: only the judge (or a person) decides it"
     operand_fields = ("applies_to",)
     may_defer = True
 

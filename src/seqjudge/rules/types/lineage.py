@@ -121,6 +121,7 @@ class LineageRule(RuleBase):
     # A value with no source before the call is known when the call is proposed: the guard denies it.
     guard_kinds = frozenset({"missing_prerequisite"})
     guard_at_end = None
+    guard_operand = "tool"
     operand_fields = ("tool",)
     may_defer = True
 

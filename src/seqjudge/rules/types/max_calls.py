@@ -36,6 +36,7 @@ class MaxCallsRule(SameMixin, RuleBase):
     # The call over the limit is known when it is proposed: the guard denies it.
     guard_kinds = frozenset({"too_many_calls"})
     guard_at_end = None
+    guard_operand = "tool"
     operand_fields = ("tool",)
 
     _v = field_validator("tool")(lambda cls, v: check_operand(v))
