@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from seqjudge.cli.app import app
+from seqjudge.cli.options import GuardStoreOpt
 
 if TYPE_CHECKING:
     from seqjudge.guard.decision import FailMode, JudgeMode
@@ -39,12 +40,22 @@ def guard_command(
         str,
         typer.Option("--judge", help="judge rules: skip (reported skipped) or ask (the host asks a person)."),
     ] = "skip",
+    shadow: Annotated[
+        bool,
+        typer.Option(
+            "--shadow",
+            help="Decide and record in the store, never block: every call is allowed "
+            "(docs/guard-adapters.md).",
+        ),
+    ] = False,
+    store: GuardStoreOpt = None,
 ) -> int:
     """Decide one proposed tool call, as an agent host's hook: read the hook's input on stdin, the session's
     history from its transcript, and answer in the host's protocol (exit 0; a deny or an ask on stdout).
 
     Claude Code: register `seqjudge guard RULES --hook claude-code` as a PreToolUse command hook in
-    settings.json (docs/guard.md).
+    settings.json (docs/guard.md). With --store each decision is recorded with the session id; with --shadow
+    it is only recorded, and every call is allowed.
     """
     from seqjudge.errors import InputError
 
@@ -60,9 +71,18 @@ def guard_command(
     mode = _fail_mode(fail_mode, config)
     given: FailMode | None = mode if fail_mode else None  # (else the guard reads the config's)
     judged: JudgeMode = "ask" if judge == "ask" else "skip"
-    decision = run_hook(
-        sys.stdin.read(), lambda: Guard.from_files(rules, config, judge=judged, fail_mode=given), mode
-    )
+    raw = sys.stdin.read()
+    decision = run_hook(raw, lambda: Guard.from_files(rules, config, judge=judged, fail_mode=given), mode)
+    if shadow or store is not None:
+        from seqjudge.defaults import DEFAULT_STORE_PATH
+        from seqjudge.guard.shadow import record_hook_decision
+        from seqjudge.safetext import say
+
+        trouble = record_hook_decision(raw, decision, store or DEFAULT_STORE_PATH, shadow=shadow)
+        if trouble:
+            say(trouble, err=True)  # never a non-zero exit: Claude Code reads exit 2 as "block the call"
+        if shadow:
+            return 0  # recorded, not enforced: silence is an allow
     out = answer(decision)
     if out:
         sys.stdout.write(out + "\n")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seqjudge.redact import DEFAULT_REDACT
@@ -53,6 +54,7 @@ class DecisionLog:
     redact: tuple[str, ...] = DEFAULT_REDACT
     unrecorded: int = 0
     last_error: str | None = None
+    warn: bool = True  # log each unrecorded decision (False: the host reports ``last_error`` itself)
 
     def record(
         self, session_id: str, tool: str, decision: Decision, *, call_id: str | None = None
@@ -74,6 +76,8 @@ class DecisionLog:
         except SeqjudgeError as exc:
             self.unrecorded += 1
             self.last_error = str(exc)
+            if not self.warn:
+                return None
             log.warning(
                 "seqjudge guard: a decision of session %r was not recorded in %s (%s); %d unrecorded so far",
                 session_id,
@@ -82,6 +86,29 @@ class DecisionLog:
                 self.unrecorded,
             )
             return None
+
+
+def record_hook_decision(raw_event: str, decision: Decision, store_path: Path, *, shadow: bool) -> str | None:
+    """Record a host hook's decision (the Claude Code hook: ``seqjudge guard ... --store``, ``--shadow``) with
+    the session id and tool of its input ``raw_event``. Never raises: what kept it from being recorded (an
+    input with no session, a store that cannot be opened or written) is returned as a warning for stderr."""
+    from seqjudge.errors import GuardError, SeqjudgeError
+    from seqjudge.guard.claude_code import parse_event
+    from seqjudge.store import Store
+
+    try:
+        event = parse_event(raw_event)
+    except GuardError as exc:
+        return f"seqjudge guard: the decision was not recorded: no session to record it under ({exc})"
+    try:
+        with Store(store_path) as store:
+            log = DecisionLog(store, shadow=shadow, warn=False)
+            log.record(event.session_id, event.tool_name, decision, call_id=event.tool_use_id)
+    except SeqjudgeError as exc:
+        return f"seqjudge guard: the decision was not recorded in {store_path}: {exc}"
+    if log.unrecorded:
+        return f"seqjudge guard: the decision was not recorded in {store_path}: {log.last_error}"
+    return None
 
 
 @dataclass
