@@ -15,6 +15,15 @@ from test_guard_hook import OTHER, READ, SESSION, Transcript, decision, hook
 EDIT_OTHER = {"file_path": OTHER, "old_string": "a", "new_string": "b"}
 
 
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`seqjudge ARGS` as a process of this checkout."""
+    env = {"PYTHONPATH": str(Path(seqjudge.__file__).parents[1]), "PATH": "/usr/bin:/bin"}
+    main = "from seqjudge.cli import main; main()"
+    return subprocess.run(
+        [sys.executable, "-c", main, *args], capture_output=True, text=True, check=False, env=env
+    )
+
+
 def transcript(tmp_path: Path) -> Transcript:
     """A session that read one file and now proposes an Edit of another."""
     t = Transcript(tmp_path / f"{SESSION}.jsonl")
@@ -56,14 +65,6 @@ def test_shadow_decisions_are_shown_beside_the_offline_verdict_of_the_session(tm
     t = transcript(tmp_path)
     hook(tmp_path, t, "Edit", EDIT_OTHER, "--shadow", "--store", str(store))
     t.result("toolu_02", "The file has been updated.")  # shadow: the Edit ran
-    env = {"PYTHONPATH": str(Path(seqjudge.__file__).parents[1]), "PATH": "/usr/bin:/bin"}
-    main = "from seqjudge.cli import main; main()"
-
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-c", main, *args], capture_output=True, text=True, check=False, env=env
-        )
-
     ran = cli("run", str(tmp_path / "rules.yaml"), str(t.path), "--store", str(store))
     assert ran.returncode == 1, ran.stderr  # the Edit of a file never read fails offline too
     shown = cli("runs", "show", "latest", "--store", str(store))
@@ -71,3 +72,21 @@ def test_shadow_decisions_are_shown_beside_the_offline_verdict_of_the_session(tm
     row = next(line.split() for line in shown.stdout.splitlines() if line.strip().startswith(SESSION))
     assert row[1:6] == ["1", "1", "shadow", "fail", "yes"]
     assert sqlite3.connect(store).execute("SELECT COUNT(*) FROM guard_decisions").fetchone() == (1,)
+
+
+def test_an_enforced_deny_agrees_with_the_offline_failure_of_the_refused_attempt(tmp_path: Path) -> None:
+    # Enforced: the Edit was refused; Claude Code logs it as a failed attempt, which the offline engine
+    # fails under the same rule (a `before` rule counts attempts whatever their outcome).
+    store = tmp_path / "seqjudge.db"
+    t = transcript(tmp_path)
+    assert (
+        decision(hook(tmp_path, t, "Edit", EDIT_OTHER, "--store", str(store)))["permissionDecision"] == "deny"
+    )
+    t.result("toolu_02", "blocked by the PreToolUse hook", error=True)
+    t.call(("toolu_03", "Edit", {"file_path": READ}))
+    assert hook(tmp_path, t, "Edit", {"file_path": READ}, "--store", str(store)).stdout == ""
+    t.result("toolu_03", "The file has been updated.")
+    assert cli("run", str(tmp_path / "rules.yaml"), str(t.path), "--store", str(store)).returncode == 1
+    shown = cli("runs", "show", "latest", "--store", str(store))
+    row = next(line for line in shown.stdout.splitlines() if line.strip().startswith(SESSION))
+    assert row.split()[1:6] == ["2", "1", "enforced", "fail", "yes"], row

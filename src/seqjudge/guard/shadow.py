@@ -117,8 +117,8 @@ class ShadowRow:
 
     session_id: str
     decisions: int
-    denied_calls: int  # decisions that denied the call (shadow: the call ran anyway)
-    shadow: bool  # every decision was shadow (else some were enforced)
+    denied_calls: int  # decisions that denied the call (shadow: the call ran anyway; enforced: it did not)
+    mode: str  # shadow, enforced, or mixed (some decisions of each)
     verdict: str  # the offline verdict of the trace: pass, fail, review
     denied: list[str]  # rules the guard denied, in first-denied order
     failed: list[str]  # rules the offline engine failed (not judge rules)
@@ -141,6 +141,9 @@ class ShadowRow:
 def compare_session(
     session_id: str, decisions: Sequence[GuardDecisionRecord], result: TraceResult
 ) -> ShadowRow:
+    """Enforced denials count as shadow ones: a host logs a refused call as a failed attempt (Claude Code's
+    transcript, the SDK's and LangChain's messages), and the guard denies only when the violation is certain
+    whatever the call's outcome, so the offline engine fails the same rule on that attempt."""
     denied: list[str] = []
     seen: dict[str, set[str]] = {}
     for d in decisions:
@@ -152,11 +155,12 @@ def compare_session(
                 denied.append(rule_id)
     failed = [r.rule_id for r in result.rules if r.type != "judge" and r.engine == "failed"]
     at_end = [r for r in failed if r not in denied and seen.get(r, set()) and seen[r] <= {"pending"}]
+    modes = {d.shadow for d in decisions}
     return ShadowRow(
         session_id=session_id,
         decisions=len(decisions),
         denied_calls=sum(1 for d in decisions if d.action == "deny"),
-        shadow=all(d.shadow for d in decisions),
+        mode="mixed" if len(modes) > 1 else ("shadow" if True in modes else "enforced"),
         verdict=result.verdict,
         denied=denied,
         failed=failed,
@@ -183,7 +187,7 @@ def shadow_lines(rows: Sequence[ShadowRow], traces: int) -> list[str]:
         return lines
     names = [terminal(r.session_id) for r in rows]
     width = max([len(n) for n in names] + [7])
-    lines.append(f"    {'SESSION':<{width}}  DECISIONS  DENIED  MODE     OFFLINE  AGREE  WHY")
+    lines.append(f"    {'SESSION':<{width}}  DECISIONS  DENIED  MODE      OFFLINE  AGREE  WHY")
     for name, row in zip(names, rows, strict=True):
         why: list[str] = []
         if row.guard_only:
@@ -194,10 +198,9 @@ def shadow_lines(rows: Sequence[ShadowRow], traces: int) -> list[str]:
             why.append("at end: " + ", ".join(row.at_end))
         if row.degraded:
             why.append(f"{row.degraded} degraded decision(s)")
-        mode = "shadow" if row.shadow else "enforced"
         lines.append(
-            f"    {name:<{width}}  {row.decisions:>9}  {row.denied_calls:>6}  {mode:<7}  {row.verdict:<7}  "
-            f"{'yes' if row.agree else 'no':<5}  {terminal('; '.join(why))}".rstrip()
+            f"    {name:<{width}}  {row.decisions:>9}  {row.denied_calls:>6}  {row.mode:<8}  "
+            f"{row.verdict:<7}  {'yes' if row.agree else 'no':<5}  {terminal('; '.join(why))}".rstrip()
         )
     lines.append("    (`seqjudge runs show RUN --guard` lists every decision)")
     return lines
