@@ -217,7 +217,7 @@ def decision_lines(decisions: Mapping[str, Sequence[GuardDecisionRecord]]) -> li
         lines.append(f"session {terminal(session_id)}")
         for d in records:
             mode = "shadow" if d.shadow else "enforced"
-            denied = [r for r in d.rules if r.get("outcome") == "deny"]
+            denied = [r for r in d.rules if r.get("outcome") in ("deny", "ask")]  # what decided it
             detail = "; ".join(
                 f"{r.get('rule_id')}: {r.get('message') or ''}".rstrip(": ")
                 + (f" ({r['suggestion']})" if r.get("suggestion") else "")
