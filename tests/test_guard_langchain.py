@@ -6,6 +6,7 @@ LangChain's own."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 pytest.importorskip("langchain")
 
 from langchain.agents import create_agent  # noqa: E402
+from langchain.agents.middleware import AgentMiddleware  # noqa: E402
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import ToolException, tool  # noqa: E402
@@ -175,3 +177,39 @@ def test_a_tool_that_answered_an_error_message_is_recorded_failed(guard: Guard) 
     told = tool_messages(state)
     assert told["call_verify"].status == "error" and ran == ["verify_identity"]
     assert RULE_ID in told["call_delete"].content
+
+
+class VerifyFirst(AgentMiddleware):  # type: ignore[type-arg]
+    """Outside the guard: holds the delete back until the verification has run and been recorded, so the
+    delete is decided after it whatever order the tool node's threads take."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.verified = threading.Event()
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        if request.tool_call["name"] == "delete_customer":
+            assert self.verified.wait(timeout=30), "the verification never ran"
+            return handler(request)
+        try:
+            return handler(request)
+        finally:
+            self.verified.set()
+
+
+def test_a_verification_in_the_same_turn_is_too_late_even_when_it_finished_first(guard: Guard) -> None:
+    # One model turn asks for both: they run in parallel (the importer reads them as one step), so the
+    # verification does not precede the delete, offline or in the guard.
+    tools = Tools()
+    both = AIMessage(content="", tool_calls=[{"name": n, "args": a, "id": i} for n, a, i in (VERIFY, DELETE)])
+    model = ToolCallingFake(messages=iter([both, AIMessage(content="done")]))
+    agent = create_agent(model, tools=lc_tools(tools), middleware=[VerifyFirst(), SeqjudgeMiddleware(guard)])
+    state = agent.invoke(
+        {"messages": [{"role": "user", "content": "go"}]}, config={"configurable": {"thread_id": "p"}}
+    )
+    assert tools.ran == ["verify_identity(c-7)"]
+    assert RULE_ID in tool_messages(state)["call_delete"].content
+    # A delete of the next turn comes after it.
+    later = Tools()
+    run(SeqjudgeMiddleware(guard), later, VERIFY, DELETE, thread="q")
+    assert later.ran == ["verify_identity(c-7)", "delete_customer(c-7)"]

@@ -13,7 +13,16 @@ import pytest
 
 agents = pytest.importorskip("agents")
 
-from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool  # noqa: E402
+from agents import (  # noqa: E402
+    Agent,
+    OpenAIChatCompletionsModel,
+    RunConfig,
+    Runner,
+    ToolGuardrailFunctionOutput,
+    function_tool,
+    tool_input_guardrail,
+    tool_output_guardrail,
+)
 from agents.exceptions import ToolInputGuardrailTripwireTriggered  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
@@ -196,3 +205,37 @@ def test_a_verification_that_timed_out_does_not_let_the_delete_through(
     told = tool_outputs(fake_llm)
     assert "timed out" in told["call_verify"] and ran == ["verify_identity"]
     assert RULE_ID in told["call_delete"]
+
+
+def test_a_verification_in_the_same_turn_is_too_late_even_when_it_finished_first(
+    fake_llm: FakeLLMServer, guard: Guard
+) -> None:
+    # One model response asks for both: the SDK runs them at once (the importer reads them as one step), so
+    # the verification does not precede the delete. A gate before the guard on the delete holds it back
+    # until the verification has run and been recorded, whatever order the SDK's tasks take.
+    tools = Tools()
+    verify_identity, delete_customer = sdk_tools(tools)
+    recorded = asyncio.Event()
+
+    @tool_input_guardrail
+    async def after_verification(data: Any) -> ToolGuardrailFunctionOutput:
+        await asyncio.wait_for(recorded.wait(), timeout=30)
+        return ToolGuardrailFunctionOutput.allow()
+
+    @tool_output_guardrail
+    def verification_recorded(data: Any) -> ToolGuardrailFunctionOutput:
+        recorded.set()
+        return ToolGuardrailFunctionOutput.allow()
+
+    delete_customer.tool_input_guardrails = [after_verification]  # before the guard's, which protect appends
+    rails = SeqjudgeGuardrails(guard, session_id="s-8")
+    rails.protect(verify_identity, delete_customer)
+    verify_identity.tool_output_guardrails.append(verification_recorded)  # after the guard's recording
+    fake_llm.enqueue(openai_tool_calls(VERIFY, DELETE), openai_chat("done"))
+    model = OpenAIChatCompletionsModel(
+        model="gpt-4o", openai_client=AsyncOpenAI(api_key="test", base_url=fake_llm.openai_base_url)
+    )
+    agent = Agent(name="support", model=model, tools=[verify_identity, delete_customer])
+    asyncio.run(Runner.run(agent, "go", run_config=RunConfig(tracing_disabled=True)))
+    assert tools.ran == ["verify_identity(c-7)"]
+    assert RULE_ID in tool_outputs(fake_llm)["call_delete"]

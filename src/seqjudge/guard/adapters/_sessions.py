@@ -3,15 +3,20 @@ decide a proposed call, record (in a store, when given) each decision with its s
 call is blocked (never in shadow mode), and advance the session when a call ran.
 
 A proposed call is decided on the calls that ran before it; deciding does not advance the session (a denied
-call never ran, and a call the framework then fails to start never ran either). Calls the model asks for in
-one turn may run at once: each is decided on the calls finished before it, and sessions are guarded by a lock
-because LangChain runs a turn's synchronous tools on worker threads.
+call never ran, and a call the framework then fails to start never ran either).
+
+Turns. The calls the model asks for in one turn run in parallel, and the importers read them so (one step:
+none precedes another), so a prerequisite called in the same turn is too late offline. The frameworks run
+them concurrently, in no fixed order: an adapter passes each call's ``turn`` (any value equal for the calls
+of one model turn), and a call of the turn of the last recorded call is decided and recorded in that call's
+step, whichever finished first. Sessions are guarded by a lock because LangChain runs a turn's synchronous
+tools on worker threads.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,6 +41,8 @@ class GuardedSessions:
     log: DecisionLog | None = None
     context: Mapping[str, Any] | ContextOf | None = None
     _sessions: dict[str, Session] = field(default_factory=dict, init=False, repr=False)
+    # The turn of each session's last recorded call (see "Turns" above).
+    _turns: dict[str, Hashable] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -56,12 +63,22 @@ class GuardedSessions:
                 self._sessions[session_id] = found
             return found
 
+    def _same_turn(self, session_id: str, turn: Hashable | None) -> bool:
+        return turn is not None and session_id in self._turns and self._turns[session_id] == turn
+
     def decide(
-        self, session_id: str, tool: str, args: dict[str, Any], *, call_id: str | None = None
+        self,
+        session_id: str,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        call_id: str | None = None,
+        turn: Hashable | None = None,
     ) -> Decision:
         """The guard's decision on the proposed call, recorded in the log (when there is one)."""
         with self._lock:
-            decision = self.session(session_id).decide(tool, args, call_id=call_id)
+            same = self._same_turn(session_id, turn)
+            decision = self.session(session_id).decide(tool, args, call_id=call_id, same_step=same)
         if self.log is not None:
             self.log.record(session_id, tool, decision, call_id=call_id)
         return decision
@@ -80,15 +97,24 @@ class GuardedSessions:
         status: Literal["ok", "error"],
         output: Any = None,
         call_id: str | None = None,
+        turn: Hashable | None = None,
     ) -> None:
         """The call ran (ok or failed): the session's history grows by it."""
         with self._lock:
-            self.session(session_id).record(tool, args, output=output, status=status, call_id=call_id)
+            same = self._same_turn(session_id, turn)
+            self.session(session_id).record(
+                tool, args, output=output, status=status, call_id=call_id, same_step=same
+            )
+            if turn is None:
+                self._turns.pop(session_id, None)
+            else:
+                self._turns[session_id] = turn
 
     def finish(self, session_id: str) -> list[RuleDecision]:
         """The rules only the session's end decides (``require``, ``eventually``, an unfinished
         ``sequence``); the session is then forgotten."""
         with self._lock:
+            self._turns.pop(session_id, None)
             session = self._sessions.pop(session_id, None)
             if session is None:
                 session = self.guard.session(session_id)

@@ -25,7 +25,7 @@ LangChain would raise it) or answered a ``ToolMessage`` of status ``error``, els
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from seqjudge.errors import GuardError
@@ -92,7 +92,7 @@ class SeqjudgeMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         call = request.tool_call
         session = self._session_of(request)
         return session, self.sessions.decide(
-            session, call["name"], dict(call.get("args") or {}), call_id=call.get("id")
+            session, call["name"], dict(call.get("args") or {}), call_id=call.get("id"), turn=_turn(request)
         )
 
     def _refusal(self, request: ToolCallRequest, decision: Decision) -> ToolMessage:
@@ -124,6 +124,7 @@ class SeqjudgeMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             status="error" if failed else "ok",
             output=output,
             call_id=call.get("id"),
+            turn=_turn(request),
         )
 
     def wrap_tool_call(
@@ -159,3 +160,17 @@ class SeqjudgeMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     def finish(self, session_id: str) -> list[RuleDecision]:
         """The rules only the session's end decides; call it when the conversation is over."""
         return self.sessions.finish(session_id)
+
+
+def _turn(request: ToolCallRequest) -> Hashable | None:
+    """The model turn that asked for the call: the AI message holding its tool call (its id, else the ids
+    of the calls it holds, as the importer groups them into one step); None when the state shows none."""
+    call_id = request.tool_call.get("id")
+    state = request.state
+    messages = state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
+    for message in reversed(messages or []):
+        calls = getattr(message, "tool_calls", None) or []
+        ids = tuple(c.get("id") for c in calls)
+        if call_id in ids:
+            return ("message", message.id) if getattr(message, "id", None) else ("calls", ids)
+    return None

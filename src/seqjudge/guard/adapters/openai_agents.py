@@ -97,7 +97,11 @@ class SeqjudgeGuardrails:
         agents = _sdk()
         ctx = data.context
         decision = self.sessions.decide(
-            self._session_of(ctx), ctx.tool_name, _arguments(ctx.tool_arguments), call_id=ctx.tool_call_id
+            self._session_of(ctx),
+            ctx.tool_name,
+            _arguments(ctx.tool_arguments),
+            call_id=ctx.tool_call_id,
+            turn=_Turn.of(ctx),
         )
         info = _info(decision, shadow=self.sessions.shadow)
         if not self.sessions.blocks(decision):
@@ -117,6 +121,7 @@ class SeqjudgeGuardrails:
             status="error" if failed else "ok",
             output=data.output,
             call_id=ctx.tool_call_id,
+            turn=_Turn.of(ctx),
         )
         return _sdk().ToolGuardrailFunctionOutput.allow()
 
@@ -198,6 +203,30 @@ def _reraise(rails: SeqjudgeGuardrails) -> Callable[[Any, Exception], str]:
         raise error
 
     return on_error
+
+
+class _Turn:
+    """The model turn that asked for a call: the run's usage record (shared by every tool context of a run)
+    and the number of model requests it counts, which grows by one per model response and not while the
+    turn's tools run. Held, not just its id, so no later run's record can take its identity."""
+
+    __slots__ = ("requests", "usage")
+
+    def __init__(self, usage: object, requests: int) -> None:
+        self.usage = usage
+        self.requests = requests
+
+    @classmethod
+    def of(cls, context: Any) -> _Turn | None:
+        usage = getattr(context, "usage", None)
+        requests = getattr(usage, "requests", None)
+        return None if usage is None or not isinstance(requests, int) else cls(usage, requests)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Turn) and other.usage is self.usage and other.requests == self.requests
+
+    def __hash__(self) -> int:
+        return hash((id(self.usage), self.requests))
 
 
 def _arguments(text: str) -> dict[str, Any]:
