@@ -1,4 +1,4 @@
-"""The guard inside agent frameworks (docs/guard.md, "Framework adapters"): each adapter asks the guard before
+"""The guard inside agent frameworks (docs/guard-adapters.md): each adapter asks the guard before
 a tool call, blocks a denied one in the framework's own way (the model is told the rule and the suggestion),
 and records every call that ran, so that the session's history is the one the offline engine would read.
 
