@@ -111,3 +111,14 @@ def test_lint_guard_names_the_rules_only_offline_and_why(tmp_path, capsys) -> No
     assert "rule 'before:Test->Deploy(status=ok)': its then counts calls by outcome" in out
     # Look-back rules, and a sequence (denied when broken, completed or not at the end), are not named.
     assert "before:Read->Edit" not in out and "sequence:A>B" not in out
+
+
+def test_a_rule_the_history_already_broke_says_so_and_denies_as_the_engine_reports() -> None:
+    # The engine reports a blocklist's first forbidden call; a history holding one (made before the guard
+    # ran) leaves the next to the offline verdict, and the decision says why it is not denied.
+    history = [Call(tool_name="drop_table", arguments={})]
+    session = _guard({"type": "blocklist", "pattern": "drop"}).session("s", history=history)
+    d = session.decide("drop_index", {})
+    assert d.action == "allow"
+    assert "already broke this rule at call 1" in d.rules[0].message
+    assert [r.outcome for r in session.finish()] == ["deny"]

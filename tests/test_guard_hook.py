@@ -221,3 +221,37 @@ def test_a_line_still_being_written_is_not_read(tmp_path: Path) -> None:
         f.write('{"type": "assistant", "sessionId": "')  # cut mid-line
     history = read_transcript(str(t.path), SESSION, None)
     assert [c.tool_name for c in history.calls] == ["Read"]
+
+
+PROBE = (
+    "import sys; from seqjudge.cli import main\n"
+    "try:\n    main()\n"
+    "finally:\n    print('typer' in sys.modules, file=sys.stderr)\n"
+)
+
+
+def test_the_hooks_command_line_runs_without_typer_and_a_mistake_goes_to_the_typer_command(
+    tmp_path: Path,
+) -> None:
+    t = Transcript(tmp_path / "s.jsonl")
+    t.call(("toolu_01", "Edit", {"file_path": READ}))
+    (tmp_path / "rules.yaml").write_text(RULES)
+    event = {"session_id": SESSION, "transcript_path": str(t.path), "hook_event_name": "PreToolUse"}
+    event |= {"tool_name": "Edit", "tool_input": {"file_path": READ}, "tool_use_id": "toolu_01"}
+    env = {**os.environ, "PYTHONPATH": str(Path(seqjudge.__file__).parents[1])}
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-c", PROBE, "guard", str(tmp_path / "rules.yaml"), *argv]
+        return subprocess.run(command, input=json.dumps(event), capture_output=True, text=True, env=env)
+
+    fast = run("--hook", "claude-code", "--fail-mode", "deny")
+    assert fast.stderr.strip() == "False"  # no typer imported
+    assert json.loads(fast.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    # The same command line with a mistake: the typer command reports it (exit 2: Claude Code blocks the
+    # call and shows the message).
+    wrong = run("--hook", "claude-code", "--fail-mode", "sometimes")
+    assert wrong.returncode == 2 and wrong.stdout == ""
+    assert "--fail-mode: fail mode 'sometimes'" in wrong.stderr and "choose deny or allow" in wrong.stderr
+    assert run("--hook", "cursor").returncode == 2
+    helped = run("--hook", "claude-code", "--help")
+    assert helped.returncode == 0 and "PreToolUse" in helped.stdout

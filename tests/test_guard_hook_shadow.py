@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import seqjudge
 from seqjudge.store import Store
 from test_guard_hook import OTHER, READ, SESSION, Transcript, decision, hook
@@ -33,9 +35,13 @@ def transcript(tmp_path: Path) -> Transcript:
     return t
 
 
-def test_shadow_records_the_deny_and_allows_the_call(tmp_path: Path) -> None:
+@pytest.mark.parametrize("form", ["fast", "typer"])
+def test_shadow_records_the_deny_and_allows_the_call(tmp_path: Path, form: str) -> None:
+    # A hook's plain command line runs without typer (cli.guard_hook.fast); `--store=PATH` goes through the
+    # typer command: both paths record.
     store = tmp_path / "seqjudge.db"
-    done = hook(tmp_path, transcript(tmp_path), "Edit", EDIT_OTHER, "--shadow", "--store", str(store))
+    flags = ["--shadow", "--store", str(store)] if form == "fast" else [f"--store={store}", "--shadow"]
+    done = hook(tmp_path, transcript(tmp_path), "Edit", EDIT_OTHER, *flags)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")  # silence: Claude Code allows it
     with Store(store) as db:
         (stored,) = db.guard_decisions(SESSION)

@@ -80,6 +80,20 @@ def traces_with_outputs(draw: st.DrawFn) -> Trace:
     return trace
 
 
+@st.composite
+def long_traces(draw: st.DrawFn) -> Trace:
+    """Longer traces of fewer tools, so that the session's cached positions are grown call after call
+    (a call to a tool not called before empties them) rather than built afresh."""
+    n = draw(st.integers(10, 40))
+    tools = prop.TOOLS[:3]
+    calls = []
+    for _ in range(n):
+        arguments = {"order_id": draw(st.sampled_from([1, 2]))} if draw(st.booleans()) else {}
+        status = draw(st.sampled_from(["ok", "ok", "error"]))
+        calls.append({"tool_name": draw(st.sampled_from(tools)), "arguments": arguments, "status": status})
+    return Trace.model_validate({"trace_id": "long", "calls": calls})
+
+
 def _cut(trace: Trace, i: int, status: str) -> Trace:
     """The trace up to call i, call i with ``status``."""
     calls = [c.model_dump(exclude_none=True) for c in trace.calls[: i + 1]]
@@ -139,7 +153,9 @@ def _walk(ruleset: RuleSet, trace: Trace) -> None:
 
 
 @prop.SETTINGS
-@given(st.lists(ANY_RULE, min_size=1, max_size=3), prop.ALIASES, traces_with_outputs())
+@given(
+    st.lists(ANY_RULE, min_size=1, max_size=4), prop.ALIASES, st.one_of(traces_with_outputs(), long_traces())
+)
 def test_guard_denies_exactly_where_the_engine_finds_a_look_back_violation(
     rules: list[dict[str, Any]], aliases: dict[str, list[str]], trace: Trace
 ) -> None:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("seqjudge.guard")
 
 # A rule's decision on the proposed call at a position, reading a view of the session (None: it holds).
-_Decider = Callable[["_Compiled", int, View, dict[tuple[str, ...], Grouping]], "RuleDecision | None"]
+_Decider = Callable[["_Compiled", int, View], "RuleDecision | None"]
 
 _NOT_APPLICABLE = "not applicable: the session's context does not match the rule's `when`"
 
@@ -155,6 +155,7 @@ class Session:
         self.trace = trace
         self.index = TraceIndex([], [], [], [], guard.engine.singles)
         self.index.source = self.trace
+        self.groupings: dict[tuple[str, ...], Grouping] = {}
         steps = assign_steps(history)
         for call, step in zip(history, steps, strict=True):
             self._append(call, step)
@@ -164,13 +165,29 @@ class Session:
             # A step of its own after the last call's, or the last call's (a call run in parallel with it).
             last = self.index.steps[-1] if self.index.n else -1
             step = last if same_step and last >= 0 else last + 1
-        i = self.index.append(call.tool_name, call.status == "ok", call.arguments, step)
-        self.trace.calls.append(call)
+        self.trace.calls.append(call)  # first: the lineage sources read the call's output from the trace
+        try:
+            i = self.index.append(call.tool_name, call.status == "ok", call.arguments, step)
+        except BaseException:
+            self.trace.calls.pop()
+            raise
+        for grouping in self.groupings.values():
+            grouping.added(i)
         return i
 
     def _pop(self) -> None:
-        self.trace.calls.pop()
+        i = self.index.n - 1
+        for grouping in self.groupings.values():
+            grouping.removed(i)
         self.index.pop()
+        self.trace.calls.pop()
+
+    def _grouping(self, keys: tuple[str, ...]) -> Grouping:
+        """The session's calls grouped by ``keys`` (a ``same:`` list), grown with the session."""
+        grouping = self.groupings.get(keys)
+        if grouping is None:
+            grouping = self.groupings[keys] = Grouping(self.index, keys)
+        return grouping
 
     def record(
         self,
@@ -223,31 +240,42 @@ class Session:
         """Each rule's decision (``decide``) on ``call`` added to the session, then removed again."""
         i = self._append(call, same_step=same_step)
         try:
-            groupings: dict[tuple[str, ...], Grouping] = {}
             view = View(self.index, explain=False)
-            return [
-                decide(comp, i, view, groupings) or RuleDecision(comp.rule_id, "allow", "holds")
-                for comp in comps
-            ]
+            return [decide(comp, i, view) or RuleDecision(comp.rule_id, "allow", "holds") for comp in comps]
         finally:
             self._pop()
 
-    def _violation(
-        self, comp: _Compiled, i: int, view: View, groupings: dict[tuple[str, ...], Grouping]
-    ) -> RuleDecision | None:
-        """The rule's deny of call ``i`` (the last), when its finding has a look-back violation at it."""
-        finding: Finding = self.guard.engine.finding(comp, view, groupings)
+    def _violation(self, comp: _Compiled, i: int, view: View) -> RuleDecision | None:
+        """The rule's deny of call ``i`` (the last), when its finding has a look-back violation at it. A
+        ``same:`` rule is evaluated on the call's group alone: a violation at the call is in its group."""
+        finding: Finding | None
+        if comp.same is None:
+            finding = self.guard.engine.finding(comp, view, {})
+        else:
+            finding = self.guard.engine.group_finding(comp, self._grouping(comp.same_key), i)
+            if finding is None:
+                return None  # the call carries none of the arguments
         kinds = comp.rule.guard_kinds
+        earlier = None
         for flaw in finding.flaws:
             if flaw.offending == i and flaw.type in kinds:
                 return RuleDecision(comp.rule_id, "deny", flaw.explanation, flaw.suggestion)
+            if earlier is None and flaw.offending is not None and flaw.offending < i and flaw.type in kinds:
+                earlier = flaw.offending
         if finding.outcome == "deferred":
             return self._undecided(comp, finding.explanation)
+        if earlier is not None:
+            # The engine reports a rule's first violation; the session made it (before the guard ran, or
+            # past a fail-open decision), so this call is not denied for the rule, but the host is told.
+            return RuleDecision(
+                comp.rule_id,
+                "allow",
+                f"the session already broke this rule at call {earlier + 1}; the guard denies the violation "
+                "the engine reports, which is that one (finish() reports it)",
+            )
         return None
 
-    def _rule(
-        self, comp: _Compiled, i: int, view: View, groupings: dict[tuple[str, ...], Grouping]
-    ) -> RuleDecision | None:
+    def _rule(self, comp: _Compiled, i: int, view: View) -> RuleDecision | None:
         """One rule on the proposed call ``i``; None: it holds."""
         if comp.when and not context_matches(self.context, comp.when, self.metadata):
             return RuleDecision(comp.rule_id, "allow", _NOT_APPLICABLE)
@@ -261,7 +289,7 @@ class Session:
         if not rule.guard_kinds:
             why = f"decided when the session ends: {rule.guard_at_end}"
             return RuleDecision(comp.rule_id, "pending", why)
-        return self._violation(comp, i, view, groupings)
+        return self._violation(comp, i, view)
 
     def _undecided(self, comp: _Compiled, why: str) -> RuleDecision:
         """A rule only the judge (or a person) can decide on this call, as the guard's judge mode says."""

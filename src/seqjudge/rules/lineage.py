@@ -219,44 +219,66 @@ class Sources:
         hit = self._indexes.get(key)
         if hit is not None:
             return hit
-        path, norm = key.path, key.norm
-        search = compile_path(path).search if path is not None else None
-        plain = not norm.names  # no normaliser: values are their own keys
-        first: dict[str, int] = {}
-        texts: list[tuple[int, str]] = []
-        unsure: list[tuple[int, str]] = []
-        ok_steps: list[int] = []
+        found = self._indexes[key] = SourceIndex({}, [], [], [])
         for p in positions:
-            if not ok[p]:
-                continue  # a failed call's output is an error, never a source
-            ok_steps.append(steps[p])
-            data = self.parsed(p)
-            if data is _TEXT or data is _CUT:
-                raw = self.output(p)
-                if path is None:
-                    texts.append((p, norm(raw)))
-                if data is _CUT or path is not None:
-                    why = (
-                        "is cut or not valid JSON"
-                        if data is _CUT
-                        else f"is text, so `{path}` cannot be read in it"
-                    )
-                    unsure.append((p, why))
-                continue
-            # With no path, "anywhere in the output": keys included. A path selects values (JMESPath's
-            # keys(@) selects keys where that is what is meant).
-            at = search(data) if search is not None else data
-            if type(at) is str:  # the common case: one id at a path
-                value = at if plain else norm(at)
-                if value not in first:
-                    first[value] = p
-                continue
-            for text in leaves(at, keys=search is None):
-                value = text if plain else norm(text)
-                if value not in first:
-                    first[value] = p
-        found = self._indexes[key] = SourceIndex(first, texts, unsure, ok_steps)
+            if ok[p]:  # a failed call's output is an error, never a source
+                self._take(found, key, p, steps[p])
         return found
+
+    def _take(self, found: SourceIndex, key: SourceKey, p: int, step: int) -> None:
+        """Add the successful source call ``p`` (in ``step``) to ``found``, the index of ``key``."""
+        path, norm = key.path, key.norm
+        found.steps.append(step)
+        data = self.parsed(p)
+        if data is _TEXT or data is _CUT:
+            raw = self.output(p)
+            if path is None:
+                found.texts.append((p, norm(raw)))
+            if data is _CUT or path is not None:
+                cut = data is _CUT
+                found.unsure.append(
+                    (p, "is cut or not valid JSON" if cut else f"is text, so `{path}` cannot be read in it")
+                )
+            return
+        # With no path, "anywhere in the output": keys included. A path selects values (JMESPath's keys(@)
+        # selects keys where that is what is meant).
+        at = compile_path(path).search(data) if path is not None else data
+        first = found.first
+        plain = not norm.names  # no normaliser: values are their own keys
+        if type(at) is str:  # the common case: one id at a path
+            value = at if plain else norm(at)
+            if value not in first:
+                first[value] = p
+            return
+        for text in leaves(at, keys=path is None):
+            value = text if plain else norm(text)
+            if value not in first:
+                first[value] = p
+
+    def added(self, i: int, name: str, ok: bool, args: dict[str, Any], step: int) -> None:
+        """Call ``i`` was appended to the trace (a guard session's, ``TraceIndex.append``): each source
+        index built so far takes it in, as one built afresh would have it."""
+        if not ok:
+            return
+        for key, found in self._indexes.items():
+            if key.sel.hit(name, ok, args):
+                self._take(found, key, i, step)
+
+    def removed(self, i: int, name: str, ok: bool, args: dict[str, Any]) -> None:
+        """Call ``i``, the last, is about to leave the trace (``TraceIndex.pop``): ``added`` undone."""
+        self._parsed.pop(i, None)
+        if not ok:
+            return
+        for key, found in self._indexes.items():
+            if not key.sel.hit(name, ok, args):
+                continue
+            found.steps.pop()
+            if found.texts and found.texts[-1][0] == i:
+                found.texts.pop()
+            if found.unsure and found.unsure[-1][0] == i:
+                found.unsure.pop()
+            if i in found.first.values():
+                found.first = {value: p for value, p in found.first.items() if p != i}
 
     def user_text(self, text: str, norm: Normalizer) -> str:
         """A user message's text, normalised (once per message and normalisers)."""

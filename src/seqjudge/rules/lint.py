@@ -678,7 +678,8 @@ def guard_problems(ruleset: RuleSet, locations: dict[str, str] | None = None) ->
                     where,
                     f"rule {rule.rule_id!r}: its {field} counts calls by outcome (status:), so a violation "
                     "is known only after the call ran and the guard never denies it",
-                    f"drop `status:` from {field} to have the guard deny every attempt",
+                    f"the guard reports it when the session ends; drop `status:` from {field} if every "
+                    "attempt should count (the guard then denies the attempt)",
                     code="guard_blind",
                 )
             )
