@@ -14,11 +14,20 @@ rules:
     description: Delete a customer only after a successful identity verification.
 """
 RULE_ID = "verify-before-delete"
+# Every attempt counts, a refused one too (the host logs it as a failed call).
+ONE_DELETE = """\
+  - id: one-delete
+    type: max_calls
+    tool: delete_customer
+    max: 1
+    severity: critical
+    description: At most one deletion attempt per session.
+"""
 
 
-def write_rules(folder: Path) -> Path:
+def write_rules(folder: Path, extra: str = "") -> Path:
     path = folder / "rules.yaml"
-    path.write_text(RULES, encoding="utf-8")
+    path.write_text(RULES + extra, encoding="utf-8")
     return path
 
 

@@ -21,7 +21,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import ToolException, tool  # noqa: E402
 
-from guard_support import RULE_ID, Tools, write_rules  # noqa: E402
+from guard_support import ONE_DELETE, RULE_ID, Tools, write_rules  # noqa: E402
 from seqjudge.errors import GuardError  # noqa: E402
 from seqjudge.guard import Guard  # noqa: E402
 from seqjudge.guard.adapters.langchain import SeqjudgeMiddleware  # noqa: E402
@@ -213,3 +213,18 @@ def test_a_verification_in_the_same_turn_is_too_late_even_when_it_finished_first
     later = Tools()
     run(SeqjudgeMiddleware(guard), later, VERIFY, DELETE, thread="q")
     assert later.ran == ["verify_identity(c-7)", "delete_customer(c-7)"]
+
+
+def test_a_refused_call_is_an_attempt_in_the_history(tmp_path: Path) -> None:
+    # The refused delete is in the conversation as a failed call, so offline it is the first of two
+    # deletion attempts: the guard counts it too, and refuses the second under the max_calls rule.
+    guard = Guard.from_files(write_rules(tmp_path, ONE_DELETE))
+    tools = Tools()
+    again = ("delete_customer", {"customer_id": "c-7"}, "call_delete_again")
+    state = run(SeqjudgeMiddleware(guard), tools, DELETE, VERIFY, again)
+    assert tools.ran == ["verify_identity(c-7)"]
+    told = tool_messages(state)
+    assert RULE_ID in told["call_delete"].content
+    assert (
+        "one-delete" in told["call_delete_again"].content and RULE_ID not in told["call_delete_again"].content
+    )

@@ -27,7 +27,7 @@ from agents.exceptions import ToolInputGuardrailTripwireTriggered  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
 from fakes.server import FakeLLMServer, openai_chat, openai_tool_calls  # noqa: E402
-from guard_support import RULE_ID, Tools, write_rules  # noqa: E402
+from guard_support import ONE_DELETE, RULE_ID, Tools, write_rules  # noqa: E402
 from seqjudge.guard import Guard  # noqa: E402
 from seqjudge.guard.adapters.openai_agents import SeqjudgeGuardrails  # noqa: E402
 from seqjudge.store import Store  # noqa: E402
@@ -239,3 +239,15 @@ def test_a_verification_in_the_same_turn_is_too_late_even_when_it_finished_first
     asyncio.run(Runner.run(agent, "go", run_config=RunConfig(tracing_disabled=True)))
     assert tools.ran == ["verify_identity(c-7)"]
     assert RULE_ID in tool_outputs(fake_llm)["call_delete"]
+
+
+def test_a_refused_call_is_an_attempt_in_the_history(fake_llm: FakeLLMServer, tmp_path: Path) -> None:
+    # The model asked for the refused delete and was answered: a failed attempt, which max_calls counts.
+    guard = Guard.from_files(write_rules(tmp_path, ONE_DELETE))
+    tools = Tools()
+    again = ("delete_customer", {"customer_id": "c-7"}, "call_delete_again")
+    run_agent(fake_llm, SeqjudgeGuardrails(guard, session_id="s-9"), tools, DELETE, VERIFY, again)
+    assert tools.ran == ["verify_identity(c-7)"]
+    told = tool_outputs(fake_llm)
+    assert RULE_ID in told["call_delete"]
+    assert "one-delete" in told["call_delete_again"] and RULE_ID not in told["call_delete_again"]

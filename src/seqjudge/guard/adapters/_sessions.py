@@ -2,8 +2,9 @@
 decide a proposed call, record (in a store, when given) each decision with its session id, say whether the
 call is blocked (never in shadow mode), and advance the session when a call ran.
 
-A proposed call is decided on the calls that ran before it; deciding does not advance the session (a denied
-call never ran, and a call the framework then fails to start never ran either).
+A proposed call is decided on the calls made before it. Deciding an allowed call does not advance the
+session (it is recorded once it has run: a call the framework then fails to start never ran); a call the
+adapter refuses is recorded at once as a failed attempt, as the host's own log shows it.
 
 Turns. The calls the model asks for in one turn run in parallel, and the importers read them so (one step:
 none precedes another), so a prerequisite called in the same turn is too late offline. The frameworks run
@@ -75,10 +76,23 @@ class GuardedSessions:
         call_id: str | None = None,
         turn: Hashable | None = None,
     ) -> Decision:
-        """The guard's decision on the proposed call, recorded in the log (when there is one)."""
+        """The guard's decision on the proposed call, recorded in the log (when there is one). A call the
+        adapter then refuses (``blocks``) joins the history as a failed attempt: the host logs it so (the
+        model asked for it and was answered with an error), the offline engine reads it so, and rules that
+        count every attempt (``max_calls``) count it."""
         with self._lock:
             same = self._same_turn(session_id, turn)
             decision = self.session(session_id).decide(tool, args, call_id=call_id, same_step=same)
+            if self.blocks(decision):
+                self.ran(
+                    session_id,
+                    tool,
+                    args,
+                    status="error",
+                    output=blocked_message(decision),
+                    call_id=call_id,
+                    turn=turn,
+                )
         if self.log is not None:
             self.log.record(session_id, tool, decision, call_id=call_id)
         return decision
