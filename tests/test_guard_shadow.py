@@ -147,3 +147,23 @@ def test_a_run_with_no_guarded_session_shows_no_guard_table(
     )
     code, out = offline_then_show(shadowed, capsys, traces=other)
     assert code == 0 and "Run " in out and "guard decisions" not in out
+
+
+def test_a_secret_quoted_by_a_rule_message_is_scrubbed_from_the_stored_decision(tmp_path: Path) -> None:
+    # A same: rule's message quotes the call's value ("For password=..."): the decision is stored redacted.
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "rules:\n  - {id: login-first, type: before, first: verify_identity, then: delete_customer,"
+        " same: [password]}\n",
+        encoding="utf-8",
+    )
+    secret = "hunter2-correct-horse"
+    call = ("delete_customer", {"customer_id": "c-7", "password": secret}, "call_delete")
+    with Store(tmp_path / "s.db") as store:
+        run_agent(
+            SeqjudgeMiddleware(Guard.from_files(rules), shadow=True, store=store), Tools(), call, thread="sec"
+        )
+        (stored,) = store.guard_decisions("sec")
+    assert stored.action == "deny" and stored.denied_rules == ["login-first"]
+    assert secret.encode() not in (tmp_path / "s.db").read_bytes()  # (closed: the WAL is checkpointed)
+    assert 'password="[redacted]"' in stored.rules[0]["message"], stored.rules[0]["message"]
