@@ -4,11 +4,14 @@
 
 1. In process: 20 rules (every look-back type, `same:` rules, end-of-session rules) and a session of 200
    recorded calls; each decision is `Session.decide` on a random proposed call (the state does not advance),
-   timed one by one: p50 and p99 (target p99 <= 1 ms). For contrast, the same decisions by the engine on the
+   timed one by one, wall clock and the thread's CPU time (which the machine's other work does not move):
+   p50 and p99 (target p99 <= 1 ms). For contrast, the same decisions by the engine on the
    prefix re-indexed per call (what the guard would cost without its growing index), and `record`.
 2. The hook as a process, start-up included: `seqjudge guard RULES --hook claude-code` (as the console script
    runs it) on a 200-call Claude Code transcript, the hook's JSON on stdin: the median wall time of --runs
-   fresh processes (target <= 0.3 s), beside `python -c pass` and `seqjudge --help`; then one run under
+   fresh processes, bytecode cached as an installed seqjudge has it (`--as-is`: the environment's setting),
+   (target <= 0.3 s) and their CPU time (user + system, which the machine's other work moves
+   less), beside `python -c pass` and `seqjudge --help`; then one run under
    `python -X importtime`: the modules with the largest cumulative import time (what dominates start-up).
 """
 
@@ -19,6 +22,7 @@ import json
 import os
 import random
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -90,13 +94,17 @@ def in_process(n_decisions: int, history: int = 200) -> dict[str, float]:
     for tool, args in proposed[:200]:  # warm-up
         session.decide(tool, args)
     times = []
+    cpu = []  # the thread's CPU time: what the decision costs, without the machine's other work
     denied = 0
     for tool, args in proposed:
+        c = time.thread_time_ns()
         t = time.perf_counter()
         d = session.decide(tool, args)
         times.append(time.perf_counter() - t)
+        cpu.append(time.thread_time_ns() - c)
         denied += d.action == "deny"
     times.sort()
+    cpu.sort()
     # The same decisions by the engine on the prefix (plus the call) re-indexed per decision.
     engine = Engine(ruleset)
     prefix = Trace.model_validate({"calls": calls})
@@ -108,6 +116,8 @@ def in_process(n_decisions: int, history: int = 200) -> dict[str, float]:
         re_times.append(time.perf_counter() - t)
     re_times.sort()
     return {
+        "cpu_p50_ms": cpu[len(cpu) // 2] / 1e6,
+        "cpu_p99_ms": cpu[int(len(cpu) * 0.99)] / 1e6,
         "p50_ms": 1000 * times[len(times) // 2],
         "p99_ms": 1000 * times[int(len(times) * 0.99)],
         "max_ms": 1000 * times[-1],
@@ -173,10 +183,15 @@ def transcript(folder: Path, n_calls: int = 200) -> tuple[Path, str]:
 ENTRY = "import sys; from seqjudge.cli import main; sys.argv[0] = 'seqjudge'; main()"
 
 
-def as_process(runs: int, top: int) -> None:
+def as_process(runs: int, top: int, as_is: bool) -> None:
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        if not as_is:
+            # Bytecode cached, as an installed seqjudge has it (this machine sets PYTHONDONTWRITEBYTECODE,
+            # so a checkout's modules would be compiled at every start); filled by the first round.
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(folder / "bytecode")
         rules = folder / "rules.yaml"
         rules.write_text(json.dumps({"rules": RULES}), encoding="utf-8")
         _, event = transcript(folder)
@@ -189,17 +204,26 @@ def as_process(runs: int, top: int) -> None:
             ),
         }
         times: dict[str, list[float]] = {name: [] for name in commands}
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
         out = ""
-        for _ in range(runs):  # alternately, so that a noisy machine hits every command alike
+        for n in range(runs + 1):  # alternately, so that a noisy machine hits every command alike
             for name, (argv, stdin) in commands.items():
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t = time.perf_counter()
                 done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, check=False)
-                times[name].append(time.perf_counter() - t)
+                wall = time.perf_counter() - t
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                if n:  # (the first round fills the bytecode cache)
+                    times[name].append(wall)
+                    cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
                 if name.startswith("seqjudge guard"):
                     out = done.stdout
                     assert done.returncode == 0, done.stderr
         for name, ts in times.items():
-            print(f"{name:40s} median {statistics.median(ts):.3f} s  (min {min(ts):.3f}, max {max(ts):.3f})")
+            print(
+                f"{name:36s} median {statistics.median(ts):.3f} s (min {min(ts):.3f}, max {max(ts):.3f}); "
+                f"CPU median {statistics.median(cpu[name]):.3f} s"
+            )
         print(f"the hook answered: {out.strip()[:160]}")
         argv, stdin = commands["seqjudge guard --hook claude-code"]
         done = subprocess.run(
@@ -222,6 +246,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--skip-process", action="store_true")
+    parser.add_argument("--as-is", action="store_true", help="no bytecode cache: the environment as is")
     args = parser.parse_args()
     figures = in_process(args.decisions)
     print(
@@ -229,12 +254,13 @@ def main() -> None:
         f"p99 {figures['p99_ms']:.3f} ms (max {figures['max_ms']:.2f} ms; {figures['denied']:.0%} denied); "
         f"record {figures['record_ms']:.3f} ms a call"
     )
+    print(f"  CPU time of a decision: p50 {figures['cpu_p50_ms']:.3f} ms, p99 {figures['cpu_p99_ms']:.3f} ms")
     print(
         f"the engine re-indexing the prefix per decision instead: p50 {figures['reindex_p50_ms']:.3f} ms, "
         f"p99 {figures['reindex_p99_ms']:.3f} ms"
     )
     if not args.skip_process:
-        as_process(args.runs, args.top)
+        as_process(args.runs, args.top, args.as_is)
 
 
 if __name__ == "__main__":

@@ -122,3 +122,102 @@ def test_a_rule_the_history_already_broke_says_so_and_denies_as_the_engine_repor
     assert d.action == "allow"
     assert "already broke this rule at call 1" in d.rules[0].message
     assert [r.outcome for r in session.finish()] == ["deny"]
+
+
+def test_the_configs_guard_key_is_checked_like_every_other(tmp_path) -> None:
+    from seqjudge.config import load_config
+    from seqjudge.errors import InputError
+    from seqjudge.guard import fail_mode_of
+
+    path = tmp_path / "seqjudge.yaml"
+    path.write_text("rules: r.yaml\ntraces: t\nrisk_level: high\nguard: {fail_mode: allow}\n")
+    assert fail_mode_of(None, load_config(path)) == "allow"
+    assert fail_mode_of("deny", load_config(path)) == "deny"
+    path.write_text("rules: r.yaml\ntraces: t\nrisk_level: high\n")
+    assert fail_mode_of(None, load_config(path)) == "deny"
+    path.write_text("rules: r.yaml\ntraces: t\nguard: {fail_mode: sometimes}\n")
+    with pytest.raises(InputError, match="guard.fail_mode"):
+        load_config(path)
+    path.write_text("rules: r.yaml\ntraces: t\nguard: {mode: deny}\n")
+    with pytest.raises(InputError, match="guard.mode: unknown key"):
+        load_config(path)
+
+
+JUDGED = {"type": "judge", "description": "Shell commands must not touch production", "applies_to": "Bash"}
+
+
+def _verdict(broken: bool, at: int) -> dict:
+    """A judge reply on the one judge rule: broken at call ``at``, or not."""
+    violations = [
+        {
+            "rule_id": "judge:shell-commands-must-not-touch-production",
+            "rule_description": "no production",
+            "violation_type": "criteria_not_met",
+            "expected_order": "no production host",
+            "actual_order": f"call {at} touches prod",
+            "offending_call_index": at,
+            "severity": "critical",
+            "explanation": "The command deploys to the production cluster.",
+        }
+    ]
+    return {
+        "sequence_correctness_score": 0.0 if broken else 1.0,
+        "total_rules_checked": 1,
+        "rules_passed": 0 if broken else 1,
+        "rules_failed": 1 if broken else 0,
+        "violations": violations if broken else [],
+        "missing_prerequisites": [],
+        "summary": "scripted",
+    }
+
+
+def test_model_mode_asks_the_judge_about_the_proposed_call_and_says_how_long_it_took() -> None:
+    from seqjudge.errors import ProviderError
+    from seqjudge.judge.providers.scripted import ScriptedProvider
+
+    provider = ScriptedProvider(
+        [_verdict(True, 1), _verdict(False, 1), ProviderError("down", kind="server", provider="scripted")]
+    )
+    session = _guard(JUDGED, judge="model", provider=provider).session("s")
+    session.record("Read", {"file_path": "deploy.sh"})
+    assert session.decide("Read", {"file_path": "x"}).action == "allow"  # not about this call: no model call
+    assert len(provider.requests) == 0
+    denied = session.decide("Bash", {"command": "kubectl --context prod apply"})
+    assert denied.action == "deny" and "production cluster" in denied.reason
+    assert "judged by scripted in" in denied.rules[0].message
+    assert len(provider.requests) == 1  # a judge rule's deny is not asked again for a failed call
+    assert "Bash" in provider.requests[0].user_text  # the proposed call is in what the judge reads
+    allowed = session.decide("Bash", {"command": "kubectl --context dev apply"})
+    assert allowed.action == "allow" and allowed.rules[0].message.startswith("holds (judged by")
+    failed = session.decide("Bash", {"command": "ls"})  # the provider is down: the fail mode decides
+    assert failed.degraded is not None and "the judge could not decide" in failed.degraded
+
+
+def test_model_mode_without_a_model_is_refused() -> None:
+    with pytest.raises(GuardError, match="needs a judge"):
+        _guard(JUDGED, judge="model")
+
+
+def test_decisions_from_several_threads_do_not_interleave() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    session = _guard(EDIT_AFTER_READ, {"type": "max_calls", "tool": "Read", "max": 500}).session("s")
+    for k in range(50):
+        session.record("Read", {"file_path": f"f{k}.py"})
+
+    def work(k: int) -> tuple[str, str]:
+        read = session.decide("Edit", {"file_path": f"f{k % 50}.py"}).action
+        never = session.decide("Edit", {"file_path": f"g{k}.py"}).action
+        return read, never
+
+    import sys
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can: an unguarded session interleaves
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(work, range(400)))
+    finally:
+        sys.setswitchinterval(interval)
+    assert set(results) == {("allow", "deny")}
+    assert session.index.n == 50  # every tried call was taken back

@@ -255,3 +255,35 @@ def test_the_hooks_command_line_runs_without_typer_and_a_mistake_goes_to_the_typ
     assert run("--hook", "cursor").returncode == 2
     helped = run("--hook", "claude-code", "--help")
     assert helped.returncode == 0 and "PreToolUse" in helped.stdout
+
+
+def test_the_fast_path_reads_every_option_the_guard_command_declares() -> None:
+    import inspect
+
+    from seqjudge.cli import register
+    from seqjudge.cli.app import app
+    from seqjudge.cli.guard_hook import FLAGS, OPTIONS
+
+    register(["guard"])
+    (command,) = [c for c in app.registered_commands if c.name == "guard"]
+
+    declared = set()
+    for parameter in inspect.signature(command.callback).parameters.values():
+        info = parameter.annotation.__metadata__[0]
+        # (typer keeps the first name given as the option's default, the others as its declarations)
+        names = [info.default, *(info.param_decls or ())]
+        declared |= {d for d in names if isinstance(d, str) and d.startswith("--")}
+    assert declared == set(OPTIONS) | set(FLAGS)
+
+
+def test_input_that_is_not_text_is_the_fail_modes_decision(tmp_path: Path) -> None:
+    (tmp_path / "rules.yaml").write_text(RULES)
+    env = {**os.environ, "PYTHONPATH": str(Path(seqjudge.__file__).parents[1])}
+    argv = [sys.executable, "-c", MAIN, "guard", str(tmp_path / "rules.yaml"), "--hook", "claude-code"]
+    done = subprocess.run([*argv, "--fail-mode", "deny"], input=b"\xff\xfe{", capture_output=True, env=env)
+    assert done.returncode == 0 and b"Traceback" not in done.stdout + done.stderr
+    out = json.loads(done.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    # (read as UTF-8 text strictly, or with the bytes escaped, as the locale has stdin: not JSON either way)
+    reason = out["permissionDecisionReason"]
+    assert "cannot be read as UTF-8" in reason or "input on stdin is not JSON" in reason

@@ -35,7 +35,11 @@ def guard_command(
     ] = None,
     judge: Annotated[
         str,
-        typer.Option("--judge", help="judge rules: skip (reported skipped) or ask (the host asks a person)."),
+        typer.Option(
+            "--judge",
+            help="judge rules about the call: skip (reported skipped), ask (the host asks a person) or model "
+            "(the config's model decides; a model call per such call).",
+        ),
     ] = "skip",
     shadow: Annotated[
         bool,

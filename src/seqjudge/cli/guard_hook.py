@@ -20,10 +20,12 @@ if TYPE_CHECKING:
 
 HOOKS = ("claude-code",)
 FAIL_MODES = ("deny", "allow")
-JUDGE_MODES = ("skip", "ask")
-# The options of `seqjudge guard`, each with a value (the typer command declares the same ones), and its flag.
+JUDGE_MODES = ("skip", "ask", "model")
+# The options of `seqjudge guard`: with a value, and flags (the typer command declares the same ones, which
+# tests/test_guard_hook.py holds to these: an option added there and not here would send every hook call
+# through typer).
 OPTIONS = ("--hook", "--config", "--fail-mode", "--judge", "--store")
-SHADOW = "--shadow"
+FLAGS: tuple[str, ...] = ("--shadow",)
 
 
 def check_options(hook: str, fail_mode: str | None, judge: str) -> None:
@@ -35,7 +37,7 @@ def check_options(hook: str, fail_mode: str | None, judge: str) -> None:
     if fail_mode is not None and fail_mode not in FAIL_MODES:
         raise InputError(f"fail mode {fail_mode!r}", where="--fail-mode", hint="choose deny or allow")
     if judge not in JUDGE_MODES:
-        raise InputError(f"judge mode {judge!r}", where="--judge", hint="choose skip or ask")
+        raise InputError(f"judge mode {judge!r}", where="--judge", hint="choose skip, ask or model")
 
 
 def answer_hook(
@@ -56,8 +58,11 @@ def answer_hook(
 
     mode = _fail_mode(fail_mode, config)
     given: FailMode | None = mode if fail_mode else None  # (else the guard reads the config's)
-    judged: JudgeMode = "ask" if judge == "ask" else "skip"
-    raw = sys.stdin.read()
+    judged: JudgeMode = "ask" if judge == "ask" else "model" if judge == "model" else "skip"
+    try:
+        raw: str | None = sys.stdin.read()
+    except (OSError, UnicodeDecodeError):
+        raw = None  # (the fail mode's decision, said: parse_event)
     decision = run_hook(raw, lambda: Guard.from_files(rules, config, judge=judged, fail_mode=given), mode)
     if shadow or store is not None:
         from seqjudge.defaults import DEFAULT_STORE_PATH
@@ -97,16 +102,19 @@ def fast(argv: list[str]) -> int | None:
         return None
     values: dict[str, str] = {}
     rest = argv[2:]
-    shadow = SHADOW in rest
-    if shadow:
-        rest = [a for a in rest if a != SHADOW]
-        if len(rest) != len(argv) - 3:
-            return None  # --shadow given twice (typer says so)
-    for k in range(0, len(rest), 2):
+    k = 0
+    while k < len(rest):
         option = rest[k]
-        if option not in OPTIONS or option in values or k + 1 == len(rest) or rest[k + 1].startswith("-"):
+        if option in values:
+            return None
+        if option in FLAGS:
+            values[option] = ""
+            k += 1
+            continue
+        if option not in OPTIONS or k + 1 == len(rest) or rest[k + 1].startswith("-"):
             return None
         values[option] = rest[k + 1]
+        k += 2
     if "--hook" not in values:
         return None
     fail_mode, judge = values.get("--fail-mode"), values.get("--judge", "skip")
@@ -123,6 +131,6 @@ def fast(argv: list[str]) -> int | None:
         None if config is None else Path(config),
         fail_mode,
         judge,
-        shadow=shadow,
+        shadow="--shadow" in values,
         store=None if store is None else Path(store),
     )

@@ -41,8 +41,11 @@ class HookEvent:
     tool_use_id: str | None
 
 
-def parse_event(raw: str) -> HookEvent:
-    """The hook's input, checked: what is missing or of the wrong type is a ``GuardError`` naming it."""
+def parse_event(raw: str | None) -> HookEvent:
+    """The hook's input, checked: what is missing or of the wrong type is a ``GuardError`` naming it.
+    ``raw`` None: stdin could not be read as text."""
+    if raw is None:
+        raise GuardError("the hook's input on stdin cannot be read as UTF-8 text")
     try:
         data = json.loads(raw)
     except ValueError as exc:
@@ -161,7 +164,7 @@ def answer(decision: Decision) -> str:
     return json.dumps(out, ensure_ascii=False)
 
 
-def run_hook(raw: str, build: Callable[[], Guard], fail_mode: FailMode) -> Decision:
+def run_hook(raw: str | None, build: Callable[[], Guard], fail_mode: FailMode) -> Decision:
     """Decide the call the hook's input ``raw`` proposes with the guard ``build`` makes; whatever goes
     wrong is ``fail_mode``'s decision, saying why (``degraded``)."""
     try:

@@ -13,6 +13,7 @@ call, a deadline, a sequence's completion) is ``pending``, and ``finish`` decide
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,6 +33,7 @@ from seqjudge.trace import Call, Message, Trace, assign_steps
 
 if TYPE_CHECKING:
     from seqjudge.config import RunConfig
+    from seqjudge.guard.judged import ModelJudge
     from seqjudge.rules.engine import _Compiled
     from seqjudge.rules.evaluate import Finding
     from seqjudge.rules.model import RuleSet
@@ -76,14 +78,18 @@ class Guard:
         *,
         judge: JudgeMode = "skip",
         fail_mode: FailMode | None = None,
+        provider: Any = None,
     ) -> None:
+        """``judge``: what becomes of a rule only the judge decides, about a proposed call: ``skip``
+        (reported skipped), ``ask`` (the host asks a person), or ``model`` (the configured judge decides,
+        a model call per such decision; ``provider`` instead of the config's ``model``)."""
         if judge not in JUDGE_MODES:
             raise GuardError(f"judge mode {judge!r} is not one of: {', '.join(JUDGE_MODES)}")
+        self.model_judge: ModelJudge | None = None
         if judge == "model":
-            raise GuardError(
-                "judge mode 'model' is not available in this version of the guard: use 'skip' (judge rules "
-                "are reported skipped) or 'ask' (the host asks a person)"
-            )
+            from seqjudge.guard.judged import ModelJudge
+
+            self.model_judge = ModelJudge(ruleset, config, provider)
         self.ruleset = ruleset
         self.config = config
         self.judge: JudgeMode = judge
@@ -98,15 +104,19 @@ class Guard:
         *,
         judge: JudgeMode = "skip",
         fail_mode: FailMode | None = None,
+        provider: Any = None,
     ) -> Guard:
         """A guard of a rule file (and a config file's ``risk_level`` and ``guard:``); any problem with
         them is a ``GuardError`` carrying the file's own one-paragraph message."""
-        from seqjudge.config import load_config
         from seqjudge.rules.load import load_rules
 
         try:
-            config = load_config(config_path) if config_path is not None else None
-            return cls(load_rules(rules_path), config, judge=judge, fail_mode=fail_mode)
+            config = None
+            if config_path is not None:
+                from seqjudge.config import load_config  # (only then: a hook's start-up counts)
+
+                config = load_config(config_path)
+            return cls(load_rules(rules_path), config, judge=judge, fail_mode=fail_mode, provider=provider)
         except GuardError:
             raise
         except SeqjudgeError as exc:
@@ -156,6 +166,9 @@ class Session:
         self.index = TraceIndex([], [], [], [], guard.engine.singles)
         self.index.source = self.trace
         self.groupings: dict[tuple[str, ...], Grouping] = {}
+        # One call at a time: a decision tries its call on the shared index and takes it back, so a host
+        # deciding parallel tool calls from several threads must not interleave them.
+        self._lock = threading.Lock()
         steps = assign_steps(history)
         for call, step in zip(history, steps, strict=True):
             self._append(call, step)
@@ -204,7 +217,8 @@ class Session:
         if status not in ("ok", "error"):
             raise GuardError(f"a call's status is 'ok' or 'error', not {status!r}")
         call = Call(tool_name=tool, arguments=args, status=status, output=output, id=call_id)
-        self._append(call, same_step=same_step)
+        with self._lock:
+            self._append(call, same_step=same_step)
 
     def decide(
         self, tool: str, args: dict[str, Any], *, call_id: str | None = None, same_step: bool = False
@@ -213,14 +227,18 @@ class Session:
         ``same_step``: the call runs in parallel with the last recorded one (else it is a step of its own).
         An error inside the guard is a decision of its fail mode, said in ``degraded``."""
         try:
-            return self._decide(Call(tool_name=tool, arguments=args, id=call_id), same_step)
+            with self._lock:
+                return self._decide(Call(tool_name=tool, arguments=args, id=call_id), same_step)
+        except GuardError as exc:  # (its message is ours: rules, paths, the judge's trouble)
+            return self.guard.degraded(str(exc))
         except Exception as exc:  # the host must get a decision, never the guard's exception
             return self.guard.degraded(f"internal error: {type(exc).__name__}")
 
     def _decide(self, call: Call, same_step: bool) -> Decision:
         compiled = self.guard.engine.compiled
         out = self._try(call, same_step, compiled, self._rule)
-        denied = [k for k, d in enumerate(out) if d.outcome == "deny"]
+        # (a rule the model judged denies as judged: a judge rule counts every attempt)
+        denied = [k for k, d in enumerate(out) if d.outcome == "deny" and compiled[k].type != "judge"]
         if denied:
             # A violation if the call succeeds: denied only if it is one when the call fails too.
             failed = call.model_copy(update={"status": "error"})
@@ -262,8 +280,9 @@ class Session:
                 return RuleDecision(comp.rule_id, "deny", flaw.explanation, flaw.suggestion)
             if earlier is None and flaw.offending is not None and flaw.offending < i and flaw.type in kinds:
                 earlier = flaw.offending
-        if finding.outcome == "deferred":
-            return self._undecided(comp, finding.explanation)
+        if finding.outcome == "deferred" and i in finding.call_indices:
+            # A value of a call the rule checks (this one among them) that the engine cannot settle.
+            return self._undecided(comp, finding.explanation, i)
         if earlier is not None:
             # The engine reports a rule's first violation; the session made it (before the guard ran, or
             # past a fail-open decision), so this call is not denied for the rule, but the host is told.
@@ -284,23 +303,51 @@ class Session:
             about = comp.operands[0] if comp.operands else None
             index = self.index
             if about is not None and about.hit(index.names[i], True, index.args[i]):
-                return self._undecided(comp, "a rule written in words is about this call")
+                return self._undecided(comp, "a rule written in words is about this call", i)
             return RuleDecision(comp.rule_id, "pending", str(rule.guard_at_end))
         if not rule.guard_kinds:
             why = f"decided when the session ends: {rule.guard_at_end}"
             return RuleDecision(comp.rule_id, "pending", why)
         return self._violation(comp, i, view)
 
-    def _undecided(self, comp: _Compiled, why: str) -> RuleDecision:
-        """A rule only the judge (or a person) can decide on this call, as the guard's judge mode says."""
+    def _undecided(self, comp: _Compiled, why: str, i: int | None = None) -> RuleDecision:
+        """A rule only the judge (or a person) can decide on the proposed call ``i`` (None: on the whole
+        session), as the guard's judge mode says."""
+        model = self.guard.model_judge
+        if model is not None:
+            return self._judged(model, comp, i)
         if self.guard.judge == "ask":
             return RuleDecision(comp.rule_id, "ask", f"{why}: {comp.description}")
         return RuleDecision(comp.rule_id, "skipped", f"{why}; not judged (judge mode skip)")
+
+    def _judged(self, model: ModelJudge, comp: _Compiled, i: int | None) -> RuleDecision:
+        """The model's decision of one rule: deny when it finds the rule broken at call ``i`` (anywhere,
+        for the whole session), else allow; how long it took is said."""
+        trace = self.trace
+        # A trace of its own: the session's caches the steps of the calls it had when it was made.
+        asked = Trace(
+            trace_id=trace.trace_id,
+            calls=list(trace.calls),
+            messages=trace.messages,
+            context=trace.context,
+            metadata=trace.metadata,
+        )
+        result, seconds = model.judge(asked, [comp.rule_id])
+        said = f"judged by {model.name} in {seconds:.1f} s"
+        assert result.report is not None
+        for v in result.report.violations:
+            if v.rule_id == comp.rule_id and (i is None or v.offending_call_index == i):
+                return RuleDecision(comp.rule_id, "deny", f"{v.explanation} ({said})", None)
+        return RuleDecision(comp.rule_id, "allow", f"holds ({said})")
 
     def finish(self) -> list[RuleDecision]:
         """Every rule on the whole session, as the offline engine finds it: ``deny`` for a violated rule
         (what was pending is decided now), ``allow`` for one that holds or was not exercised, ``skipped``
         or ``ask`` for what only the judge decides."""
+        with self._lock:
+            return self._finish()
+
+    def _finish(self) -> list[RuleDecision]:
         out: list[RuleDecision] = []
         groupings: dict[tuple[str, ...], Grouping] = {}
         view = View(self.index, explain=True)

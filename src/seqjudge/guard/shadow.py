@@ -88,7 +88,9 @@ class DecisionLog:
             return None
 
 
-def record_hook_decision(raw_event: str, decision: Decision, store_path: Path, *, shadow: bool) -> str | None:
+def record_hook_decision(
+    raw_event: str | None, decision: Decision, store_path: Path, *, shadow: bool
+) -> str | None:
     """Record a host hook's decision (the Claude Code hook: ``seqjudge guard ... --store``, ``--shadow``) with
     the session id and tool of its input ``raw_event``. Never raises: what kept it from being recorded (an
     input with no session, a store that cannot be opened or written) is returned as a warning for stderr."""

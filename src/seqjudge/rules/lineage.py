@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -220,40 +220,53 @@ class Sources:
         if hit is not None:
             return hit
         found = self._indexes[key] = SourceIndex({}, [], [], [])
-        for p in positions:
-            if ok[p]:  # a failed call's output is an error, never a source
-                self._take(found, key, p, steps[p])
+        self._fill(found, key, positions, ok, steps)
         return found
 
-    def _take(self, found: SourceIndex, key: SourceKey, p: int, step: int) -> None:
-        """Add the successful source call ``p`` (in ``step``) to ``found``, the index of ``key``."""
+    def _fill(
+        self,
+        found: SourceIndex,
+        key: SourceKey,
+        positions: Iterable[int],
+        ok: Sequence[bool] | Mapping[int, bool],
+        steps: Sequence[int] | Mapping[int, int],
+    ) -> None:
+        """Add the calls at ``positions`` (in order, after those ``found`` holds) to ``found``, the index of
+        ``key``: the successful ones (``ok``), each in its step (``steps``). One loop for a whole trace, not
+        a call per source call: a million-call trace builds its index here."""
         path, norm = key.path, key.norm
-        found.steps.append(step)
-        data = self.parsed(p)
-        if data is _TEXT or data is _CUT:
-            raw = self.output(p)
-            if path is None:
-                found.texts.append((p, norm(raw)))
-            if data is _CUT or path is not None:
-                cut = data is _CUT
-                found.unsure.append(
-                    (p, "is cut or not valid JSON" if cut else f"is text, so `{path}` cannot be read in it")
-                )
-            return
-        # With no path, "anywhere in the output": keys included. A path selects values (JMESPath's keys(@)
-        # selects keys where that is what is meant).
-        at = compile_path(path).search(data) if path is not None else data
-        first = found.first
+        search = compile_path(path).search if path is not None else None
         plain = not norm.names  # no normaliser: values are their own keys
-        if type(at) is str:  # the common case: one id at a path
-            value = at if plain else norm(at)
-            if value not in first:
-                first[value] = p
-            return
-        for text in leaves(at, keys=path is None):
-            value = text if plain else norm(text)
-            if value not in first:
-                first[value] = p
+        first, texts, unsure, ok_steps = found.first, found.texts, found.unsure, found.steps
+        for p in positions:
+            if not ok[p]:
+                continue  # a failed call's output is an error, never a source
+            ok_steps.append(steps[p])
+            data = self.parsed(p)
+            if data is _TEXT or data is _CUT:
+                raw = self.output(p)
+                if path is None:
+                    texts.append((p, norm(raw)))
+                if data is _CUT or path is not None:
+                    why = (
+                        "is cut or not valid JSON"
+                        if data is _CUT
+                        else f"is text, so `{path}` cannot be read in it"
+                    )
+                    unsure.append((p, why))
+                continue
+            # With no path, "anywhere in the output": keys included. A path selects values (JMESPath's
+            # keys(@) selects keys where that is what is meant).
+            at = search(data) if search is not None else data
+            if type(at) is str:  # the common case: one id at a path
+                value = at if plain else norm(at)
+                if value not in first:
+                    first[value] = p
+                continue
+            for text in leaves(at, keys=search is None):
+                value = text if plain else norm(text)
+                if value not in first:
+                    first[value] = p
 
     def added(self, i: int, name: str, ok: bool, args: dict[str, Any], step: int) -> None:
         """Call ``i`` was appended to the trace (a guard session's, ``TraceIndex.append``): each source
@@ -262,7 +275,7 @@ class Sources:
             return
         for key, found in self._indexes.items():
             if key.sel.hit(name, ok, args):
-                self._take(found, key, i, step)
+                self._fill(found, key, (i,), {i: ok}, {i: step})
 
     def removed(self, i: int, name: str, ok: bool, args: dict[str, Any]) -> None:
         """Call ``i``, the last, is about to leave the trace (``TraceIndex.pop``): ``added`` undone."""
