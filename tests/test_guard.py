@@ -113,15 +113,88 @@ def test_lint_guard_names_the_rules_only_offline_and_why(tmp_path, capsys) -> No
     assert "before:Read->Edit" not in out and "sequence:A>B" not in out
 
 
-def test_a_rule_the_history_already_broke_says_so_and_denies_as_the_engine_reports() -> None:
-    # The engine reports a blocklist's first forbidden call; a history holding one (made before the guard
-    # ran) leaves the next to the offline verdict, and the decision says why it is not denied.
-    history = [Call(tool_name="drop_table", arguments={})]
+BLOCK_AND_LIMIT = (
+    {"type": "blocklist", "pattern": "drop_table"},
+    {"type": "max_calls", "tool": "refund", "max": 1},
+)
+
+
+def test_a_blocklisted_call_that_ran_anyway_does_not_let_the_next_one_through() -> None:
+    # Issue 34: the engine reports a rule's first violation; a second blocklisted call was allowed once the
+    # first had run (shadow mode, a host that overrode the deny, a guard added mid-session).
+    session = _guard(*BLOCK_AND_LIMIT).session("s1")
+    assert session.decide("drop_table", {}).action == "deny"
+    session.record("drop_table", {})  # it ran anyway
+    d = session.decide("drop_table", {})
+    assert d.action == "deny"
+    assert d.reason.startswith("blocklist:drop_table: drop_table (call 2) is forbidden")
+    assert "The session already broke this rule at call 1." in d.reason
+    other = session.decide("select", {})
+    assert other.action == "allow"
+    assert other.rules[0].message.startswith(
+        "holds for this call; the session already broke this rule at call 1"
+    )
+    # The end of the session is the offline verdict, as before: the first violation.
+    finished = session.finish()
+    assert [r.outcome for r in finished] == ["deny", "allow"]
+    assert finished[0].message.startswith("drop_table (call 1) is forbidden")
+
+
+def test_max_calls_denies_every_call_over_the_limit_after_one_ran() -> None:
+    session = _guard(*BLOCK_AND_LIMIT).session("s1")
+    session.record("refund", {})
+    assert session.decide("refund", {}).action == "deny"
+    session.record("refund", {})  # the 2nd ran anyway
+    session.record("lookup", {})
+    d = session.decide("refund", {})
+    assert d.action == "deny"
+    assert (
+        "refund (call 4) exceeds the limit of 1" in d.reason
+        and "already broke this rule at call 2." in d.reason
+    )
+    session.record("refund", {}, status="error")  # every attempt counts, and each one breaks it again
+    d = session.decide("refund", {})
+    assert d.action == "deny" and "already broke this rule at calls 2, 4." in d.reason
+
+
+def test_a_history_given_at_the_start_that_broke_a_rule_still_denies_a_repeat() -> None:
+    history = [Call(tool_name="drop_table", arguments={}), Call(tool_name="drop_table", arguments={})]
     session = _guard({"type": "blocklist", "pattern": "drop"}).session("s", history=history)
     d = session.decide("drop_index", {})
-    assert d.action == "allow"
-    assert "already broke this rule at call 1" in d.rules[0].message
-    assert [r.outcome for r in session.finish()] == ["deny"]
+    assert d.action == "deny" and "already broke this rule at calls 1, 2." in d.reason
+    assert _guard({"type": "blocklist", "pattern": "drop"}).decide(history, "drop_x", {}).action == "deny"
+
+
+def test_before_never_after_and_sequence_deny_a_repeat_of_what_broke_them() -> None:
+    before = _guard(EDIT_AFTER_READ).session("s")
+    before.record("Edit", {"file_path": "a.py"})  # no Read before it
+    assert before.decide("Edit", {"file_path": "a.py"}).action == "deny"
+    before.record("Read", {"file_path": "a.py"})
+    assert before.decide("Edit", {"file_path": "a.py"}).action == "allow"  # now it was read
+
+    never = _guard({"type": "never_after", "trigger": "Deploy", "forbidden": "Edit"}).session("s")
+    never.record("Deploy", {})
+    never.record("Edit", {})
+    d = never.decide("Edit", {})
+    assert d.action == "deny" and "Edit (call 3)" in d.reason and "at call 2." in d.reason
+
+    sequence = _guard({"type": "sequence", "tools": ["A", "B"]}).session("s")
+    sequence.record("B", {})  # before A
+    assert sequence.decide("B", {}).action == "deny"
+    sequence.record("A", {})
+    assert sequence.decide("B", {}).action == "allow"
+
+
+def test_a_call_set_aside_for_one_rule_is_still_seen_by_another() -> None:
+    # `login` broke the blocklist, but it ran: the rule that needs it before `transfer` is met.
+    g = _guard(
+        {"type": "blocklist", "pattern": "login"}, {"type": "before", "first": "login", "then": "transfer"}
+    )
+    session = g.session("s")
+    session.record("login", {})
+    assert session.decide("transfer", {}).action == "allow"
+    d = session.decide("login", {})
+    assert d.action == "deny" and [r.outcome for r in d.rules] == ["deny", "allow"]
 
 
 def test_the_configs_guard_key_is_checked_like_every_other(tmp_path) -> None:
@@ -221,3 +294,54 @@ def test_decisions_from_several_threads_do_not_interleave() -> None:
         sys.setswitchinterval(interval)
     assert set(results) == {("allow", "deny")}
     assert session.index.n == 50  # every tried call was taken back
+
+
+def test_a_user_message_keeps_its_place_among_the_calls_when_one_before_it_is_set_aside() -> None:
+    from seqjudge.trace import Message
+
+    rule = {"type": "lineage", "tool": "refund", "argument": "order_id", "from": [{"user": True}]}
+    # The user names order 7 after two calls; the first (a refund of an order nobody named) broke the rule.
+    message = Message(role="user", content="please refund order 7", at=2)
+    session = _guard(rule).session("s", messages=[message])
+    session.record("refund", {"order_id": 5})
+    session.record("lookup", {})
+    allowed = session.decide("refund", {"order_id": 7})
+    assert allowed.action == "allow", allowed.rules
+    assert "already broke this rule at call 1" in allowed.rules[0].message
+    denied = session.decide("refund", {"order_id": 9})
+    assert denied.action == "deny" and "refund (call 3)" in denied.reason
+
+
+def test_a_same_rule_broken_in_one_group_then_another_denies_a_repeat_in_the_first() -> None:
+    # Found by the parity property: the rule was first found broken in order 1's group; order 2's group,
+    # broken earlier, must be read without its offending call too.
+    session = _guard(EDIT_AFTER_READ).session("s")
+    session.record("Edit", {"file_path": "b.py"})  # breaks the rule for b.py
+    session.record("Edit", {"file_path": "a.py"})  # and for a.py
+    assert session.decide("Edit", {"file_path": "a.py"}).action == "deny"  # (found broken in a.py's group)
+    d = session.decide("Edit", {"file_path": "b.py"})
+    assert d.action == "deny" and "Edit (call 3)" in d.reason and "at calls 1, 2." in d.reason
+
+
+def test_model_mode_asks_about_a_broken_rule_without_the_calls_that_broke_it() -> None:
+    from seqjudge.judge.providers.scripted import ScriptedProvider
+
+    rule = {
+        "id": "refund-sourced",
+        "type": "lineage",
+        "tool": "refund",
+        "argument": "order_id",
+        "from": [{"output": "get_order", "path": "order_id"}],
+    }
+    verdict = _verdict(True, 1)
+    verdict["violations"][0].update(rule_id="refund-sourced", explanation="Order 7 is in no output read.")
+    provider = ScriptedProvider([verdict, verdict])  # (asked for the call succeeding, then failing)
+    session = _guard(rule, judge="model", provider=provider).session("s")
+    session.record("refund", {"order_id": 5})  # from nowhere: breaks the rule
+    session.record("get_order", {}, output='{"order_id": 7, "note": "cut sho')  # unreadable: undecided
+    d = session.decide("refund", {"order_id": 7})
+    assert d.action == "deny" and "Order 7 is in no output read." in d.reason
+    assert "already broke this rule at call 1." in d.reason
+    asked = provider.requests[0].user_text
+    assert '"tool_name":"refund","status":"ok","arguments":{"order_id":7}' in asked  # the proposed call
+    assert '"order_id":5' not in asked  # the call set aside

@@ -25,7 +25,7 @@ from seqjudge.ingest import load_traces
 from seqjudge.rules.engine import Engine
 from seqjudge.rules.load import load_rules
 from seqjudge.rules.model import RuleSet
-from seqjudge.trace import Trace
+from seqjudge.trace import Message, Trace
 
 try:  # the strategies of the engine's property test (tests/ is on sys.path under pytest)
     import test_engine_property as prop
@@ -54,6 +54,7 @@ LINEAGE = st.builds(
             ),
             st.just({"values": [3]}),
             st.just({"context": "env"}),
+            st.just({"user": True}),
         ),
         min_size=1,
         max_size=2,
@@ -72,11 +73,20 @@ OUTPUTS = st.one_of(
 )
 
 
+USER_TEXTS = st.sampled_from(["refund order 1", "it is order 2", "hello"])
+
+
 @st.composite
 def traces_with_outputs(draw: st.DrawFn) -> Trace:
     trace = draw(traces())
     for call in trace.calls:
         call.output = draw(OUTPUTS)
+    # User messages between the calls, some naming an order (a lineage source: `user: true`).
+    n = len(trace.calls)
+    trace.messages = [
+        Message(role="user", content=text, at=at)
+        for text, at in draw(st.lists(st.tuples(USER_TEXTS, st.integers(0, n)), max_size=2))
+    ]
     return trace
 
 
@@ -94,60 +104,98 @@ def long_traces(draw: st.DrawFn) -> Trace:
     return Trace.model_validate({"trace_id": "long", "calls": calls})
 
 
-def _cut(trace: Trace, i: int, status: str) -> Trace:
-    """The trace up to call i, call i with ``status``."""
-    calls = [c.model_dump(exclude_none=True) for c in trace.calls[: i + 1]]
-    calls[i]["status"] = status
-    calls[i].pop("error", None)
+def _trace_of(trace: Trace, calls: list[dict[str, Any]], skipped: frozenset[int] = frozenset()) -> Trace:
+    """``trace`` with these calls (each labelled with its step), its messages each after the calls it
+    followed but those ``skipped``."""
+    messages = []
+    for m in trace.messages:
+        message = m.model_dump()
+        if m.at is not None:
+            message["at"] = m.at - sum(1 for p in skipped if p < m.at)
+        messages.append(message)
     return Trace.model_validate(
         {
             "trace_id": "cut",
             "calls": calls,
             "context": trace.context,
             "metadata": trace.metadata,
-            "messages": [m.model_dump() for m in trace.messages],
+            "messages": messages,
         }
     )
 
 
-def _engine_denies(engine: Engine, ruleset: RuleSet, trace: Trace, i: int) -> set[str]:
-    """The rules with a look-back violation at call i of the trace cut after it, whatever its status."""
-    kinds = {r.rule_id: r.guard_kinds for r in ruleset.rules}
-    found = []
-    for status in ("ok", "error"):
-        report = engine.check_data(_cut(trace, i, status))
-        found.append(
-            {
-                v["rule_id"]
-                for v in report["violations"]
-                if v["offending_call_index"] == i and v["violation_type"] in kinds[v["rule_id"]]
-            }
-        )
-    return found[0] & found[1]
+def _with_status(call: dict[str, Any], status: str) -> dict[str, Any]:
+    out = {**call, "status": status}
+    out.pop("error", None)
+    return out
 
 
-def _walk(ruleset: RuleSet, trace: Trace) -> None:
-    """One session through the trace: at each call, the guard's denials against the engine's."""
+def _flagged_at_last(
+    engine: Engine,
+    trace: Trace,
+    made: list[dict[str, Any]],
+    aside: dict[str, set[int]],
+    call: dict[str, Any],
+    kinds: dict[str, Any],
+) -> set[str]:
+    """The rules the engine finds a look-back violation of at ``call``, each on the calls ``made`` before
+    it without those it set aside (one check per distinct set of calls set aside)."""
+    rules_by_aside: dict[frozenset[int], list[str]] = {}
+    for rule_id, skipped in aside.items():
+        rules_by_aside.setdefault(frozenset(skipped), []).append(rule_id)
+    found: set[str] = set()
+    for skipped, rule_ids in rules_by_aside.items():
+        calls = [c for p, c in enumerate(made) if p not in skipped] + [call]
+        last = len(calls) - 1
+        report = engine.check_data(_trace_of(trace, calls, skipped))
+        found |= {
+            v["rule_id"]
+            for v in report["violations"]
+            if v["rule_id"] in rule_ids
+            and v["offending_call_index"] == last
+            and v["violation_type"] in kinds[v["rule_id"]]
+        }
+    return found
+
+
+def _walk(ruleset: RuleSet, trace: Trace, enforced: bool = False) -> None:
+    """One session through the trace: at each call, the guard's denials against the engine's. Shadow walk:
+    every call is recorded, denied or not; ``enforced``: a denied call does not run."""
     engine = Engine(ruleset)
+    kinds = {r.rule_id: r.guard_kinds for r in ruleset.rules}
     session: Session = Guard(ruleset).session(
         "parity", context=trace.context, metadata=trace.metadata, messages=trace.messages
     )
     steps = trace.steps
+    made: list[dict[str, Any]] = []  # the calls recorded, each labelled with its step in the trace
+    aside: dict[str, set[int]] = {rule_id: set() for rule_id in kinds}  # per rule: the calls it flagged
+    last_step: int | None = None
     for i, call in enumerate(trace.calls):
-        same = i > 0 and steps[i] == steps[i - 1]
+        same = steps[i] == last_step
         decision = session.decide(call.tool_name, call.arguments, same_step=same)
         assert decision.degraded is None
         denied = {r.rule_id for r in decision.rules if r.outcome == "deny"}
-        expected = _engine_denies(engine, ruleset, trace, i)
+        labelled = {**call.model_dump(exclude_none=True), "step": steps[i]}
+        expected = _flagged_at_last(
+            engine, trace, made, aside, _with_status(labelled, "ok"), kinds
+        ) & _flagged_at_last(engine, trace, made, aside, _with_status(labelled, "error"), kinds)
         assert denied == expected, (
             f"call {i} {call.tool_name} {call.arguments}: guard {sorted(denied)}, engine {sorted(expected)}"
             f"\nrules={[r.model_dump(exclude_none=True, by_alias=True) for r in ruleset.rules]}"
             f"\ncalls={[(c.tool_name, c.status, c.step, c.arguments, c.output) for c in trace.calls]}"
+            f"\naside={aside} enforced={enforced}"
         )
         assert (decision.action == "deny") == bool(denied)
+        if enforced and denied:
+            continue
         session.record(call.tool_name, call.arguments, output=call.output, status=call.status, same_step=same)
-    # The end of the session is the engine's verdict on the whole trace, rule by rule.
-    report = engine.check_data(trace)
+        # (Enforced, a rule is broken only by a call whose violation hung on its outcome, not denied.)
+        for rule_id in _flagged_at_last(engine, trace, made, aside, labelled, kinds):
+            aside[rule_id].add(len(made))
+        made.append(labelled)
+        last_step = steps[i]
+    # The end of the session is the engine's verdict on the calls made, rule by rule.
+    report = engine.check_data(_trace_of(trace, made))
     failed = {r["rule_id"] for r in report["rules"] if r["outcome"] == "failed"}
     assert {r.rule_id for r in session.finish() if r.outcome == "deny"} == failed
 
@@ -159,7 +207,9 @@ def _walk(ruleset: RuleSet, trace: Trace) -> None:
 def test_guard_denies_exactly_where_the_engine_finds_a_look_back_violation(
     rules: list[dict[str, Any]], aliases: dict[str, list[str]], trace: Trace
 ) -> None:
-    _walk(prop.build_ruleset(rules, aliases), trace)
+    ruleset = prop.build_ruleset(rules, aliases)
+    _walk(ruleset, trace)
+    _walk(ruleset, trace, enforced=True)
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in GOLDEN.iterdir() if p.is_dir()))
@@ -169,5 +219,6 @@ def test_guard_parity_on_every_golden_trace(name: str) -> None:
     walked = 0
     for trace in load_traces(folder / "traces.jsonl"):
         _walk(ruleset, trace)
+        _walk(ruleset, trace, enforced=True)
         walked += 1
     assert walked > 0

@@ -15,10 +15,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from seqjudge.errors import GuardError, SeqjudgeError
+from seqjudge.guard.aside import SetAside
+from seqjudge.guard.calls import Calls
 from seqjudge.guard.decision import (
     FAIL_MODES,
     JUDGE_MODES,
@@ -28,7 +31,7 @@ from seqjudge.guard.decision import (
     RuleDecision,
 )
 from seqjudge.rules.engine import Engine, context_matches
-from seqjudge.rules.index import Grouping, TraceIndex, View
+from seqjudge.rules.index import Grouping, View
 from seqjudge.trace import Call, Message, Trace, assign_steps
 
 if TYPE_CHECKING:
@@ -41,7 +44,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("seqjudge.guard")
 
 # A rule's decision on the proposed call at a position, reading a view of the session (None: it holds).
-_Decider = Callable[["_Compiled", int, View], "RuleDecision | None"]
+_Decider = Callable[["_Compiled", Calls, int, View], "RuleDecision | None"]
 
 _NOT_APPLICABLE = "not applicable: the session's context does not match the rule's `when`"
 
@@ -161,46 +164,20 @@ class Session:
         self.session_id = trace.trace_id or ""
         self.context = trace.context
         self.metadata = trace.metadata
-        # The session as a trace: lineage rules read its calls' outputs and its user messages.
+        # The session as a trace (lineage rules read its calls' outputs and its user messages), indexed.
+        self.calls = Calls(trace, guard.engine.singles)
         self.trace = trace
-        self.index = TraceIndex([], [], [], [], guard.engine.singles)
-        self.index.source = self.trace
-        self.groupings: dict[tuple[str, ...], Grouping] = {}
+        self.index = self.calls.index
+        # Each rule the session broke, with the calls that broke it set aside (key: the rule's position).
+        self.asides: dict[int, SetAside] = {}
+        self._broken: dict[int, int] = {}  # a rule found broken in this decision: its first violation
+        self._position = {id(comp): k for k, comp in enumerate(guard.engine.compiled)}
         # One call at a time: a decision tries its call on the shared index and takes it back, so a host
         # deciding parallel tool calls from several threads must not interleave them.
         self._lock = threading.Lock()
         steps = assign_steps(history)
         for call, step in zip(history, steps, strict=True):
-            self._append(call, step)
-
-    def _append(self, call: Call, step: int | None = None, same_step: bool = False) -> int:
-        if step is None:
-            # A step of its own after the last call's, or the last call's (a call run in parallel with it).
-            last = self.index.steps[-1] if self.index.n else -1
-            step = last if same_step and last >= 0 else last + 1
-        self.trace.calls.append(call)  # first: the lineage sources read the call's output from the trace
-        try:
-            i = self.index.append(call.tool_name, call.status == "ok", call.arguments, step)
-        except BaseException:
-            self.trace.calls.pop()
-            raise
-        for grouping in self.groupings.values():
-            grouping.added(i)
-        return i
-
-    def _pop(self) -> None:
-        i = self.index.n - 1
-        for grouping in self.groupings.values():
-            grouping.removed(i)
-        self.index.pop()
-        self.trace.calls.pop()
-
-    def _grouping(self, keys: tuple[str, ...]) -> Grouping:
-        """The session's calls grouped by ``keys`` (a ``same:`` list), grown with the session."""
-        grouping = self.groupings.get(keys)
-        if grouping is None:
-            grouping = self.groupings[keys] = Grouping(self.index, keys)
-        return grouping
+            self.calls.append(call, step)
 
     def record(
         self,
@@ -218,7 +195,7 @@ class Session:
             raise GuardError(f"a call's status is 'ok' or 'error', not {status!r}")
         call = Call(tool_name=tool, arguments=args, status=status, output=output, id=call_id)
         with self._lock:
-            self._append(call, same_step=same_step)
+            self.calls.append(call, self.calls.next_step(same_step))
 
     def decide(
         self, tool: str, args: dict[str, Any], *, call_id: str | None = None, same_step: bool = False
@@ -236,66 +213,95 @@ class Session:
 
     def _decide(self, call: Call, same_step: bool) -> Decision:
         compiled = self.guard.engine.compiled
-        out = self._try(call, same_step, compiled, self._rule)
-        # (a rule the model judged denies as judged: a judge rule counts every attempt)
-        denied = [k for k, d in enumerate(out) if d.outcome == "deny" and compiled[k].type != "judge"]
-        if denied:
-            # A violation if the call succeeds: denied only if it is one when the call fails too.
-            failed = call.model_copy(update={"status": "error"})
-            again = self._try(failed, same_step, [compiled[k] for k in denied], self._violation)
-            for k, d in zip(denied, again, strict=True):
-                if d.outcome != "deny":
-                    out[k] = RuleDecision(
-                        out[k].rule_id,
-                        "allow",
-                        f"{out[k].message} (a violation only if the call succeeds: decided once it has run)",
-                    )
+        self._broken.clear()  # (left by a decision an error ended)
+        step = self.calls.next_step(same_step)
+        out = self._try(self.calls, call, step, compiled, self._rule)
+        self._certain(self.calls, call, step, compiled, out)
+        for k, first in self._broken.items():
+            self.asides[k] = SetAside(
+                self.calls, self.guard.engine.singles, partial(self._flagged, compiled[k]), first
+            )
+        self._broken.clear()
+        for k, aside in self.asides.items():
+            # A rule the session broke: the call decided as if the calls that broke it had not run.
+            aside.catch_up()
+            comps = [compiled[k]]
+            own = self._try(aside.calls, call, aside.step_for(step), comps, self._violation)
+            self._certain(aside.calls, call, aside.step_for(step), comps, own)
+            out[k] = aside.told(own[0])
         return Decision.of(out)
 
-    def _try(
-        self, call: Call, same_step: bool, comps: list[_Compiled], decide: _Decider
-    ) -> list[RuleDecision]:
-        """Each rule's decision (``decide``) on ``call`` added to the session, then removed again."""
-        i = self._append(call, same_step=same_step)
-        try:
-            view = View(self.index, explain=False)
-            return [decide(comp, i, view) or RuleDecision(comp.rule_id, "allow", "holds") for comp in comps]
-        finally:
-            self._pop()
+    def _certain(
+        self, calls: Calls, call: Call, step: int, comps: list[_Compiled], out: list[RuleDecision]
+    ) -> None:
+        """A rule's deny in ``out`` stands only if the call would be a violation when it fails too."""
+        # (a rule the model judged denies as judged: a judge rule counts every attempt)
+        denied = [k for k, d in enumerate(out) if d.outcome == "deny" and comps[k].type != "judge"]
+        if not denied:
+            return
+        failed = call.model_copy(update={"status": "error"})
+        again = self._try(calls, failed, step, [comps[k] for k in denied], self._violation)
+        for k, d in zip(denied, again, strict=True):
+            if d.outcome != "deny":
+                out[k] = RuleDecision(
+                    out[k].rule_id,
+                    "allow",
+                    f"{out[k].message} (a violation only if the call succeeds: decided once it has run)",
+                )
 
-    def _violation(self, comp: _Compiled, i: int, view: View) -> RuleDecision | None:
-        """The rule's deny of call ``i`` (the last), when its finding has a look-back violation at it. A
-        ``same:`` rule is evaluated on the call's group alone: a violation at the call is in its group."""
-        finding: Finding | None
+    def _try(
+        self, calls: Calls, call: Call, step: int, comps: list[_Compiled], decide: _Decider
+    ) -> list[RuleDecision]:
+        """Each rule's decision (``decide``) on ``call`` added to ``calls`` in ``step``, then taken back."""
+        i = calls.append(call, step)
+        try:
+            view = View(calls.index, explain=False)
+            return [
+                decide(comp, calls, i, view) or RuleDecision(comp.rule_id, "allow", "holds") for comp in comps
+            ]
+        finally:
+            calls.pop()
+
+    def _finding(self, comp: _Compiled, calls: Calls, i: int, view: View) -> Finding | None:
+        """The rule's finding where a violation at call ``i`` would be: the whole index, or for a ``same:``
+        rule the call's group alone (None: the call carries none of the arguments)."""
         if comp.same is None:
-            finding = self.guard.engine.finding(comp, view, {})
-        else:
-            finding = self.guard.engine.group_finding(comp, self._grouping(comp.same_key), i)
-            if finding is None:
-                return None  # the call carries none of the arguments
+            return self.guard.engine.finding(comp, view, {})
+        return self.guard.engine.group_finding(comp, calls.grouping(comp.same_key), i)
+
+    def _flagged(self, comp: _Compiled, calls: Calls, i: int) -> bool:
+        """Does the rule have a look-back violation at call ``i`` (the last of ``calls``)?"""
+        finding = self._finding(comp, calls, i, View(calls.index, explain=False))
+        kinds = comp.rule.guard_kinds
+        return finding is not None and any(f.offending == i and f.type in kinds for f in finding.flaws)
+
+    def _violation(self, comp: _Compiled, calls: Calls, i: int, view: View) -> RuleDecision | None:
+        """The rule's deny of call ``i`` (the last), when its finding has a look-back violation at it."""
+        finding = self._finding(comp, calls, i, view)
+        if finding is None:
+            return None
         kinds = comp.rule.guard_kinds
         earlier = None
         for flaw in finding.flaws:
             if flaw.offending == i and flaw.type in kinds:
                 return RuleDecision(comp.rule_id, "deny", flaw.explanation, flaw.suggestion)
-            if earlier is None and flaw.offending is not None and flaw.offending < i and flaw.type in kinds:
-                earlier = flaw.offending
+            if flaw.offending is not None and flaw.offending < i and flaw.type in kinds:
+                earlier = flaw.offending if earlier is None else min(earlier, flaw.offending)
+        if earlier is not None and calls is self.calls:
+            # The engine reports a rule's first violation, which the session made: the rule is decided from
+            # now on without the calls that broke it (``SetAside``), once this call is taken back. The calls
+            # before the first violation hold; a `same:` rule's finding here is the call's group's alone, and
+            # another group may have broken it earlier: its calls are all read again.
+            self._broken[self._position[id(comp)]] = earlier if comp.same is None else 0
+            return None
         if finding.outcome == "deferred" and i in finding.call_indices:
             # A value of a call the rule checks (this one among them) that the engine cannot settle.
-            return self._undecided(comp, finding.explanation, i)
-        if earlier is not None:
-            # The engine reports a rule's first violation; the session made it (before the guard ran, or
-            # past a fail-open decision), so this call is not denied for the rule, but the host is told.
-            return RuleDecision(
-                comp.rule_id,
-                "allow",
-                f"the session already broke this rule at call {earlier + 1}; the guard denies the violation "
-                "the engine reports, which is that one (finish() reports it)",
-            )
+            return self._undecided(comp, finding.explanation, i, calls)
         return None
 
-    def _rule(self, comp: _Compiled, i: int, view: View) -> RuleDecision | None:
-        """One rule on the proposed call ``i``; None: it holds."""
+    def _rule(self, comp: _Compiled, calls: Calls, i: int, view: View) -> RuleDecision | None:
+        """One rule on the proposed call ``i`` of the session; None: it holds (or it is broken: decided
+        on its ``SetAside``)."""
         if comp.when and not context_matches(self.context, comp.when, self.metadata):
             return RuleDecision(comp.rule_id, "allow", _NOT_APPLICABLE)
         rule = comp.rule
@@ -308,22 +314,26 @@ class Session:
         if not rule.guard_kinds:
             why = f"decided when the session ends: {rule.guard_at_end}"
             return RuleDecision(comp.rule_id, "pending", why)
-        return self._violation(comp, i, view)
+        if self.asides and self._position[id(comp)] in self.asides:
+            return None
+        return self._violation(comp, calls, i, view)
 
-    def _undecided(self, comp: _Compiled, why: str, i: int | None = None) -> RuleDecision:
+    def _undecided(
+        self, comp: _Compiled, why: str, i: int | None = None, calls: Calls | None = None
+    ) -> RuleDecision:
         """A rule only the judge (or a person) can decide on the proposed call ``i`` (None: on the whole
         session), as the guard's judge mode says."""
         model = self.guard.model_judge
         if model is not None:
-            return self._judged(model, comp, i)
+            return self._judged(model, comp, i, calls or self.calls)
         if self.guard.judge == "ask":
             return RuleDecision(comp.rule_id, "ask", f"{why}: {comp.description}")
         return RuleDecision(comp.rule_id, "skipped", f"{why}; not judged (judge mode skip)")
 
-    def _judged(self, model: ModelJudge, comp: _Compiled, i: int | None) -> RuleDecision:
+    def _judged(self, model: ModelJudge, comp: _Compiled, i: int | None, calls: Calls) -> RuleDecision:
         """The model's decision of one rule: deny when it finds the rule broken at call ``i`` (anywhere,
         for the whole session), else allow; how long it took is said."""
-        trace = self.trace
+        trace = calls.trace  # (the session's, or a broken rule's without the calls set aside)
         # A trace of its own: the session's caches the steps of the calls it had when it was made.
         asked = Trace(
             trace_id=trace.trace_id,

@@ -280,6 +280,14 @@ class TraceIndex:
             found = self._lineage = sources_of(self.source)
         return found
 
+    def messages_moved(self) -> None:
+        """The trace's messages changed their places among the calls (a guard's view of a session without
+        some of its calls, ``seqjudge.guard.aside``): the lineage sources read so far read them again."""
+        if self._lineage is not None and self.source is not None:
+            from seqjudge.rules.lineage import sources_of
+
+            self._lineage.user = sources_of(self.source).user
+
     def positions(self, sel: Selector) -> tuple[list[int], list[int]]:
         """(every matching position, the successful ones), sorted, for the whole trace."""
         return self._sel[sel]
