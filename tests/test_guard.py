@@ -345,3 +345,23 @@ def test_model_mode_asks_about_a_broken_rule_without_the_calls_that_broke_it() -
     asked = provider.requests[0].user_text
     assert '"tool_name":"refund","status":"ok","arguments":{"order_id":7}' in asked  # the proposed call
     assert '"order_id":5' not in asked  # the call set aside
+
+
+def test_an_error_while_a_broken_rule_catches_up_leaves_its_calls_as_they_were() -> None:
+    session = _guard({"type": "max_calls", "tool": "refund", "max": 1}, fail_mode="deny").session("s")
+    session.record("refund", {})
+    session.record("refund", {})
+    assert session.decide("refund", {}).action == "deny"  # the rule is found broken: its own calls
+    (aside,) = session.asides.values()
+    flagged = aside.flagged
+
+    def fails(calls, i):
+        raise RuntimeError("evaluator trouble")
+
+    aside.flagged = fails
+    session.record("refund", {})
+    assert session.decide("refund", {}).degraded is not None  # the fail mode's decision
+    aside.flagged = flagged
+    d = session.decide("refund", {})
+    assert d.action == "deny" and "refund (call 4)" in d.reason and "at calls 2, 3." in d.reason
+    assert aside.calls.index.n == len(aside.kept) == 1

@@ -6,8 +6,11 @@ given at the session's start) a repeat is not a violation "at" the proposed call
 second blocklisted call through. For such a rule the guard keeps the session's calls without those that broke
 it (that rule's only: another rule still sees them, a prerequisite they met say): the calls the rule flagged
 are set aside one by one, in order, until the rule holds on the rest (or only what the engine cannot settle
-remains), and the proposed call is decided on that, by the engine's evaluator as before. Only broken rules pay
-for it: a second index, grown with the session from the call after the first violation on.
+remains), and the proposed call is decided on that, by the engine's evaluator as before. The calls are read
+in order and each is set aside when the rule flags it among those kept before it: the same as setting aside
+the first violation again and again, since a look-back violation at a call depends only on the calls before
+it. Only broken rules pay for it: a second index of the session's calls, grown with the session, each new
+call evaluated once (and, at the start, every call from the rule's first violation on).
 """
 
 from __future__ import annotations
@@ -54,7 +57,9 @@ class SetAside:
         self.kept: list[int] = []  # the session's position of each of this view's calls
         self.aside: list[int] = []  # the session's calls set aside, in order
         self.upto = 0  # the session's calls read so far
-        self._read(clean, check=False)
+        self._said: list[int] = []  # the calls set aside when ``_earlier`` was worded
+        self._earlier = ""
+        self._read(clean, check=False)  # (the calls before the rule's first violation hold)
 
     def catch_up(self) -> None:
         """Read the calls the session recorded since, setting aside each one the rule flags."""
@@ -64,13 +69,18 @@ class SetAside:
         session = self.session
         for p in range(self.upto, upto):
             i = self.calls.append(session.trace.calls[p], self.step_for(session.index.steps[p]))
-            if check and self.flagged(self.calls, i):
+            try:
+                flagged = check and self.flagged(self.calls, i)
+            except BaseException:
+                self.calls.pop()  # (read again at the next decision)
+                raise
+            if flagged:
                 self.calls.pop()
                 self.aside.append(p)
                 self._move_messages()
             else:
                 self.kept.append(p)
-        self.upto = upto
+            self.upto = p + 1
 
     def _move_messages(self) -> None:
         """Keep each message after the calls it followed in the session: a message after ``k`` of the
@@ -96,24 +106,25 @@ class SetAside:
     def told(self, decision: RuleDecision) -> RuleDecision:
         """``decision`` (on this view, the proposed call last) as the session's: its calls numbered as the
         session's, and the calls that broke the rule named."""
-        numbers = [*self.kept, self.session.index.n]  # (the proposed call follows the session's calls)
+        if len(self._said) != len(self.aside):  # (worded again only when another call was set aside)
+            where = ", ".join(str(p + 1) for p in self.aside[:_NAMED])
+            if len(self.aside) > _NAMED:
+                where += f" and {len(self.aside) - _NAMED} more"
+            plural = "s" if len(self.aside) > 1 else ""
+            self._said = self.aside[:]
+            self._earlier = f"already broke this rule at call{plural} {where}"
+        if decision.outcome == "allow" and decision.message == "holds":
+            message = f"holds for this call; the session {self._earlier} (finish() reports it)"
+            return RuleDecision(decision.rule_id, "allow", message)
+        kept, n = self.kept, self.session.index.n  # (the proposed call follows the session's calls)
 
         def renumber(m: re.Match[str]) -> str:
             out = []
             for text in m.group(2).split(", "):
                 k = int(text) - 1
-                out.append(str(numbers[k] + 1) if k < len(numbers) else text)
+                out.append(str((kept[k] if k < len(kept) else n if k == len(kept) else k) + 1))
             return m.group(1) + ", ".join(out)
 
-        where = ", ".join(str(p + 1) for p in self.aside[:_NAMED])
-        if len(self.aside) > _NAMED:
-            where += f" and {len(self.aside) - _NAMED} more"
-        plural = "s" if len(self.aside) > 1 else ""
-        earlier = f"the session already broke this rule at call{plural} {where}"
-        message = _NUMBERED.sub(renumber, decision.message)
+        message = f"{_NUMBERED.sub(renumber, decision.message)} The session {self._earlier}."
         suggestion = None if decision.suggestion is None else _NUMBERED.sub(renumber, decision.suggestion)
-        if decision.outcome == "allow" and decision.message == "holds":
-            message = f"holds for this call; {earlier} (finish() reports it)"
-        else:
-            message = f"{message} {earlier[0].upper()}{earlier[1:]}."
         return RuleDecision(decision.rule_id, decision.outcome, message, suggestion)

@@ -7,7 +7,9 @@ decides on the calls before a call alone (``guard_kinds``, declared by each rule
 outcome: the call is evaluated as successful and, when that is a violation, as failed, and it is denied only
 if both are. So the guard denies exactly where the offline engine, on the trace cut after the call, reports
 such a violation at it (tests/test_guard_parity.py). What only the end of the session decides (a required
-call, a deadline, a sequence's completion) is ``pending``, and ``finish`` decides it.
+call, a deadline, a sequence's completion) is ``pending``, and ``finish`` decides it. The engine reports a
+rule's first violation, so a rule the session already broke is decided on the session's calls without those
+that broke it (``seqjudge.guard.aside``): a repeat is denied too.
 """
 
 from __future__ import annotations
