@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from seqjudge.cli.app import app
+from seqjudge.cli.options import GuardStoreOpt
 
 
 @app.command("guard")
@@ -40,14 +41,24 @@ def guard_command(
             "(the config's model decides; a model call per such call).",
         ),
     ] = "skip",
+    shadow: Annotated[
+        bool,
+        typer.Option(
+            "--shadow",
+            help="Decide and record in the store, never block: every call is allowed "
+            "(docs/guard-adapters.md).",
+        ),
+    ] = False,
+    store: GuardStoreOpt = None,
 ) -> int:
     """Decide one proposed tool call, as an agent host's hook: read the hook's input on stdin, the session's
     history from its transcript, and answer in the host's protocol (exit 0; a deny or an ask on stdout).
 
     Claude Code: register `seqjudge guard RULES --hook claude-code` as a PreToolUse command hook in
-    settings.json (docs/guard.md).
+    settings.json (docs/guard.md). With --store each decision is recorded with the session id; with --shadow
+    it is only recorded, and every call is allowed.
     """
     from seqjudge.cli.guard_hook import answer_hook, check_options
 
     check_options(hook, fail_mode, judge)
-    return answer_hook(rules, config, fail_mode, judge)
+    return answer_hook(rules, config, fail_mode, judge, shadow=shadow, store=store)

@@ -1,16 +1,19 @@
 """What ``seqjudge guard`` does, and its thin entry point: a hook runs before every tool call, so its command
 line is read here without typer when it is exactly a hook's (``guard RULES --hook HOST [--config PATH]
-[--fail-mode MODE] [--judge MODE]``): typer and the other commands' options cost as much to import as the
-guard itself (benchmarks/README.md). Any other command line, ``--help`` or a mistake in this one goes to the
-typer command (``guard_cmd``), which parses the same options, calls the same function and reports errors
-in the one place errors are reported (``seqjudge.cli.run``).
+[--fail-mode MODE] [--judge MODE] [--store PATH] [--shadow]``): typer and the other commands' options cost
+as much to import as the guard itself (benchmarks/README.md). Any other command line, ``--help`` or a
+mistake in this one goes to the typer command (``guard_cmd``), which parses the same options, calls the same
+function and reports errors in the one place errors are reported (``seqjudge.cli.run``).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from seqjudge.defaults import STORE_ENV
 
 if TYPE_CHECKING:
     from seqjudge.guard.decision import FailMode, JudgeMode
@@ -21,8 +24,8 @@ JUDGE_MODES = ("skip", "ask", "model")
 # The options of `seqjudge guard`: with a value, and flags (the typer command declares the same ones, which
 # tests/test_guard_hook.py holds to these: an option added there and not here would send every hook call
 # through typer).
-OPTIONS = ("--hook", "--config", "--fail-mode", "--judge")
-FLAGS: tuple[str, ...] = ()
+OPTIONS = ("--hook", "--config", "--fail-mode", "--judge", "--store")
+FLAGS: tuple[str, ...] = ("--shadow",)
 
 
 def check_options(hook: str, fail_mode: str | None, judge: str) -> None:
@@ -37,9 +40,19 @@ def check_options(hook: str, fail_mode: str | None, judge: str) -> None:
         raise InputError(f"judge mode {judge!r}", where="--judge", hint="choose skip, ask or model")
 
 
-def answer_hook(rules: Path, config: Path | None, fail_mode: str | None, judge: str) -> int:
+def answer_hook(
+    rules: Path,
+    config: Path | None,
+    fail_mode: str | None,
+    judge: str,
+    *,
+    shadow: bool = False,
+    store: Path | None = None,
+) -> int:
     """Read the hook's input on stdin, decide, write the hook's answer on stdout; always exit 0 (a guard
-    that cannot decide answers its fail mode's decision, in the protocol)."""
+    that cannot decide answers its fail mode's decision, in the protocol). With a ``store`` the decision is
+    recorded with the session id; ``shadow``: only recorded (in ``store``, else the default store), and the
+    call allowed."""
     from seqjudge.guard.claude_code import answer, run_hook
     from seqjudge.guard.core import Guard
 
@@ -51,6 +64,16 @@ def answer_hook(rules: Path, config: Path | None, fail_mode: str | None, judge: 
     except (OSError, UnicodeDecodeError):
         raw = None  # (the fail mode's decision, said: parse_event)
     decision = run_hook(raw, lambda: Guard.from_files(rules, config, judge=judged, fail_mode=given), mode)
+    if shadow or store is not None:
+        from seqjudge.defaults import DEFAULT_STORE_PATH
+        from seqjudge.guard.shadow import record_hook_decision
+        from seqjudge.safetext import say
+
+        trouble = record_hook_decision(raw, decision, store or DEFAULT_STORE_PATH, shadow=shadow)
+        if trouble:
+            say(trouble, err=True)  # never a non-zero exit: Claude Code reads exit 2 as "block the call"
+        if shadow:
+            return 0  # recorded, not enforced: silence is an allow
     out = answer(decision)
     if out:
         sys.stdout.write(out + "\n")
@@ -102,4 +125,12 @@ def fast(argv: list[str]) -> int | None:
     except InputError:
         return None  # (the typer command says what is wrong)
     config = values.get("--config")
-    return answer_hook(Path(argv[1]), None if config is None else Path(config), fail_mode, judge)
+    store = values.get("--store") or os.environ.get(STORE_ENV) or None  # as the typer option reads it
+    return answer_hook(
+        Path(argv[1]),
+        None if config is None else Path(config),
+        fail_mode,
+        judge,
+        shadow="--shadow" in values,
+        store=None if store is None else Path(store),
+    )

@@ -24,6 +24,14 @@ def _store_option(help: str) -> Any:
 
 # Commands that read or write the store: the flag, else SEQJUDGE_STORE, else .seqjudge/seqjudge.db.
 StoreOpt = Annotated[Path, _store_option("The seqjudge database (SQLite).")]
+# The guard hook records its decisions only where a store is named (or with --shadow, which needs one).
+GuardStoreOpt = Annotated[
+    Path | None,
+    _store_option(
+        "Record each decision in this seqjudge database (runs show lists them); with --shadow, default "
+        ".seqjudge/seqjudge.db."
+    ),
+]
 # Commands whose config file may name the store (run, calibrate): None means "the config's".
 ConfigStoreOpt = Annotated[
     Path | None,
