@@ -108,13 +108,13 @@ class ResultsMixin(RunsMixin):
             if self._read("SELECT 1 FROM results WHERE run_id = ? AND trace_id = ?", (run_id, trace_id)):
                 raise DuplicateTraceError(
                     f"trace {trace_id!r} is already stored in run {run_id}",
-                    source=str(self.path),
+                    source=self.location,
                     hint="give every trace a distinct trace_id (ids must be unique within a run); a resumed "
                     "run skips the traces already stored",
                 ) from None
             if not self._read("SELECT 1 FROM runs WHERE id = ?", (run_id,)):
                 raise InputError(
-                    f"no run {run_id!r} in the store", source=str(self.path), hint=LIST_RUNS_HINT
+                    f"no run {run_id!r} in the store", source=self.location, hint=LIST_RUNS_HINT
                 ) from None
             raise exc
 
@@ -193,17 +193,18 @@ class ResultsMixin(RunsMixin):
 
     def results(self, run_id: str) -> Iterator[StoredResult]:
         """Every stored result of the run, in the order they were saved."""
-        # Read in batches: a large run's traces need not all be in memory at once.
-        with self._lock:
-            cursor = self._conn.execute(
-                "SELECT run_id, trace_id, saved_at, trace, result FROM results WHERE run_id = ? ORDER BY seq",
-                (run_id,),
-            )
+        # Read in pages of the saved order: a large run's traces need not all be in memory at once (and no
+        # cursor stays open between pages: a writer may share the connection meanwhile).
+        after = 0
         while True:
-            with self._lock:
-                batch = cursor.fetchmany(200)
+            batch = self._read(
+                "SELECT run_id, trace_id, seq, saved_at, trace, result FROM results "
+                "WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT 200",
+                (run_id, after),
+            )
             if not batch:
                 return
+            after = batch[-1]["seq"]
             for row in batch:
                 yield self._stored(row)
 
@@ -215,7 +216,7 @@ class ResultsMixin(RunsMixin):
         if not rows:
             raise InputError(
                 f"no trace {trace_id!r} in run {run_id}",
-                source=str(self.path),
+                source=self.location,
                 hint=f"`seqjudge runs export {run_id} --format csv` lists the run's traces",
             )
         return self._stored(rows[0])

@@ -1,0 +1,249 @@
+"""The PostgreSQL backend: the store's portable SQL (``?`` placeholders) through SQLAlchemy Core on psycopg 3.
+
+The store's mixins talk to a connection the way they talk to ``sqlite3``: ``conn.execute(sql, params)`` and
+``conn.executemany(sql, rows)`` return a cursor with ``fetchone``/``fetchall``/``rowcount``, rows are read
+by column name or position. ``PgSession`` gives them exactly that over one SQLAlchemy connection:
+
+- the connection is in autocommit mode and ``Connection._tx`` says ``BEGIN``/``COMMIT`` itself, as it does on
+  SQLite, so a read outside a transaction never leaves one open (an idle transaction would hold locks);
+- ``?`` becomes psycopg's ``%s`` (a literal ``%`` doubled) once per statement text;
+- a violated constraint is ``PgIntegrityError``, a subclass of ``sqlite3.IntegrityError``, so the one
+  ``except sqlite3.IntegrityError`` in each mixin catches it on both backends;
+- an error of the machine (server unreachable or gone, disk full on the server, a lock held past
+  ``lock_timeout``, too many connections) is ``StoreError`` (exit 3) naming the host and database, never the
+  password; other errors (bad SQL) are bugs and stay what they are.
+
+Durability: each session runs with ``synchronous_commit = off``, PostgreSQL's equivalent of SQLite's WAL with
+``synchronous=NORMAL``: a commit survives the writing process being killed (the server has it); only a crash
+of the server may drop the last commits (never corrupt the database), which ``--resume`` redoes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from functools import lru_cache
+from typing import Any, Literal
+
+from sqlalchemy import create_engine, exc
+from sqlalchemy.engine import Connection as SAConnection
+from sqlalchemy.engine import Engine
+from sqlalchemy.pool import NullPool
+
+from seqjudge.errors import StoreError
+from seqjudge.redact import scrub_secrets
+from seqjudge.store.target import StoreTarget, mask_url
+
+# A lock wait this long is the machine's problem (another process holding a row), as SQLite's busy timeout.
+LOCK_TIMEOUT = "30s"
+
+
+class PgIntegrityError(sqlite3.IntegrityError):
+    """A constraint PostgreSQL refused (see the module's docstring for why it is sqlite3's subclass)."""
+
+
+class Row:
+    """A row read by position or column name, like ``sqlite3.Row``."""
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, values: Sequence[Any], index: dict[str, int]) -> None:
+        self._values = values
+        self._index = index
+
+    def __getitem__(self, key: int | str) -> Any:
+        return self._values[key if isinstance(key, int) else self._index[key]]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+
+class Cursor:
+    """The result of one statement, with the part of ``sqlite3.Cursor`` the store uses."""
+
+    def __init__(self, result: Any) -> None:
+        self.rowcount: int = result.rowcount
+        self.lastrowid = None  # PostgreSQL has no rowid: a statement that needs its key says RETURNING id
+        self._rows: list[Row] = []
+        if result.returns_rows:
+            index = {name: i for i, name in enumerate(result.keys())}
+            self._rows = [Row(tuple(r), index) for r in result.fetchall()]
+        self._at = 0
+
+    def fetchone(self) -> Row | None:
+        if self._at >= len(self._rows):
+            return None
+        self._at += 1
+        return self._rows[self._at - 1]
+
+    def fetchmany(self, size: int) -> list[Row]:
+        rows = self._rows[self._at : self._at + size]
+        self._at += len(rows)
+        return rows
+
+    def fetchall(self) -> list[Row]:
+        rows = self._rows[self._at :]
+        self._at = len(self._rows)
+        return rows
+
+
+@lru_cache(maxsize=512)
+def to_format(sql: str) -> str:
+    """``?`` placeholders as psycopg's ``%s`` (and a literal ``%`` as ``%%``), outside quoted text."""
+    out: list[str] = []
+    for i, part in enumerate(re.split(r"('(?:[^']|'')*')", sql)):
+        if i % 2:  # a quoted literal: only its % needs doubling
+            out.append(part.replace("%", "%%"))
+        else:
+            out.append(part.replace("%", "%%").replace("?", "%s"))
+    return "".join(out)
+
+
+def advisory_key(name: str) -> int:
+    """A signed 64-bit key for ``pg_try_advisory_lock``, from a name (a run id)."""
+    return int.from_bytes(hashlib.sha256(f"seqjudge:{name}".encode()).digest()[:8], "big", signed=True)
+
+
+# The key migrations serialise on (two processes opening a new database at once).
+SCHEMA_LOCK = advisory_key("schema")
+
+
+class PgSession:
+    """One connection to the server, as the store's mixins use a ``sqlite3.Connection``."""
+
+    def __init__(self, target: StoreTarget, engine: Engine | None = None) -> None:
+        self.target = target
+        self._owns_engine = engine is None
+        self.engine = engine or make_engine(target)
+        self._conn: SAConnection | None = None
+        self.in_transaction = False
+        with self.errors():
+            conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            self._conn = conn
+            conn.exec_driver_sql(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+            conn.exec_driver_sql("SET synchronous_commit = off")
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        conn = self._connection()
+        statement = sql.strip().upper()
+        with self.errors():
+            result = conn.exec_driver_sql(to_format(sql), tuple(params))
+            if statement.startswith("BEGIN"):
+                self.in_transaction = True
+            elif statement in ("COMMIT", "ROLLBACK"):
+                self.in_transaction = False
+            return Cursor(result)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Cursor:
+        rows = [tuple(r) for r in rows]
+        if not rows:
+            return Cursor(_Empty())
+        with self.errors():
+            return Cursor(self._connection().exec_driver_sql(to_format(sql), rows))
+
+    def rollback(self) -> None:
+        """End a failed transaction; a connection that is gone has nothing left to roll back."""
+        self.in_transaction = False
+        with contextlib.suppress(exc.DBAPIError):
+            self._connection().exec_driver_sql("ROLLBACK")
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(exc.DBAPIError):
+                self._conn.close()
+            self._conn = None
+        if self._owns_engine:
+            self.engine.dispose()
+
+    def _connection(self) -> SAConnection:
+        if self._conn is None:
+            raise RuntimeError("the store is closed")
+        return self._conn
+
+    def errors(self) -> _Errors:
+        return _Errors(self.target)
+
+
+class _Errors:
+    """Turns the driver's errors into the store's (see the module's docstring)."""
+
+    def __init__(self, target: StoreTarget) -> None:
+        self.target = target
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: Any
+    ) -> Literal[False]:
+        if error is None or not isinstance(error, exc.DBAPIError):
+            return False
+        orig = error.orig
+        text = safe_message(str(orig if orig is not None else error), self.target)
+        if isinstance(error, exc.IntegrityError):
+            raise PgIntegrityError(text) from None
+        if machine_error(error):
+            raise StoreError(text, path=where(self.target)) from None
+        return False
+
+
+def machine_error(error: exc.DBAPIError) -> bool:
+    """Whether the server, the network or the machine failed (not the statement)."""
+    if isinstance(error, exc.OperationalError | exc.InterfaceError) or error.connection_invalidated:
+        return True
+    state = getattr(error.orig, "sqlstate", None) or ""
+    # 08 connection, 53 insufficient resources (disk full, out of memory, too many connections), 55P03 lock
+    # not available, 57 operator intervention (server shutting down), 58 system error (I/O).
+    return state.startswith(("08", "53", "57", "58")) or state == "55P03"
+
+
+def safe_message(text: str, target: StoreTarget) -> str:
+    """A driver's message as the user sees it: its first lines, without the password."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    short = "; ".join(lines[:3])
+    return str(scrub_secrets(mask_url(short), target.secrets))
+
+
+def where(target: StoreTarget) -> str:
+    """What a message names: the URL without its password, the host and the database."""
+    return f"{target.display} (host {target.host}, database {target.database})"
+
+
+def make_engine(target: StoreTarget) -> Engine:
+    # NullPool: the store holds its connection for its whole life, and a run lock holds its own; a pool
+    # would keep a closed store's connections open.
+    assert target.url is not None
+    return create_engine(
+        target.url,
+        poolclass=NullPool,
+        connect_args={"application_name": "seqjudge"},
+        # ``hide_parameters``: a statement's values never reach a message (they are redacted already, but a
+        # failing connect needs no values either).
+        hide_parameters=True,
+    )
+
+
+class _Empty:
+    rowcount = 0
+    returns_rows = False
+
+
+def try_advisory_lock(target: StoreTarget, engine: Engine, name: str) -> PgSession | None:
+    """A new session holding the advisory lock of ``name``, or None when another session holds it. The lock
+    lasts as long as that session: closed by ``release``, by the store's close, or by the server when the
+    process dies (SIGKILL included), so a killed run can always be resumed."""
+    session = PgSession(target, engine)
+    row = session.execute("SELECT pg_try_advisory_lock(?) AS got", (advisory_key(name),)).fetchone()
+    if row is None or not row["got"]:
+        session.close()
+        return None
+    return session
