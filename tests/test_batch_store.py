@@ -47,8 +47,8 @@ def test_a_version_1_store_is_migrated_without_losing_a_row(
     assert raw_rows(path, "SELECT COUNT(*) FROM results WHERE run_id = ?", (new,)) == [(1,)]
 
 
-def test_a_pending_batch_run_is_not_resumed_online(tmp_path: Path) -> None:
-    with Store(tmp_path / "s.db") as s:
+def test_a_pending_batch_run_is_not_resumed_online(store_target: str) -> None:
+    with Store(store_target) as s:
         run = s.create_run(config={}, fingerprint={})
         s.mark_batch_pending(run)
         with pytest.raises(InputError, match="waiting for provider batches") as err:
@@ -59,9 +59,9 @@ def test_a_pending_batch_run_is_not_resumed_online(tmp_path: Path) -> None:
         assert s.reopen_run(run).status == "running"
 
 
-def test_batch_results_are_recorded_once(tmp_path: Path) -> None:
+def test_batch_results_are_recorded_once(store_target: str) -> None:
     trace, _ = pair("t1", "clean")
-    with Store(tmp_path / "s.db") as s:
+    with Store(store_target) as s:
         run = s.create_run(config={}, fingerprint={})
         row = {
             "trace_id": "t1",
