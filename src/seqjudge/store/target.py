@@ -32,7 +32,7 @@ MASK = "***"
 _URL = STORE_URL
 # user:password@ in a URL's authority, and a password=... query option (libpq accepts both), to mask
 # whatever a message quotes of a URL.
-_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/@:\s]*):[^/@\s]*@")
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*:/+[^/@:\s]*):[^/@\s]*@")
 _QUERY_PASSWORD = re.compile(r"(?P<head>[?&]password=)[^&\s]*", re.IGNORECASE)
 
 
@@ -80,7 +80,7 @@ def parse_target(value: str | Path) -> StoreTarget:
         problem = (
             f"`{scheme}://` stores are not supported"
             if scheme not in POSTGRES_SCHEMES
-            else f"{shown!r} is not a PostgreSQL URL: it needs `//` after `{scheme}:`"
+            else f"URL `{scheme}:/...` needs `//` after `{scheme}:`"
         )
         raise InputError(f"the store {problem}", where="--store", hint=hint)
     try:
