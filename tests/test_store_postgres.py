@@ -129,15 +129,17 @@ def _suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int = 3) -> None:
     write_suite(tmp_path, monkeypatch, traces)
 
 
-def test_the_password_in_the_url_appears_nowhere(
-    pg_server: PgServer,
-    pw_database: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+@pytest.fixture
+def pw_url(pg_server: PgServer, pw_database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A suite in ``tmp_path`` (the working directory) and the URL, password included, of its store."""
     _suite(tmp_path, monkeypatch)
-    url = pg_server.url(pw_database, user=PASSWORD_ROLE, password=PASSWORD)
+    return pg_server.url(pw_database, user=PASSWORD_ROLE, password=PASSWORD)
+
+
+def test_the_password_in_the_url_appears_nowhere(
+    pg_server: PgServer, pw_database: str, pw_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = pw_url
     assert run(["run", "rules.yaml", "t.jsonl", "--store", url]) == 0
     ran = capsys.readouterr()
     assert PASSWORD not in ran.out + ran.err
@@ -159,16 +161,11 @@ def test_the_password_in_the_url_appears_nowhere(
 
 
 def test_a_crash_log_holds_no_password(
-    pg_server: PgServer,
-    pw_database: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    pw_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _suite(tmp_path, monkeypatch)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where crash logs go, this test only
     (tmp_path / "tmp").mkdir()
-    url = pg_server.url(pw_database, user=PASSWORD_ROLE, password=PASSWORD)
+    url = pw_url
 
     def bug(self: Store, *args: object, **kwargs: object) -> None:
         raise KeyError(f"a bug that quotes the store: {self.target.url}")
