@@ -32,6 +32,7 @@ MODULES = (
     "rules_cmd",
     "run_cmd",
     "store_cmd",
+    "storecopy_cmd",
 )
 # The module of each top-level command or group. A command line naming one imports only that module: typer
 # builds every registered command's options before it runs one, which cost more than checking a small trace.
@@ -62,6 +63,7 @@ COMMAND_MODULES = {
     "schema": "init_cmd",
     "review": "store_cmd",
     "runs": "store_cmd",
+    "store": "storecopy_cmd",
 }
 
 
