@@ -66,7 +66,11 @@ def _free_port() -> int:
 
 
 class PgServer:
-    def __init__(self) -> None:
+    """``durable``: PostgreSQL's default durability (fsync on), for figures (benchmarks/store_backends.py);
+    off for the tests, whose data is thrown away."""
+
+    def __init__(self, *, durable: bool = False) -> None:
+        self.durable = durable
         self.bin = _bin_dir()
         self.root = Path(tempfile.mkdtemp(prefix="seqjudge-pg-"))
         self.data = self.root / "data"
@@ -130,13 +134,8 @@ class PgServer:
                 "-c",
                 f"listen_addresses={self.host}",
                 "-c",
-                "fsync=off",
-                "-c",
-                "full_page_writes=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
                 "max_connections=200",
+                *([] if self.durable else ["-c", "fsync=off", "-c", "full_page_writes=off"]),
             ],
             stdout=server_log,
             stderr=subprocess.STDOUT,

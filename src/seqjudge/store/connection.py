@@ -204,13 +204,13 @@ class Connection:
                 )
             if self._pg is not None:
                 # Errors of the machine are StoreError already (store.postgres).
-                self._pg.execute("BEGIN")
+                self._pg.begin()
                 try:
                     yield cast(sqlite3.Connection, self._pg)
                 except BaseException:
                     self._pg.rollback()
                     raise
-                self._pg.execute("COMMIT")
+                self._pg.commit()
                 return
             try:
                 conn.execute("BEGIN IMMEDIATE")

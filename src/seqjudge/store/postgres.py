@@ -4,8 +4,13 @@ The store's mixins talk to a connection the way they talk to ``sqlite3``: ``conn
 ``conn.executemany(sql, rows)`` return a cursor with ``fetchone``/``fetchall``/``rowcount``, rows are read
 by column name or position. ``PgSession`` gives them exactly that over one SQLAlchemy connection:
 
-- the connection is in autocommit mode and ``Connection._tx`` says ``BEGIN``/``COMMIT`` itself, as it does on
+- the connection is in autocommit mode and ``Connection._tx`` begins and commits itself, as it does on
   SQLite, so a read outside a transaction never leaves one open (an idle transaction would hold locks);
+- a write transaction runs in psycopg's pipeline mode, on the driver connection SQLAlchemy holds: its
+  statements go to the server without waiting for each answer, and the answers are read when the code asks
+  for one (``fetchone``, ``rowcount``) or at the commit. A trace's transaction (its result, rule decisions,
+  judge attempts, review item) is then one or two round trips to the server, not seven: on a busy machine
+  each round trip waits for the scheduler, and that, not the server's work, is what storing costs;
 - ``?`` becomes psycopg's ``%s`` (a literal ``%`` doubled) once per statement text;
 - a violated constraint is ``PgIntegrityError``, a subclass of ``sqlite3.IntegrityError``, so the one
   ``except sqlite3.IntegrityError`` in each mixin catches it on both backends;
@@ -28,6 +33,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any, Literal
 
+import psycopg
 from sqlalchemy import create_engine, exc
 from sqlalchemy.engine import Connection as SAConnection
 from sqlalchemy.engine import Engine
@@ -65,6 +71,41 @@ class Row:
 
     def keys(self) -> list[str]:
         return list(self._index)
+
+
+class LazyCursor:
+    """A statement's result inside a pipelined transaction: read (after a sync) when asked for."""
+
+    def __init__(self, cursor: psycopg.Cursor[Any], session: PgSession) -> None:
+        self._cursor = cursor
+        self._session = session
+        self._sent = session.sent
+        self.lastrowid = None
+
+    def _ready(self) -> psycopg.Cursor[Any]:
+        self._session.sync(self._sent)
+        return self._cursor
+
+    @property
+    def rowcount(self) -> int:
+        return self._ready().rowcount
+
+    def _rows(self, rows: list[Any]) -> list[Row]:
+        index = {c.name: i for i, c in enumerate(self._cursor.description or [])}
+        return [Row(tuple(r), index) for r in rows]
+
+    def fetchone(self) -> Row | None:
+        with self._session.errors():
+            row = self._ready().fetchone()
+        return None if row is None else self._rows([row])[0]
+
+    def fetchmany(self, size: int) -> list[Row]:
+        with self._session.errors():
+            return self._rows(self._ready().fetchmany(size))
+
+    def fetchall(self) -> list[Row]:
+        with self._session.errors():
+            return self._rows(self._ready().fetchall())
 
 
 class Cursor:
@@ -126,35 +167,93 @@ class PgSession:
         self.engine = engine or make_engine(target)
         self._conn: SAConnection | None = None
         self.in_transaction = False
+        self._pipeline: psycopg.Pipeline | None = None
+        self._pipeline_block: contextlib.AbstractContextManager[psycopg.Pipeline] | None = None
+        self.sent = 0  # statements sent in the pipelined transaction; synced up to ``_synced``
+        self._synced = 0
         with self.errors():
             conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
             self._conn = conn
             conn.exec_driver_sql(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
             conn.exec_driver_sql("SET synchronous_commit = off")
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
-        conn = self._connection()
-        statement = sql.strip().upper()
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor | LazyCursor:
+        if self._pipeline is not None:
+            with self.errors():
+                cursor = self._driver().cursor()
+                cursor.execute(to_format(sql), tuple(params))
+            self.sent += 1
+            return LazyCursor(cursor, self)
         with self.errors():
-            result = conn.exec_driver_sql(to_format(sql), tuple(params))
-            if statement.startswith("BEGIN"):
-                self.in_transaction = True
-            elif statement in ("COMMIT", "ROLLBACK"):
-                self.in_transaction = False
-            return Cursor(result)
+            return Cursor(self._connection().exec_driver_sql(to_format(sql), tuple(params)))
 
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Cursor:
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Cursor | LazyCursor:
         rows = [tuple(r) for r in rows]
         if not rows:
             return Cursor(_Empty())
+        if self._pipeline is not None:
+            # One execute a row: psycopg's executemany syncs the pipeline when it ends (a round trip).
+            statement = to_format(sql)
+            with self.errors():
+                cursor = self._driver().cursor()
+                for row in rows:
+                    cursor.execute(statement, row)
+            self.sent += 1
+            return LazyCursor(cursor, self)
         with self.errors():
             return Cursor(self._connection().exec_driver_sql(to_format(sql), rows))
 
+    # -- the write transaction (Connection._tx), pipelined (see the module's docstring) --
+    def begin(self) -> None:
+        driver = self._driver()
+        with self.errors():
+            block = driver.pipeline()
+            self._pipeline = block.__enter__()
+            self._pipeline_block = block
+            driver.execute("BEGIN")
+        self.in_transaction = True
+        self.sent = self._synced = 0
+
+    def sync(self, upto: int) -> None:
+        """Wait for the answers to the statements sent so far, if the one at ``upto`` is not answered yet."""
+        if self._pipeline is not None and self._synced < upto:
+            with self.errors():
+                self._pipeline.sync()
+            self._synced = self.sent
+
+    def commit(self) -> None:
+        block, self._pipeline_block, self._pipeline = self._pipeline_block, None, None
+        try:
+            with self.errors():
+                self._driver().execute("COMMIT")
+                if block is not None:
+                    block.__exit__(None, None, None)  # every answer read: a failed statement raises here
+        except BaseException:
+            self._end(None)
+            raise
+        self.in_transaction = False
+
     def rollback(self) -> None:
         """End a failed transaction; a connection that is gone has nothing left to roll back."""
+        block, self._pipeline_block, self._pipeline = self._pipeline_block, None, None
+        self._end(block)
+
+    def _end(self, block: contextlib.AbstractContextManager[psycopg.Pipeline] | None) -> None:
         self.in_transaction = False
-        with contextlib.suppress(exc.DBAPIError):
-            self._connection().exec_driver_sql("ROLLBACK")
+        if self._conn is None:
+            return
+        driver = self._driver()
+        if block is not None:
+            with contextlib.suppress(psycopg.Error):
+                block.__exit__(None, None, None)
+        with contextlib.suppress(psycopg.Error):
+            driver.execute("ROLLBACK")
+
+    def _driver(self) -> psycopg.Connection[Any]:
+        """The psycopg connection SQLAlchemy holds for this session."""
+        driver = self._connection().connection.driver_connection
+        assert isinstance(driver, psycopg.Connection)
+        return driver
 
     def close(self) -> None:
         if self._conn is not None:
@@ -185,22 +284,27 @@ class _Errors:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, tb: Any
     ) -> Literal[False]:
-        if error is None or not isinstance(error, exc.DBAPIError):
+        # SQLAlchemy's error (a statement it ran) wraps the driver's; a pipelined one is the driver's own.
+        if isinstance(error, exc.DBAPIError):
+            driver_error: BaseException = error.orig if error.orig is not None else error
+            gone = error.connection_invalidated
+        elif isinstance(error, psycopg.Error):
+            driver_error, gone = error, error.__class__ is psycopg.OperationalError
+        else:
             return False
-        orig = error.orig
-        text = safe_message(str(orig if orig is not None else error), self.target)
-        if isinstance(error, exc.IntegrityError):
+        text = safe_message(str(driver_error), self.target)
+        if isinstance(driver_error, psycopg.IntegrityError | exc.IntegrityError):
             raise PgIntegrityError(text) from None
-        if machine_error(error):
+        if gone or machine_error(driver_error):
             raise StoreError(text, path=where(self.target)) from None
         return False
 
 
-def machine_error(error: exc.DBAPIError) -> bool:
+def machine_error(error: BaseException) -> bool:
     """Whether the server, the network or the machine failed (not the statement)."""
-    if isinstance(error, exc.OperationalError | exc.InterfaceError) or error.connection_invalidated:
+    if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError | exc.OperationalError):
         return True
-    state = getattr(error.orig, "sqlstate", None) or ""
+    state = getattr(error, "sqlstate", None) or ""
     # 08 connection, 53 insufficient resources (disk full, out of memory, too many connections), 55P03 lock
     # not available, 57 operator intervention (server shutting down), 58 system error (I/O).
     return state.startswith(("08", "53", "57", "58")) or state == "55P03"

@@ -73,17 +73,16 @@ class ResultsMixin(RunsMixin):
         trace_id = result.trace_id
         try:
             with self._tx() as conn:
-                seq = conn.execute(
-                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM results WHERE run_id = ?", (run_id,)
-                ).fetchone()[0]
+                # The next number in the run, in the INSERT: no answer to wait for before it (store.postgres).
                 conn.execute(
                     "INSERT INTO results (run_id, trace_id, seq, saved_at, verdict, score, review_reasons, "
                     "judge_status, judge_skipped, tokens_in, tokens_out, trace, result) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "VALUES (?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM results WHERE run_id = ?), "
+                    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         run_id,
                         trace_id,
-                        seq,
+                        run_id,
                         now,
                         data["verdict"],
                         data["score"],
