@@ -20,6 +20,10 @@ FINAL_STATUSES = ("completed", "stopped", "interrupted")
 LIST_RUNS_HINT = "`seqjudge runs list` shows the stored runs"
 
 
+def _no_counts() -> dict[str, int]:
+    return {"traces": 0, "pass": 0, "fail": 0, "review": 0, "review_open": 0, "review_resolved": 0}
+
+
 def new_run_id(moment: datetime | None = None) -> str:
     """``r20261130-033012-3f9a``: UTC start time (sortable, readable) and 16 random bits."""
     moment = moment or _now()
@@ -174,21 +178,34 @@ class RunsMixin(Connection):
 
     def list_runs(self) -> list[RunInfo]:
         """Every run, newest first."""
-        return [
-            self._run_info(r) for r in self._read("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC")
-        ]
+        rows = self._read("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC")
+        # The counts of every run in two queries, not two a run: on a server each query is a round trip.
+        counts = self._counts()
+        return [self._run_info(r, counts.get(r["id"])) for r in rows]
 
-    def _run_info(self, row: sqlite3.Row) -> RunInfo:
-        counts = {"traces": 0, "pass": 0, "fail": 0, "review": 0, "review_open": 0, "review_resolved": 0}
+    def _counts(self, run_id: str | None = None) -> dict[str, dict[str, int]]:
+        """Traces by verdict and review items by status, of one run or of every run."""
+        where, params = ("WHERE run_id = ? ", (run_id,)) if run_id is not None else ("", ())
+        out: dict[str, dict[str, int]] = {}
+
+        def of(run: str) -> dict[str, int]:
+            return out.setdefault(run, _no_counts())
+
         for r in self._read(
-            "SELECT verdict, COUNT(*) AS n FROM results WHERE run_id = ? GROUP BY verdict", (row["id"],)
+            f"SELECT run_id, verdict, COUNT(*) AS n FROM results {where}GROUP BY run_id, verdict", params
         ):
+            counts = of(r["run_id"])
             counts[r["verdict"]] = r["n"]
             counts["traces"] += r["n"]
         for r in self._read(
-            "SELECT status, COUNT(*) AS n FROM review_items WHERE run_id = ? GROUP BY status", (row["id"],)
+            f"SELECT run_id, status, COUNT(*) AS n FROM review_items {where}GROUP BY run_id, status", params
         ):
-            counts[f"review_{r['status']}"] = r["n"]
+            of(r["run_id"])[f"review_{r['status']}"] = r["n"]
+        return out
+
+    def _run_info(self, row: sqlite3.Row, counts: dict[str, int] | None = None) -> RunInfo:
+        if counts is None:
+            counts = self._counts(row["id"]).get(row["id"])
         return RunInfo(
             id=row["id"],
             label=row["label"],
@@ -198,7 +215,7 @@ class RunsMixin(Connection):
             config=json.loads(row["config"]),
             fingerprint=json.loads(row["fingerprint"]),
             totals=json.loads(row["totals"]) if row["totals"] is not None else None,
-            counts=counts,
+            counts=counts or _no_counts(),
         )
 
     def _names_for(self, run_id: str) -> tuple[str, ...]:
