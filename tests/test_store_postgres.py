@@ -387,3 +387,14 @@ def test_the_run_lock_is_held_across_processes(pg_url: str) -> None:
             [sys.executable, "-c", script, pg_url, run_id], capture_output=True, text=True, env=env_for_cli()
         )
         assert out.returncode == 0 and "refused" not in out.stdout, out.stderr
+
+
+def test_an_empty_store_is_named_without_its_password(
+    pg_server: PgServer, pw_database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = pg_server.url(pw_database, user=PASSWORD_ROLE, password=PASSWORD)
+    Store(url).close()
+    assert run(["runs", "list", "--store", url]) == 0
+    assert run(["review", "list", "--store", url]) == 0
+    out = capsys.readouterr().out
+    assert out.count("no runs stored in postgresql://seqjudge_pw:***@127.0.0.1") == 2 and PASSWORD not in out

@@ -60,7 +60,8 @@ def runs_list(store: StoreOpt = DEFAULT_STORE, fmt: ListFormatOpt = "text") -> i
     """List the stored runs, newest first."""
     with _open(store) as db:
         runs = db.list_runs()
-    writer("runs", fmt)(runs, sys.stdout, empty=f"no runs stored in {store} yet; `seqjudge run` stores one")
+    empty = f"no runs stored in {db.location} yet; `seqjudge run` stores one"  # (a URL without its password)
+    writer("runs", fmt)(runs, sys.stdout, empty=empty)
     return 0
 
 
@@ -279,7 +280,7 @@ def review_list(
     which = "" if status is Status.all else f"{status.value} "
     why = f" routed for {reason}" if reason else ""
     scope = "any run" if every_run else f"run {run_id}"
-    empty = f"no runs stored in {store} yet" if none_stored else f"no {which}review items{why} in {scope}"
+    empty = f"no runs stored in {db.location} yet" if none_stored else f"no {which}review items{why} in {scope}"
     writer("review", fmt)(items, sys.stdout, empty=empty)
     if run is None and not every_run and run_id is not None:
         # On stderr, so that --format json stays one JSON document.
