@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -149,6 +150,7 @@ def main() -> None:
     ap.add_argument("--url", help="an existing PostgreSQL database instead of a server started here")
     ap.add_argument("--only", choices=["run", "queries"])
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # a killed benchmark still stops its server
     server = None if args.url else PgServer(durable=True).start()
     folder = Path(tempfile.mkdtemp(prefix="seqjudge-store-bench-"))
     try:

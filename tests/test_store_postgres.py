@@ -398,3 +398,44 @@ def test_an_empty_store_is_named_without_its_password(
     assert run(["review", "list", "--store", url]) == 0
     out = capsys.readouterr().out
     assert out.count("no runs stored in postgresql://seqjudge_pw:***@127.0.0.1") == 2 and PASSWORD not in out
+
+
+def test_deferred_writes_are_committed_in_groups_and_read_back_at_once(pg_url: str) -> None:
+    """`seqjudge run` on a server commits its traces in groups (Store.defer_writes): none is lost or
+    doubled, a duplicate is refused at once, and the store reads what it wrote before it is committed."""
+    from test_store import pair
+
+    def committed() -> int:
+        return int(raw_rows(pg_url, "SELECT COUNT(*) FROM results")[0][0])
+
+    with Store(pg_url) as s:
+        run_id = s.create_run(config={}, fingerprint={})
+        s.defer_writes(max_writes=5, max_seconds=3600)
+        for i in range(4):
+            s.save_result(run_id, *pair(f"t{i}", "split"))
+        assert committed() == 0  # waiting: four of at most five
+        with pytest.raises(InputError, match="already stored"):
+            s.save_result(run_id, *pair("t2", "split"))
+        s.save_result(run_id, *pair("t4", "split"))
+        assert committed() == 5  # the fifth wrote the group
+        s.save_result(run_id, *pair("t5", "clean"))
+        assert committed() == 5 and len(s.completed_trace_ids(run_id)) == 6  # a read writes what waits first
+        s.save_result(run_id, *pair("t6", "clean"))
+        s.finish_run(run_id, totals={})
+        assert committed() == 7 and s.run_info(run_id).counts["traces"] == 7
+        assert len(s.review_items(run=run_id)) == 5
+    with Store(pg_url) as s:  # deferring ended with the run; closing writes what still waits
+        other = s.create_run(config={}, fingerprint={})
+        s.defer_writes()
+        s.save_result(other, *pair("t0", "clean"))
+    assert committed() == 8
+
+
+def test_deferring_is_for_a_server_only(tmp_path: Path) -> None:
+    from test_store import pair
+
+    with Store(tmp_path / "s.db") as s:
+        run_id = s.create_run(config={}, fingerprint={})
+        s.defer_writes(max_writes=100)
+        s.save_result(run_id, *pair("t0", "clean"))
+        assert raw_rows(tmp_path / "s.db", "SELECT COUNT(*) FROM results") == [(1,)]  # committed at once

@@ -276,6 +276,7 @@ async def run_traces(
         run_id = store.create_run(
             config=cfg.model_dump(mode="json"), fingerprint=fingerprint, label=cfg.label
         )
+    store.defer_writes()  # on a server, traces are committed in groups; finish_run ends that
     coverage = Coverage.of(ruleset, catalog, strict=cfg.strict)
     summary = RunSummary(
         run_id=run_id,

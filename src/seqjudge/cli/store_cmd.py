@@ -280,7 +280,9 @@ def review_list(
     which = "" if status is Status.all else f"{status.value} "
     why = f" routed for {reason}" if reason else ""
     scope = "any run" if every_run else f"run {run_id}"
-    empty = f"no runs stored in {db.location} yet" if none_stored else f"no {which}review items{why} in {scope}"
+    empty = (
+        f"no runs stored in {db.location} yet" if none_stored else f"no {which}review items{why} in {scope}"
+    )
     writer("review", fmt)(items, sys.stdout, empty=empty)
     if run is None and not every_run and run_id is not None:
         # On stderr, so that --format json stays one JSON document.

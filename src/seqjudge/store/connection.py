@@ -23,7 +23,8 @@ import fcntl
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
@@ -65,6 +66,12 @@ class Connection:
         )
         self.read_only = False
         self._pg: PgSession | None = None
+        # Writes deferred by ``defer_writes`` (PostgreSQL only), each a function of the transaction's
+        # connection; written together by ``_flush``.
+        self._deferred: list[Callable[[Any], None]] = []
+        self._defer: tuple[int, float] | None = None  # (at most so many writes, so many seconds old)
+        self._deferred_since = 0.0
+        self._saved_ids: dict[str, set[str]] = {}  # while deferring: each run's stored and waiting trace ids
         if self.target.kind == "postgresql":
             self._open_postgres(create)
             return
@@ -171,9 +178,52 @@ class Connection:
             hint="pass --store with the path of a seqjudge database, or remove this file",
         )
 
+    # -- deferred writes: a run's traces committed in groups on a server --
+    def defer_writes(self, *, max_writes: int = 64, max_seconds: float = 1.0) -> None:
+        """From now on, commit ``_write_later`` writes (``save_result``'s) in groups: when ``max_writes`` are
+        waiting or the oldest is ``max_seconds`` old, and before anything else this store reads or writes
+        (so it always reads what it wrote) or closes. PostgreSQL only: there each commit is a round trip to
+        the server, and a 20,000-trace run spent most of its time waiting for them; a SQLite commit is a call
+        in this process and stays one a trace.
+
+        Each trace is still whole or absent. A process killed meanwhile loses the writes still waiting (at
+        most ``max_writes``, at most ``max_seconds`` old): ``--resume`` decides those traces again, their
+        judge answers read from the response cache. ``finish_run`` writes them and ends deferring."""
+        if self._pg is not None:
+            self._defer = (max_writes, max_seconds)
+
+    def _write_later(self, write: Callable[[Any], None]) -> bool:
+        """Defer ``write`` (called with the connection, in a transaction) if deferring; False otherwise."""
+        if self._defer is None:
+            return False
+        with self._lock:
+            if not self._deferred:
+                self._deferred_since = time.monotonic()
+            self._deferred.append(write)
+            most, seconds = self._defer
+            if len(self._deferred) >= most or time.monotonic() - self._deferred_since >= seconds:
+                self._flush()
+        return True
+
+    def _flush(self) -> None:
+        """Write the deferred writes, in one transaction."""
+        with self._lock:
+            writes, self._deferred = self._deferred, []
+            if writes:
+                with self._tx() as conn:
+                    for write in writes:
+                        write(conn)
+
+    def _stop_deferring(self) -> None:
+        self._flush()
+        self._defer = None
+        self._saved_ids.clear()
+
     # -- lifecycle --
     def close(self) -> None:
         with self._lock:
+            if self._conn is not None and self._deferred:
+                self._flush()
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None  # type: ignore[assignment]
@@ -193,6 +243,8 @@ class Connection:
         held past the timeout: ``_machine_error``) becomes ``StoreError`` (exit 3). Other errors (a
         constraint, a bad statement) are bugs and stay what they are."""
         with self._lock:
+            if self._deferred:
+                self._flush()  # (empties the list first: the flush's own transaction comes back here)
             conn = self._conn
             if conn is None:
                 raise RuntimeError("the store is closed")
@@ -228,6 +280,8 @@ class Connection:
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
+            if self._deferred:
+                self._flush()
             if self._conn is None:
                 raise RuntimeError("the store is closed")
             rows: list[sqlite3.Row] = self._conn.execute(sql, params).fetchall()

@@ -71,51 +71,69 @@ class ResultsMixin(RunsMixin):
         usage = (judge or {}).get("usage") or {}
         now = _iso(_now())
         trace_id = result.trace_id
+
+        def write(conn: sqlite3.Connection) -> None:
+            # The next number in the run, in the INSERT: no answer to wait for before it (store.postgres).
+            conn.execute(
+                "INSERT INTO results (run_id, trace_id, seq, saved_at, verdict, score, review_reasons, "
+                "judge_status, judge_skipped, tokens_in, tokens_out, trace, result) "
+                "VALUES (?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM results WHERE run_id = ?), "
+                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    trace_id,
+                    run_id,
+                    now,
+                    data["verdict"],
+                    data["score"],
+                    _dumps(data["review_reasons"]),
+                    _judge_status(judge),
+                    data.get("judge_skipped"),
+                    int(usage.get("input_tokens", 0)),
+                    int(usage.get("output_tokens", 0)),
+                    _dumps(trace_data),
+                    text,
+                ),
+            )
+            self._insert_decisions(conn, run_id, trace_id, data["rules"])
+            self._insert_attempts(conn, run_id, trace_id, (judge or {}).get("attempts") or [])
+            if data["review_reasons"]:
+                conn.execute(
+                    "INSERT INTO review_items (run_id, trace_id, reasons, status, created_at) "
+                    "VALUES (?, ?, ?, 'open', ?)",
+                    (run_id, trace_id, _dumps(data["review_reasons"]), now),
+                )
+
+        if (
+            self._defer is not None
+        ):  # (Connection.defer_writes: a duplicate is refused now, not at the commit)
+            saved = self._saved_ids.get(run_id)
+            if saved is None:
+                saved = self._saved_ids[run_id] = self.completed_trace_ids(run_id)
+            if trace_id in saved:
+                raise self._duplicate(run_id, trace_id)
+            saved.add(trace_id)
+            if self._write_later(write):
+                return
         try:
             with self._tx() as conn:
-                # The next number in the run, in the INSERT: no answer to wait for before it (store.postgres).
-                conn.execute(
-                    "INSERT INTO results (run_id, trace_id, seq, saved_at, verdict, score, review_reasons, "
-                    "judge_status, judge_skipped, tokens_in, tokens_out, trace, result) "
-                    "VALUES (?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM results WHERE run_id = ?), "
-                    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        run_id,
-                        trace_id,
-                        run_id,
-                        now,
-                        data["verdict"],
-                        data["score"],
-                        _dumps(data["review_reasons"]),
-                        _judge_status(judge),
-                        data.get("judge_skipped"),
-                        int(usage.get("input_tokens", 0)),
-                        int(usage.get("output_tokens", 0)),
-                        _dumps(trace_data),
-                        text,
-                    ),
-                )
-                self._insert_decisions(conn, run_id, trace_id, data["rules"])
-                self._insert_attempts(conn, run_id, trace_id, (judge or {}).get("attempts") or [])
-                if data["review_reasons"]:
-                    conn.execute(
-                        "INSERT INTO review_items (run_id, trace_id, reasons, status, created_at) "
-                        "VALUES (?, ?, ?, 'open', ?)",
-                        (run_id, trace_id, _dumps(data["review_reasons"]), now),
-                    )
+                write(conn)
         except sqlite3.IntegrityError as exc:
             if self._read("SELECT 1 FROM results WHERE run_id = ? AND trace_id = ?", (run_id, trace_id)):
-                raise DuplicateTraceError(
-                    f"trace {trace_id!r} is already stored in run {run_id}",
-                    source=self.location,
-                    hint="give every trace a distinct trace_id (ids must be unique within a run); a resumed "
-                    "run skips the traces already stored",
-                ) from None
+                raise self._duplicate(run_id, trace_id) from None
             if not self._read("SELECT 1 FROM runs WHERE id = ?", (run_id,)):
                 raise InputError(
                     f"no run {run_id!r} in the store", source=self.location, hint=LIST_RUNS_HINT
                 ) from None
             raise exc
+
+    def _duplicate(self, run_id: str, trace_id: str) -> DuplicateTraceError:
+        return DuplicateTraceError(
+            f"trace {trace_id!r} is already stored in run {run_id}",
+            source=self.location,
+            hint="give every trace a distinct trace_id (ids must be unique within a run); a resumed "
+            "run skips the traces already stored",
+        )
 
     def _insert_decisions(
         self, conn: sqlite3.Connection, run_id: str, trace_id: str, rules: list[dict[str, Any]]

@@ -102,6 +102,7 @@ class RunsMixin(Connection):
     def finish_run(self, run_id: str, *, totals: dict[str, Any], status: str = "completed") -> None:
         if status not in FINAL_STATUSES:
             raise ValueError(f"status must be one of {', '.join(FINAL_STATUSES)}, not {status!r}")
+        self._stop_deferring()  # every trace written before the run is
         with self._tx() as conn:
             cur = conn.execute(
                 "UPDATE runs SET status = ?, finished_at = ?, totals = ? WHERE id = ?",
