@@ -439,3 +439,17 @@ def test_deferring_is_for_a_server_only(tmp_path: Path) -> None:
         s.defer_writes(max_writes=100)
         s.save_result(run_id, *pair("t0", "clean"))
         assert raw_rows(tmp_path / "s.db", "SELECT COUNT(*) FROM results") == [(1,)]  # committed at once
+
+
+def test_a_url_in_the_config_or_a_shown_command_stays_a_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    from seqjudge.config import RunConfig
+    from seqjudge.defaults import store_dir, store_flag
+
+    url = "postgresql://ana:hunter2-secret@db.example/judge"
+    cfg = RunConfig(rules="r.yaml", traces="t.jsonl", store=url).resolved(Path("/suite"))
+    assert cfg.store == url and cfg.rules == "/suite/r.yaml"  # not made a path under the config's folder
+    monkeypatch.delenv("SEQJUDGE_STORE", raising=False)
+    assert store_flag(url) == " --store 'postgresql://ana:***@db.example/judge'"
+    monkeypatch.setenv("SEQJUDGE_STORE", url)
+    assert store_flag(url) == ""  # what the command typed here opens anyway
+    assert store_dir(url) == Path(".seqjudge")  # the response cache and certificates stay on this machine
