@@ -453,3 +453,19 @@ def test_a_url_in_the_config_or_a_shown_command_stays_a_url(monkeypatch: pytest.
     monkeypatch.setenv("SEQJUDGE_STORE", url)
     assert store_flag(url) == ""  # what the command typed here opens anyway
     assert store_dir(url) == Path(".seqjudge")  # the response cache and certificates stay on this machine
+
+
+def test_a_lock_held_too_long_is_a_store_error(
+    pg_server: PgServer, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import seqjudge.store.postgres as pg
+
+    Store(pg_url).close()
+    monkeypatch.setattr(pg, "LOCK_TIMEOUT", "200ms")  # (30 s in use)
+    with Store(pg_url) as s, pg_server.admin(libpq_url(pg_url).rsplit("/", 1)[1]) as other:
+        other.execute("BEGIN")
+        other.execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")  # another session holds the table
+        with pytest.raises(StoreError, match="lock timeout"):
+            s.create_run(config={}, fingerprint={})
+        other.execute("ROLLBACK")
+        assert s.create_run(config={}, fingerprint={})  # the store goes on once the lock is gone
