@@ -469,3 +469,11 @@ def test_a_lock_held_too_long_is_a_store_error(
             s.create_run(config={}, fingerprint={})
         other.execute("ROLLBACK")
         assert s.create_run(config={}, fingerprint={})  # the store goes on once the lock is gone
+
+
+def test_without_the_driver_a_postgresql_store_is_bad_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as where the `postgres` extra is not installed
+    monkeypatch.delitem(sys.modules, "seqjudge.store.postgres", raising=False)
+    with pytest.raises(InputError, match="needs the PostgreSQL driver") as err:
+        Store("postgresql://ana:hunter2-secret@db.example/judge")
+    assert "seqjudge[postgres]" in err.value.render() and "hunter2" not in err.value.render()

@@ -114,7 +114,14 @@ class Connection:
         return self.target.kind
 
     def _open_postgres(self, create: bool) -> None:
-        from seqjudge.store.postgres import PgSession
+        try:
+            from seqjudge.store.postgres import PgSession
+        except ImportError as exc:  # psycopg is the `postgres` extra
+            raise InputError(
+                f"a PostgreSQL store needs the PostgreSQL driver, which is not installed ({exc})",
+                source=self.location,
+                hint="pip install 'seqjudge[postgres]' (psycopg 3), or pass --store with a SQLite file path",
+            ) from None
 
         self.journal_mode = "postgresql"
         session = PgSession(self.target)
