@@ -104,9 +104,8 @@ class ResultsMixin(RunsMixin):
                     (run_id, trace_id, _dumps(data["review_reasons"]), now),
                 )
 
-        if (
-            self._defer is not None
-        ):  # (Connection.defer_writes: a duplicate is refused now, not at the commit)
+        # Writes deferred (Connection.defer_writes): a duplicate is refused now, not at the commit.
+        if self._defer is not None:
             saved = self._saved_ids.get(run_id)
             if saved is None:
                 saved = self._saved_ids[run_id] = self.completed_trace_ids(run_id)
