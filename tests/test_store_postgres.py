@@ -424,6 +424,13 @@ def test_deferred_writes_are_committed_in_groups_and_read_back_at_once(pg_url: s
         s.finish_run(run_id, totals={})
         assert committed() == 7 and s.run_info(run_id).counts["traces"] == 7
         assert len(s.review_items(run=run_id)) == 5
+        # A group is one INSERT a table: the run's order, every rule decision and attempt still there.
+        assert [r.trace_id for r in s.results(run_id)] == [f"t{i}" for i in range(7)]
+        assert raw_rows(pg_url, "SELECT seq FROM results ORDER BY seq") == [(i,) for i in range(1, 8)]
+        assert all(s.result(run_id, f"t{i}").result == pair(f"t{i}", "split")[1] for i in range(5))
+        kinds = ["split"] * 5 + ["clean"] * 2
+        attempts = sum(len(pair(f"t{i}", k)[1].judge.attempts) for i, k in enumerate(kinds))
+        assert raw_rows(pg_url, "SELECT COUNT(*) FROM judge_attempts") == [(attempts,)]
     with Store(pg_url) as s:  # deferring ended with the run; closing writes what still waits
         other = s.create_run(config={}, fingerprint={})
         s.defer_writes()

@@ -72,6 +72,7 @@ class Connection:
         self._defer: tuple[int, float] | None = None  # (at most so many writes, so many seconds old)
         self._deferred_since = 0.0
         self._saved_ids: dict[str, set[str]] = {}  # while deferring: each run's stored and waiting trace ids
+        self._seqs: dict[str, int] = {}  # and each run's last result number
         if self.target.kind == "postgresql":
             self._open_postgres(create)
             return
@@ -213,18 +214,24 @@ class Connection:
         return True
 
     def _flush(self) -> None:
-        """Write the deferred writes, in one transaction."""
+        """Write the deferred writes, in one transaction: their INSERTs of one table as one statement
+        (``StatementBatch``; a deferred write only writes, it never reads what a statement returns)."""
+        from seqjudge.store.postgres import StatementBatch
+
         with self._lock:
             writes, self._deferred = self._deferred, []
             if writes:
+                batch = StatementBatch()
+                for write in writes:
+                    write(batch)
                 with self._tx() as conn:
-                    for write in writes:
-                        write(conn)
+                    batch.run(conn)
 
     def _stop_deferring(self) -> None:
         self._flush()
         self._defer = None
         self._saved_ids.clear()
+        self._seqs.clear()
 
     # -- lifecycle --
     def close(self) -> None:

@@ -336,6 +336,43 @@ def make_engine(target: StoreTarget) -> Engine:
     )
 
 
+# ``INSERT INTO t (a, b) VALUES (?, 'x', ?)``: one row's VALUES without parentheses inside, nothing after.
+_ONE_ROW = re.compile(
+    r"^(?P<head>\s*INSERT\s+INTO\s+\w+\s*\([^()]*\)\s*VALUES\s*)(?P<row>\([^()]*\))\s*$", re.I | re.S
+)
+_MAX_PARAMS = 30_000  # of one statement (PostgreSQL's protocol allows 65,535)
+
+
+class StatementBatch:
+    """Statements collected (``execute``/``executemany``, as on a connection) and run in order, the
+    consecutive INSERTs of one table in one statement of many rows: a group of deferred traces is then a
+    few statements, not a few a trace."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, list[tuple[Any, ...]]] = {}  # in order of first appearance
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._groups.setdefault(sql, []).append(tuple(params))
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        for row in rows:
+            self.execute(sql, row)
+
+    def run(self, conn: Any) -> None:
+        """Every statement, grouped by its text in the order each text first came (a parent table's INSERT
+        comes before its children's, as in each write)."""
+        for sql, rows in self._groups.items():
+            match = _ONE_ROW.match(sql)
+            if match is None or len(rows) == 1:
+                conn.executemany(sql, rows)
+                continue
+            per = max(1, _MAX_PARAMS // max(1, len(rows[0])))
+            for start in range(0, len(rows), per):
+                chunk = rows[start : start + per]
+                many = match["head"] + ", ".join([match["row"]] * len(chunk))
+                conn.execute(many, [value for row in chunk for value in row])
+
+
 class _Empty:
     rowcount = 0
     returns_rows = False

@@ -72,17 +72,21 @@ class ResultsMixin(RunsMixin):
         now = _iso(_now())
         trace_id = result.trace_id
 
+        seq: int | None = None  # the run's next number, computed in the INSERT unless deferring knows it
+
         def write(conn: sqlite3.Connection) -> None:
-            # The next number in the run, in the INSERT: no answer to wait for before it (store.postgres).
+            # The run's next number in the INSERT itself: no answer to wait for first (store.postgres).
+            number = (
+                "(SELECT COALESCE(MAX(seq), 0) + 1 FROM results WHERE run_id = ?)" if seq is None else "?"
+            )
             conn.execute(
                 "INSERT INTO results (run_id, trace_id, seq, saved_at, verdict, score, review_reasons, "
                 "judge_status, judge_skipped, tokens_in, tokens_out, trace, result) "
-                "VALUES (?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM results WHERE run_id = ?), "
-                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"VALUES (?, ?, {number}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     trace_id,
-                    run_id,
+                    run_id if seq is None else seq,
                     now,
                     data["verdict"],
                     data["score"],
@@ -104,16 +108,24 @@ class ResultsMixin(RunsMixin):
                     (run_id, trace_id, _dumps(data["review_reasons"]), now),
                 )
 
-        # Writes deferred (Connection.defer_writes): a duplicate is refused now, not at the commit.
+        # Writes deferred (Connection.defer_writes): a duplicate is refused now, not at the commit, and the
+        # run's numbers are counted here (one process works on a run: its lock), so that the deferred INSERTs
+        # of a group can be one statement.
         if self._defer is not None:
             saved = self._saved_ids.get(run_id)
             if saved is None:
                 saved = self._saved_ids[run_id] = self.completed_trace_ids(run_id)
+                rows = self._read(
+                    "SELECT COALESCE(MAX(seq), 0) AS n FROM results WHERE run_id = ?", (run_id,)
+                )
+                self._seqs[run_id] = int(rows[0]["n"])
             if trace_id in saved:
                 raise self._duplicate(run_id, trace_id)
             saved.add(trace_id)
+            seq = self._seqs[run_id] = self._seqs[run_id] + 1
             if self._write_later(write):
                 return
+            seq = None
         try:
             with self._tx() as conn:
                 write(conn)
