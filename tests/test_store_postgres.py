@@ -95,6 +95,7 @@ def test_a_server_that_does_not_answer_is_a_store_error(
         and "judge" in str(err.value)
         and "hunter2" not in str(err.value)
     )
+    assert "Check that the server is up" in str(err.value) and "file's permissions" not in str(err.value)
     assert run(["runs", "list", "--store", url]) == 3
     captured = capsys.readouterr()
     assert "hunter2" not in captured.out + captured.err and "127.0.0.1" in captured.err

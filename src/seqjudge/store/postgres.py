@@ -43,6 +43,11 @@ from seqjudge.errors import StoreError
 from seqjudge.redact import scrub_secrets
 from seqjudge.store.target import StoreTarget, mask_url
 
+SERVER_REMEDY = (
+    "Check that the server is up and reachable from here, that the role and its password (PGPASSWORD, "
+    "~/.pgpass) are right, and that the server has disk space"
+)
+
 # A lock wait this long is the machine's problem (another process holding a row), as SQLite's busy timeout.
 LOCK_TIMEOUT = "30s"
 
@@ -296,7 +301,7 @@ class _Errors:
         if isinstance(driver_error, psycopg.IntegrityError | exc.IntegrityError):
             raise PgIntegrityError(text) from None
         if gone or machine_error(driver_error):
-            raise StoreError(text, path=where(self.target)) from None
+            raise StoreError(text, path=where(self.target), remedy=SERVER_REMEDY) from None
         return False
 
 
