@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag, ValidationError
 
 from seqjudge.defaults import DEFAULT_STORE, is_store_url
 from seqjudge.errors import InputError
@@ -52,6 +52,28 @@ class Thresholds(BaseModel):
     high: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
+# The tags of the config's discriminated unions: pydantic puts them in an error's place, no key is named so.
+NUMBER_TAG, PER_LEVEL_TAG = "number", "per_level"
+UNION_TAGS = (NUMBER_TAG, PER_LEVEL_TAG)
+
+
+class ReviewsPerLevel(BaseModel):
+    """``review.reviews_per_item`` per risk level: ``{high: 2, default: 1}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    low: StrictInt | None = Field(default=None, ge=1)
+    medium: StrictInt | None = Field(default=None, ge=1)
+    high: StrictInt | None = Field(default=None, ge=1)
+    default: StrictInt = Field(default=1, ge=1)
+
+    def for_level(self, risk_level: str) -> int:
+        named: int | None = (
+            getattr(self, risk_level, None) if risk_level in ("low", "medium", "high") else None
+        )
+        return self.default if named is None else named
+
+
 class ReviewOptions(BaseModel):
     """What goes to the review queue beyond what is in doubt (docs/review.md).
 
@@ -64,6 +86,22 @@ class ReviewOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     fails: bool = False
+    # Independent reviews an item needs before it resolves (docs/review.md, "Team review"): a number, or
+    # per risk level ({high: 2, default: 1}; a level not named takes `default`, itself 1 unless given). The
+    # run's risk level chooses; the number is fixed on each item when it is queued.
+    reviews_per_item: Annotated[
+        Annotated[Annotated[StrictInt, Field(ge=1)], Tag(NUMBER_TAG)]
+        | Annotated[ReviewsPerLevel, Tag(PER_LEVEL_TAG)],
+        # A mapping is read as the per-level form and anything else as a number, so that an error names the
+        # one meant (a union reports both: "should be a valid integer" for a misspelt level).
+        Discriminator(lambda v: PER_LEVEL_TAG if isinstance(v, dict | ReviewsPerLevel) else NUMBER_TAG),
+    ] = 1
+
+    def required_reviews(self, risk_level: str) -> int:
+        """The independent reviews an item of a run at this risk level needs."""
+        if isinstance(self.reviews_per_item, int):
+            return self.reviews_per_item
+        return self.reviews_per_item.for_level(risk_level)
 
 
 class RunConfig(BaseModel):
@@ -172,13 +210,42 @@ def load_config(path: str | Path) -> RunConfig:
         cfg = RunConfig.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        place, keys = _keys_at(err["loc"])
+        loc = ".".join(place) or "(top level)"
         problem = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].lower()
-        allowed = ", ".join(RunConfig.model_fields)
+        inside = f" of {'.'.join(place[:-1])}" if len(place) > 1 else ""
         raise InputError(
-            f"{loc}: {problem}", source=str(p), where=loc, hint=f"the keys are: {allowed}"
+            f"{loc}: {problem}", source=str(p), where=loc, hint=f"the keys{inside} are: {', '.join(keys)}"
         ) from None
     return cfg.resolved(p.resolve().parent)
+
+
+def _keys_at(loc: tuple[int | str, ...]) -> tuple[list[str], list[str]]:
+    """A validation error's place as the config's keys (without the tags pydantic adds for a union's
+    member) and the keys of the mapping it is in: a nested error names its own mapping's keys."""
+    model: type[BaseModel] | None = RunConfig
+    keys = list(RunConfig.model_fields)
+    path: list[str] = []
+    for part in loc:
+        if model is not None and part in UNION_TAGS and part not in model.model_fields:
+            continue  # a union member's tag, not a key
+        if model is not None:
+            keys = list(model.model_fields)
+        path.append(str(part))
+        field = model.model_fields.get(str(part)) if model is not None else None
+        model = _model_in(field.annotation) if field is not None else None
+    return path, keys
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The config model a field holds (directly, or as one member of a union), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def judge_rule_ids(ruleset: Any, mode: str) -> list[str]:

@@ -33,6 +33,7 @@ MODULES = (
     "run_cmd",
     "store_cmd",
     "storecopy_cmd",
+    "team_cmd",
 )
 # The module of each top-level command or group. A command line naming one imports only that module: typer
 # builds every registered command's options before it runs one, which cost more than checking a small trace.
@@ -64,6 +65,7 @@ COMMAND_MODULES = {
     "review": "store_cmd",
     "runs": "store_cmd",
     "store": "storecopy_cmd",
+    "reviewers": "team_cmd",
 }
 
 

@@ -18,7 +18,7 @@ from seqjudge.outputs.streams import open_output
 from seqjudge.safetext import say
 
 if TYPE_CHECKING:
-    from seqjudge.store import ReviewDetail, Store
+    from seqjudge.store import ItemState, ReviewDetail, Store
 
 runs_app = typer.Typer(
     help="Stored runs: list them, show one, export one.", no_args_is_help=True, rich_markup_mode=None
@@ -335,6 +335,14 @@ def review_resolve(
         str | None,
         typer.Option("--reviewer", envvar="SEQJUDGE_REVIEWER", help="Who decided (default: the login name)."),
     ] = None,
+    adjudicate: Annotated[
+        bool,
+        typer.Option(
+            "--adjudicate",
+            help="Decide a disputed item (its independent reviews disagree); --reviewer must be a registered "
+            "admin (`seqjudge reviewers add NAME --admin`).",
+        ),
+    ] = False,
     store: StoreOpt = DEFAULT_STORE,
 ) -> int:
     """Record a person's decision on one or more items; resolved items become golden-dataset labels.
@@ -342,7 +350,12 @@ def review_resolve(
     `resolve 3 --verdict fail` decides item 3; `resolve 3 4 7 --verdict pass` decides three items alike;
     `resolve --all-open --run RUN --verdict pass --note TEXT` decides every open item of a run (with
     --reason, those routed for one reason). The items are checked first and written together: a bad item
-    or rule changes nothing."""
+    or rule changes nothing.
+
+    An item of a run with `review: {reviews_per_item: N}` (N > 1) needs N independent reviews: this
+    records one, by --reviewer, and the item resolves when they are all in and agree; when they disagree
+    it is disputed, and `--adjudicate` by a registered admin decides it. A resolved item needing one review
+    is resolved again (a correction); one that needed several is not (refused)."""
     if verdict is None:
         raise InputError("no verdict given", where="--verdict", hint="add --verdict pass or --verdict fail")
     if all_open and items:
@@ -387,13 +400,27 @@ def review_resolve(
         else:
             ids = list(dict.fromkeys(items or []))  # a number given twice is one item
         before = [db.review_item(i) for i in ids]
-        resolved = db.resolve_reviews(ids, verdict=verdict.value, rules=rules, note=note, reviewer=who)
-    for old, new in zip(before, resolved, strict=True):
-        again = (
-            f" (replacing {old.resolution.verdict} by {old.resolution.reviewer})" if old.resolution else ""
+        db.resolve_reviews(
+            ids, verdict=verdict.value, rules=rules, note=note, reviewer=who, adjudicate=adjudicate
         )
-        say(f"resolved review item {new.id} (trace {new.trace_id}): {verdict.value} by {who}{again}")
+        states = [db.item_state(i, who) for i in ids]
+    waiting = 0
+    for old, state in zip(before, states, strict=True):
+        if state.state == "resolved":
+            again = (
+                f" (replacing {old.resolution.verdict} by {old.resolution.reviewer})"
+                if old.resolution
+                else ""
+            )
+            how = "adjudicated" if adjudicate else "resolved"
+            say(f"{how} review item {old.id} (trace {old.trace_id}): {verdict.value} by {who}{again}")
+        else:
+            waiting += 1
+            say(_recorded(old, state, verdict.value, who))
         _contradictions(old, rules, several=len(ids) > 1)
+    if waiting:
+        say(f"recorded {waiting} review(s) of items that need more than one; they are not resolved yet")
+        ids = [state.item_id for state in states if state.state == "resolved"]
     if len(ids) > 1:
         overridden = [str(d.id) for d in before if d.verdict == "fail" and verdict.value == "pass"]
         if overridden:
@@ -404,6 +431,20 @@ def review_resolve(
             )
         say(f"resolved {len(ids)} review item(s): {verdict.value} by {who}")
     return 0
+
+
+def _recorded(item: "ReviewDetail", state: "ItemState", verdict: str, who: str) -> str:
+    """What a review of an item that needs several independent reviews did (store.team)."""
+    said = f"recorded {who}'s review of item {item.id} (trace {item.trace_id}): {verdict}; "
+    if state.state == "disputed":
+        return (
+            said + "the reviews disagree: the item is disputed until an admin adjudicates it "
+            f"(`seqjudge review resolve {item.id} --adjudicate --verdict pass|fail --reviewer ADMIN`)"
+        )
+    return said + (
+        f"{state.reviews_in} of {state.required_reviews} independent reviews in; it resolves when they are "
+        "all in and agree"
+    )
 
 
 def _contradictions(item: "ReviewDetail", rules: dict[str, str], *, several: bool) -> None:

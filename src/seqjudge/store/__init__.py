@@ -9,6 +9,8 @@ in its own module:
   ``postgres``: the same calling convention on a PostgreSQL server; ``copy``: a store copied to another;
 - ``schema``: the tables, as the ordered ``MIGRATIONS``;
 - ``runs``, ``results``, ``review``, ``baselines``, ``batches``, ``export``: the tables of each concern;
+- ``reviewers``: the workbench's reviewers and browser sessions; ``team``: the append-only record of
+  decisions, blind double review, adjudication and claims; ``queue``: the queue's pages and the agreement;
 - ``models``: what the store returns; ``codec``: timestamps, JSON columns, results rebuilt.
 
 Design decisions:
@@ -51,10 +53,13 @@ from seqjudge.store.models import (
     RunInfo,
     StoredResult,
 )
+from seqjudge.store.queue import AgreementReport, PairAgreement, QueueEntry, QueueMixin, QueuePage
 from seqjudge.store.results import ResultsMixin
 from seqjudge.store.review import ReviewMixin
+from seqjudge.store.reviewers import Reviewer
 from seqjudge.store.runs import FINAL_STATUSES, LIST_RUNS_HINT, RUN_STATUSES, RunsMixin, new_run_id
 from seqjudge.store.schema import MIGRATIONS, Migration
+from seqjudge.store.team import Claim, Decision, ItemResolvedError, ItemState
 
 __all__ = [
     "DEFAULT_STORE_PATH",
@@ -62,15 +67,24 @@ __all__ = [
     "LIST_RUNS_HINT",
     "MIGRATIONS",
     "RUN_STATUSES",
+    "AgreementReport",
     "AttemptRecord",
     "BatchInfo",
     "BatchRequest",
     "BatchTrace",
+    "Claim",
+    "Decision",
     "DuplicateTraceError",
+    "ItemResolvedError",
+    "ItemState",
     "Migration",
+    "PairAgreement",
+    "QueueEntry",
+    "QueuePage",
     "Resolution",
     "ReviewDetail",
     "ReviewItem",
+    "Reviewer",
     "RunInfo",
     "Store",
     "StoredResult",
@@ -81,5 +95,7 @@ __all__ = [
 ]
 
 
-class Store(ExportMixin, ReviewMixin, ResultsMixin, BatchesMixin, BaselinesMixin, RunsMixin, Connection):
+class Store(
+    QueueMixin, ExportMixin, ReviewMixin, ResultsMixin, BatchesMixin, BaselinesMixin, RunsMixin, Connection
+):
     """``Store(path)``: open (creating it and its folders unless ``create=False``) and migrate."""

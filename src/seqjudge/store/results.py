@@ -71,6 +71,7 @@ class ResultsMixin(RunsMixin):
         usage = (judge or {}).get("usage") or {}
         now = _iso(_now())
         trace_id = result.trace_id
+        required = self._required_reviews(run_id) if data["review_reasons"] else 1
 
         seq: int | None = None  # the run's next number, computed in the INSERT unless deferring knows it
 
@@ -107,6 +108,11 @@ class ResultsMixin(RunsMixin):
                     "VALUES (?, ?, ?, 'open', ?)",
                     (run_id, trace_id, _dumps(data["review_reasons"]), now),
                 )
+                if required != 1:  # the column's default (store.team): written when the run asks more
+                    conn.execute(
+                        "UPDATE review_items SET required_reviews = ? WHERE run_id = ? AND trace_id = ?",
+                        (required, run_id, trace_id),
+                    )
 
         # Writes deferred (Connection.defer_writes): a duplicate is refused now, not at the commit, and the
         # run's numbers are counted here (one process works on a run: its lock), so that the deferred INSERTs
@@ -145,6 +151,19 @@ class ResultsMixin(RunsMixin):
             hint="give every trace a distinct trace_id (ids must be unique within a run); a resumed "
             "run skips the traces already stored",
         )
+
+    def _required_reviews(self, run_id: str) -> int:
+        """The independent reviews the run's items need (``review.reviews_per_item`` at its risk level),
+        read once per run from its stored config; a run stored before the option existed needs one."""
+        cache: dict[str, int] = self.__dict__.setdefault("_required_by_run", {})
+        if run_id not in cache:
+            from seqjudge.config import ReviewOptions
+
+            rows = self._read("SELECT config FROM runs WHERE id = ?", (run_id,))
+            config = json.loads(rows[0]["config"]) if rows else {}
+            options = ReviewOptions.model_validate(config.get("review") or {})
+            cache[run_id] = options.required_reviews(str(config.get("risk_level") or "medium"))
+        return cache[run_id]
 
     def _insert_decisions(
         self, conn: sqlite3.Connection, run_id: str, trace_id: str, rules: list[dict[str, Any]]

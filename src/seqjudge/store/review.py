@@ -8,7 +8,7 @@ import sqlite3
 from typing import IO, Any
 
 from seqjudge.errors import InputError
-from seqjudge.store.codec import _dumps, _iso, _now
+from seqjudge.store.codec import _dumps
 from seqjudge.store.models import Resolution, ReviewDetail, ReviewItem
 from seqjudge.store.results import ResultsMixin
 
@@ -99,36 +99,17 @@ class ReviewMixin(ResultsMixin):
         more = f" and {count['n'] - len(rows)} more" if count["n"] > len(rows) else ""
         return f"the open items are {shown}{more} (`seqjudge review list` shows them)"
 
-    def resolve_review(
-        self,
-        item_id: int,
-        *,
-        verdict: str,
-        rules: dict[str, str] | None = None,
-        note: str = "",
-        reviewer: str,
-    ) -> ReviewItem:
-        """Record a person's decision. Resolving again replaces the earlier resolution (a correction)."""
-        return self.resolve_reviews([item_id], verdict=verdict, rules=rules, note=note, reviewer=reviewer)[0]
-
-    def resolve_reviews(
-        self,
-        item_ids: list[int],
-        *,
-        verdict: str,
-        rules: dict[str, str] | None = None,
-        note: str = "",
-        reviewer: str,
-    ) -> list[ReviewItem]:
-        """Record one decision on several items: every item is checked first and all are written in one
-        transaction, so a bad item id or rule leaves every item as it was."""
+    def _check_resolution(
+        self, item_ids: list[int], *, verdict: str, rules: dict[str, str], reviewer: str
+    ) -> None:
+        """A decision's words checked before anything is written: the verdict, each rule's outcome, the
+        reviewer, and that every item exists and has each rule named."""
         if verdict not in ("pass", "fail"):
             raise InputError(
                 f"verdict {verdict!r} is not pass or fail",
                 where="--verdict",
                 hint="a reviewer says pass or fail",
             )
-        rules = dict(rules or {})
         for rule_id, outcome in rules.items():
             if outcome not in ("pass", "fail"):
                 raise InputError(
@@ -148,18 +129,28 @@ class ReviewMixin(ResultsMixin):
                         where="--rule",
                         hint=f"its rules are: {', '.join(known) or '(none)'}",
                     )
-        with self._tx() as conn:
-            conn.executemany(
-                "UPDATE review_items SET status = 'resolved', resolved_at = ?, reviewer = ?, "
-                "resolution_verdict = ?, resolution_rules = ?, note = ? WHERE id = ?",
-                [
-                    (_iso(_now()), self._clean(reviewer), verdict, self._text(rules), self._clean(note), i)
-                    for i in item_ids
-                ],
-            )
-        return [
-            self._review_item(self._read(self._REVIEW_SELECT + " WHERE i.id = ?", (i,))[0]) for i in item_ids
-        ]
+
+    def _write_resolution(
+        self,
+        conn: sqlite3.Connection,
+        item_id: int,
+        *,
+        verdict: str,
+        rules: dict[str, str],
+        note: str,
+        reviewer: str,
+        at: str,
+    ) -> None:
+        """The resolution path: an item resolved is what `review export`, golden labels, rates and audits
+        read. Every resolution goes through here (store.team decides when)."""
+        conn.execute(
+            "UPDATE review_items SET status = 'resolved', resolved_at = ?, reviewer = ?, "
+            "resolution_verdict = ?, resolution_rules = ?, note = ? WHERE id = ?",
+            (at, self._clean(reviewer), verdict, self._text(rules), self._clean(note), item_id),
+        )
+
+    def _review_row(self, item_id: int) -> ReviewItem:
+        return self._review_item(self._read(self._REVIEW_SELECT + " WHERE i.id = ?", (item_id,))[0])
 
     def export_labels(self, out: IO[str], *, run: str | None = None) -> int:
         """Write ``review_labels`` as JSONL lines. Returns the number of lines written."""

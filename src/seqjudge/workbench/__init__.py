@@ -1,0 +1,1 @@
+"""The review workbench's domain over the store: what the team's labels add up to (``labels``)."""
