@@ -21,7 +21,8 @@ import pytest
 import seqjudge
 from cli_suite import write_suite
 from fakes.server import FakeLLMServer
-from seqjudge.cli import app, run
+from seqjudge.cli import run
+from seqjudge.cli.app import app
 from seqjudge.crashlog import INTERNAL_ERROR
 from seqjudge.store import Store
 

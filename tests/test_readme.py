@@ -30,7 +30,19 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 # The reference pages the README links to, in the order their commands build on each other (a run before
 # its review items, a baseline before a comparison). tests/test_readme.py::test_every_page_is_run holds it.
-PAGES = ("check", "traces", "rules", "judge", "run", "calibration", "ci", "rates", "spark", "editors")
+PAGES = (
+    "check",
+    "traces",
+    "rules",
+    "judge",
+    "run",
+    "calibration",
+    "ci",
+    "rates",
+    "spark",
+    "editors",
+    "guard",
+)
 DOCS = {name: (ROOT / "docs" / f"{name}.md").read_text(encoding="utf-8") for name in PAGES}
 SKIP_REASONS = {
     "no seqjudge command",

@@ -46,6 +46,8 @@ def _define(name: str, *, leave_out: tuple[str, ...] = (), **overrides: Any) -> 
         "requirement": lambda self, say: str(say.words(self.tool)),
         "ordering": lambda self: None,
         "compile": lambda self, select: None,
+        "guard_kinds": frozenset(),
+        "guard_at_end": "decided at the end",
         **overrides,
     }
     namespace = {k: v for k, v in pieces.items() if k not in leave_out}
@@ -62,6 +64,18 @@ def test_a_rule_class_without_its_judge_requirement_fails_when_defined() -> None
 def test_a_rule_class_without_operand_fields_or_evaluator_fails_when_defined() -> None:
     with pytest.raises(TypeError, match=r"does not define compile, ordering, operand_fields$"):
         _define("no_fields", leave_out=("compile", "ordering", "operand_fields"))
+
+
+def test_a_rule_class_that_does_not_say_what_the_guard_decides_fails_when_defined() -> None:
+    with pytest.raises(TypeError, match=r"does not define guard_kinds, guard_at_end$"):
+        _define("unguarded", leave_out=("guard_kinds", "guard_at_end"))
+
+
+@pytest.mark.parametrize("name", RULE_TYPES)
+def test_each_rule_type_says_what_the_guard_decides(name: str) -> None:
+    cls = RULE_CLASSES[name]
+    # Something is decided before a call, at the end, or both; never neither.
+    assert cls.guard_kinds or cls.guard_at_end
 
 
 def test_operand_fields_must_name_fields_of_the_class() -> None:
@@ -140,6 +154,8 @@ class FirstCallRule(RuleBase):
 
     rank = 100
     operand_fields = ("tool",)
+    guard_kinds = frozenset({"out_of_order"})  # decided at the first call, on nothing before it
+    guard_at_end = None
 
     def default_id(self):
         return f"first_call:{operand_text(self.tool)}"
@@ -171,6 +187,7 @@ assert seqjudge.__file__.startswith(sys.argv[1]), seqjudge.__file__
 from seqjudge.judge.prompt import rule_view
 from seqjudge.judge.validate import rule_tool_names
 from seqjudge.rules.engine import Engine
+from seqjudge.guard import Guard
 from seqjudge.trace import Trace
 rules = seqjudge.load_rules(sys.argv[2])
 engine = Engine(rules)
@@ -181,13 +198,14 @@ print(json.dumps({
     "violation": bad.violations[0].model_dump(mode="json"),
     "view": rule_view(rules.rules[0], rules.aliases),
     "names": rule_tool_names(rules.rules[0], rules.aliases),
+    "guard": [Guard(rules).session("s").decide(t, {}).action for t in ("login", "x")],
 }))
 """
 
 
 def test_a_new_rule_type_is_one_module(tmp_path: Path) -> None:
     """A module added to the types package (of a copy of the source tree) is a rule type that the loader,
-    the engine, the judge prompt and the judge's input checks all know, with no other edit."""
+    the engine, the judge prompt, the judge's input checks and the guard all know, with no other edit."""
     tree = tmp_path / "src"
     shutil.copytree(
         Path(seqjudge.__file__).parent, tree / "seqjudge", ignore=shutil.ignore_patterns("__pycache__")
@@ -211,3 +229,4 @@ def test_a_new_rule_type_is_one_module(tmp_path: Path) -> None:
     assert out["violation"]["rule_description"] == "the first call is login"
     assert out["view"]["requirement"].startswith("The trace's first call must be `login`.")
     assert out["names"] == ["login"]
+    assert out["guard"] == ["allow", "deny"]  # the guard runs the new type's evaluator too

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from seqjudge.cli import COMMAND_MODULES, MODULES, app, register
+from seqjudge.cli import COMMAND_MODULES, MODULES, register
+from seqjudge.cli.app import app
 from seqjudge.defaults import TRACE_FORMATS
 
 # What a command imports when it runs, and `--help` must not: the judge's models and providers, templates,

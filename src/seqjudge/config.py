@@ -104,6 +104,16 @@ class ReviewOptions(BaseModel):
         return self.reviews_per_item.for_level(risk_level)
 
 
+class GuardOptions(BaseModel):
+    """The runtime guard (docs/guard.md). ``fail_mode``: what a guard that cannot decide (a bad rule file, an
+    unreadable transcript, an internal error) answers; unset, it denies at ``risk_level: high`` and allows
+    (with a warning) otherwise."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fail_mode: Literal["deny", "allow"] | None = None
+
+
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -147,6 +157,7 @@ class RunConfig(BaseModel):
     # uniform, or active: more likely where the judge was unsure (seqjudge.audit.inclusion_probability).
     audit_draw: Literal["uniform", "active"] = "uniform"
     review: ReviewOptions = Field(default_factory=ReviewOptions)
+    guard: GuardOptions = Field(default_factory=GuardOptions)
 
     def traces_named(self) -> str:
         """The trace path(s), for messages."""

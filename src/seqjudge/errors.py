@@ -107,3 +107,15 @@ class JudgeOutputError(SeqjudgeError):
     """A judge reply that failed parsing, the schema or a semantic check; the harness re-asks with it."""
 
     exit_code = 1
+
+
+class GuardError(SeqjudgeError):
+    """The guard (``seqjudge.guard``) cannot decide: its rule or config file is bad, or it was asked
+    something it cannot answer (exit 2). A host turns it into its fail mode's decision (``Guard.degraded``);
+    ``cause`` is the error it stands for, whose message (never a secret: rules and paths only) it carries."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, cause: BaseException | None = None) -> None:
+        self.cause = cause
+        super().__init__(message)

@@ -35,6 +35,7 @@ __all__ = [
     "anthropic_message",
     "openai_chat",
     "openai_error",
+    "openai_tool_calls",
 ]
 
 DEFAULT_ROUTES: tuple[tuple[str, str], ...] = (
@@ -286,6 +287,39 @@ def openai_chat(
         },
     }
     return FakeReply(200, body, dict(headers or {}), delay=delay)
+
+
+def openai_tool_calls(*calls: tuple[str, dict[str, Any], str], model: str = "gpt-4o-2024-08-06") -> FakeReply:
+    """A Chat Completions reply asking for tool calls, each ``(name, arguments, call_id)``: what an agent
+    framework's model turn that calls tools looks like to the strict client."""
+    body = {
+        "id": "chatcmpl-fake-tools",
+        "object": "chat.completion",
+        "created": 1_760_000_000,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "logprobs": None,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "refusal": None,
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(args)},
+                        }
+                        for name, args, call_id in calls
+                    ],
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+    return FakeReply(200, body)
 
 
 def anthropic_message(

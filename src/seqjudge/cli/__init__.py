@@ -1,5 +1,9 @@
 """Command-line entry point. Errors become exit codes and one-paragraph messages here, and only here.
 
+typer is imported when a command line needs it, not with this package: a hook's command line (``main`` ->
+``guard_hook.fast``) runs before every tool call of an agent and does without it. The typer application
+is ``seqjudge.cli.app.app``.
+
 Exit codes: 0 every trace passed (or the command succeeded), 1 some trace failed or needs review,
 2 bad input, 3 infrastructure (a provider that cannot be reached, a store on a full disk), 4 an internal
 error (any other exception: a bug, never a verdict; the traceback goes to a log file, ``seqjudge.crashlog``),
@@ -11,9 +15,6 @@ from __future__ import annotations
 import sys
 from importlib import import_module
 
-import typer
-
-from seqjudge.cli.app import app
 from seqjudge.errors import SeqjudgeError
 from seqjudge.safetext import say
 
@@ -26,6 +27,7 @@ MODULES = (
     "convert_cmd",
     "demo_cmd",
     "golden_cmd",
+    "guard_cmd",
     "init_cmd",
     "judge_cmd",
     "report_cmd",
@@ -54,6 +56,7 @@ COMMAND_MODULES = {
     "convert": "convert_cmd",
     "demo": "demo_cmd",
     "golden": "golden_cmd",
+    "guard": "guard_cmd",
     "init": "init_cmd",
     "judge": "judge_cmd",
     "prompt": "judge_cmd",
@@ -79,6 +82,10 @@ def register(argv: list[str]) -> None:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (tests call this; ``main`` exits with it)."""
+    import typer
+
+    from seqjudge.cli.app import app
+
     register(sys.argv[1:] if argv is None else argv)
     try:
         result = app(args=argv, standalone_mode=False, prog_name="seqjudge")
@@ -110,4 +117,7 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def main() -> None:
-    sys.exit(run())
+    from seqjudge.cli.guard_hook import fast
+
+    code = fast(sys.argv[1:])  # a hook's command line, without typer (seqjudge.cli.guard_hook)
+    sys.exit(run() if code is None else code)

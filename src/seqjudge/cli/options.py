@@ -26,6 +26,14 @@ def _store_option(help: str) -> Any:
 # not a Path: a Path would fold a postgresql:// URL's `//` into one slash (seqjudge.store.target).
 _STORE_HELP = "The seqjudge database: a SQLite file, or postgresql://USER@HOST:PORT/DATABASE."
 StoreOpt = Annotated[str, _store_option(_STORE_HELP)]
+# The guard hook records its decisions only where a store is named (or with --shadow, which needs one).
+GuardStoreOpt = Annotated[
+    str | None,
+    _store_option(
+        "Record each decision in this seqjudge database (runs show lists them); with --shadow, default "
+        ".seqjudge/seqjudge.db."
+    ),
+]
 # Commands whose config file may name the store (run, calibrate): None means "the config's".
 ConfigStoreOpt = Annotated[
     str | None, _store_option(_STORE_HELP[:-1] + "; default: the config's, else .seqjudge/seqjudge.db.")

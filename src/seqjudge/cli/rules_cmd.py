@@ -26,15 +26,23 @@ def lint_command(
         ),
     ] = None,
     store: StoreOpt = DEFAULT_STORE,
+    guard: Annotated[
+        bool,
+        typer.Option(
+            "--guard",
+            help="Also name the rules a guard before each call (`seqjudge guard`) cannot enforce, and why.",
+        ),
+    ] = False,
 ) -> int:
     """Check a rule file: syntax, every rule, precedence cycles and, with a catalog, tool names; and whether
-    a calibration certificate beside the store covers its `judge` rules.
+    a calibration certificate beside the store covers its `judge` rules. With --guard, also the rules that
+    only make sense offline (docs/guard.md).
 
     Exits 2 if there is any error (including a file that does not load), else 0.
     """
     from seqjudge import inputs
     from seqjudge.certificate import certificates_dir
-    from seqjudge.rules.lint import LintProblem, certificate_problems, lint
+    from seqjudge.rules.lint import LintProblem, certificate_problems, guard_problems, lint
     from seqjudge.rules.load import SeqjudgeDeprecationWarning, load_rules_located
 
     source = str(rules)
@@ -55,6 +63,8 @@ def lint_command(
     cat = inputs.read_catalog(catalog_path) if catalog_path is not None else None
     problems = lint(ruleset, cat, locations=locations)
     problems += certificate_problems(ruleset, certificates_dir(store))
+    if guard:
+        problems += guard_problems(ruleset, locations)
     if deprecated:
         problems.append(
             LintProblem(

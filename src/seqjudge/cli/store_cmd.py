@@ -116,15 +116,35 @@ def runs_show(
         ),
     ] = False,
     fmt: Annotated[str, format_option("audit", help="With --audit or --rates: text or json.")] = "text",
+    guard: Annotated[
+        bool,
+        typer.Option(
+            "--guard",
+            help="Every runtime guard decision recorded for the run's traces (trace id = session id).",
+        ),
+    ] = False,
 ) -> int:
-    """A run's summary: counts, judge-engine agreement, fingerprints; with --trace, one trace's rules; with
-    --audit, the false-pass rate its audits measure (exit 1 when it drifted above α); with --rates, how
-    often each rule was broken, with intervals."""
+    """A run's summary: counts, judge-engine agreement, fingerprints, and the runtime guard's decisions
+    beside the offline verdicts of its guarded sessions; with --trace, one trace's rules; with --audit, the
+    false-pass rate its audits measure (exit 1 when it drifted above α); with --rates, how often each rule
+    was broken, with intervals; with --guard, every guard decision of the run's sessions."""
+    from seqjudge.guard.shadow import compare_run, decision_lines, shadow_lines
     from seqjudge.outputs.listings import result_lines, run_lines
 
     with _open(store) as db:
         run_id = db.resolve_run(run)
         info = db.run_info(run_id)
+        if guard:
+            clash = [n for n, given in (("--audit", audit), ("--rates", rates), ("--trace", trace)) if given]
+            if clash:
+                raise InputError(
+                    f"--guard does not take {', '.join(clash)}",
+                    where="--guard",
+                    hint="--guard lists the guard's decisions of one run; ask for the other views separately",
+                )
+            say(f"Run {run_id} · guard decisions")
+            say("\n".join(decision_lines(db.run_guard_decisions(run_id))))
+            return 0
         if rates:
             clash = [n for n, given in (("--audit", audit), ("--trace", trace), ("--with", pool)) if given]
             clash += ["--alpha"] if alpha is not None else []
@@ -150,7 +170,11 @@ def runs_show(
             say("\n".join(result_lines(stored.result)))
             return 0
         results = [s.result for s in db.results(run_id)]
-    say("\n".join(run_lines(info, results)))
+        decisions = db.run_guard_decisions(run_id)
+    lines = run_lines(info, results)
+    if decisions:  # only where a guard ran in shadow (or recorded) for these sessions
+        lines += shadow_lines(compare_run(decisions, results), len(results))
+    say("\n".join(lines))
     return 0
 
 

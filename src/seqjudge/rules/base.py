@@ -37,6 +37,7 @@ __all__ = [
     "SelectorFactory",
     "Wording",
     "Severity",
+    "by_outcome_only",
     "check_operand",
     "failed_only",
     "never_met",
@@ -126,6 +127,13 @@ def check_operand(op: Operand) -> Operand:
     return op
 
 
+def by_outcome_only(op: Operand) -> bool:
+    """True when every item of the operand selects calls by their outcome (``status:``): whether a call
+    matches is known only once it has run."""
+    items = op if isinstance(op, list) else [op]
+    return all(isinstance(item, ArgsSelector) and item.status is not None for item in items)
+
+
 def failed_only(op: Operand) -> bool:
     """True when the operand selects failed calls only (``status: error`` on every item)."""
     items = op if isinstance(op, list) else [op]
@@ -177,6 +185,7 @@ class RuleBase(BaseModel):
 
     - ``type: Literal["name"]`` - the name the rule file uses;
     - ``rank`` - where the type is listed in messages ("valid types: ...");
+    - ``guard_kinds`` and ``guard_at_end`` - what the guard decides before a call, and what at the end;
     - ``operand_fields`` (fields holding one operand) and, if any, ``operand_list_fields`` (fields holding
       a list of operands): what a tool-name check (catalog, judge validation, lint) must look at;
     - ``default_id()``, ``describe()`` (the meaning in words, for reports), ``requirement(say)`` (the
@@ -196,6 +205,16 @@ class RuleBase(BaseModel):
     # Whether the engine may leave the rule to the judge (outcome `deferred`) on some trace: counted and
     # named wherever deferred rules are (a pass must say what it did not decide).
     may_defer: ClassVar[bool] = False
+    # What the guard (``seqjudge.guard``) can decide before a call runs, declared by each type: the violation
+    # types this rule raises at a call from the calls before it alone ("looks back": the proposed call is
+    # denied when one is certain at it), and, when something is decided only once the session ends, why
+    # (None: nothing is). A type with no look-back violation only makes sense offline (``lint --guard``).
+    guard_kinds: ClassVar[frozenset[str]]
+    guard_at_end: ClassVar[str | None]
+    # The field whose call a look-back violation is at (``then`` of ``before``), when it is one operand: an
+    # operand that counts calls by outcome (``status:``) is a violation only once the call has run, so the
+    # guard can never deny it (``lint --guard`` says so).
+    guard_operand: ClassVar[str | None] = None
     operand_list_fields: ClassVar[tuple[str, ...]] = ()
 
     id: str | None = None
@@ -210,7 +229,8 @@ class RuleBase(BaseModel):
         super().__pydantic_init_subclass__(**kwargs)
         name = _type_name(cls)
         missing = [m for m in _METHODS if getattr(cls, m) is getattr(RuleBase, m)]
-        missing += [v for v in ("rank", "operand_fields") if not hasattr(cls, v)]
+        declared = ("rank", "operand_fields", "guard_kinds", "guard_at_end")
+        missing += [v for v in declared if not hasattr(cls, v)]
         if missing:
             raise TypeError(f"rule type {name!r} ({cls.__qualname__}) does not define {', '.join(missing)}")
         unknown = [f for f in (*cls.operand_fields, *cls.operand_list_fields) if f not in cls.model_fields]

@@ -376,6 +376,28 @@ class Engine:
             "rules": results,
         }
 
+    def finding(self, comp: _Compiled, view: View, groupings: dict[tuple[str, ...], Grouping]) -> ev.Finding:
+        """One compiled rule (with an evaluator) on the index ``view`` shows, as ``check`` finds it: the
+        guard's way in (``seqjudge.guard``), which evaluates the rules on a session's growing index.
+        ``groupings``: the index's ``same:`` groupings as they stand (found again once the index grows)."""
+        assert comp.evaluate is not None
+        if comp.same is None:
+            return comp.evaluate(view)
+        return self._evaluate_same(comp, view.index, groupings, view.explain)
+
+    def group_finding(self, comp: _Compiled, grouping: Grouping, i: int) -> ev.Finding | None:
+        """A ``same:`` rule on the group of call ``i`` alone, as ``check`` finds that group (the guard: a
+        violation at a call is in its group); None when the call is in no group. ``grouping`` is the
+        index's, for the rule's arguments."""
+        assert comp.evaluate is not None
+        g = grouping.group_of(i)
+        if g is None:
+            return None
+        view = View(grouping.index, grouping, explain=False)
+        view.show({sel: grouping.split(sel).get(g, NO_POSITIONS) for sel in comp.sels}, g)
+        finding = comp.evaluate(view)
+        return _failed_for([(grouping.label(i), finding)]) if finding.outcome == "failed" else finding
+
     def _evaluate_same(
         self, comp: _Compiled, index: TraceIndex, groupings: dict[tuple[str, ...], Grouping], explain: bool
     ) -> ev.Finding:

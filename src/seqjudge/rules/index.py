@@ -101,6 +101,7 @@ class TraceIndex:
         "_sel",
         "source",
         "_lineage",
+        "_owned",
     )
 
     def __init__(
@@ -166,12 +167,88 @@ class TraceIndex:
         # outputs and messages, parsed once for all of them at the first ask: ``lineage_sources``).
         self.source: Trace | PlainTrace | None = None
         self._lineage: Sources | None = None
+        self._owned = False  # whether each name's successful positions are a list of its own (_own_lists)
         sel = self._sel = _Positions()
         sel.names, sel.ok, sel.args = names, ok, args
         ok_by_name = sel.ok_by_name = self.ok_by_name
         sel.by_name = by_name
         for single, name in singles:
             sel[single] = (by_name[name], ok_by_name[name]) if name in by_name else NO_POSITIONS
+
+    def append(self, name: str, ok: bool, args: dict[str, Any], step: int) -> int:
+        """Add a call at the end and return its position: the index of a session that grows a call at a
+        time (``seqjudge.guard``), so that the engine's evaluators read it as they read a whole trace's.
+
+        The columns, the per-name positions and the positions cached per selector grow in place (a call to
+        a tool not called before empties the cache instead: a selector of that name cached the shared empty
+        positions), and so do the lineage sources read so far (``Sources.added``)."""
+        self._own_lists()
+        i = self.n
+        self.names.append(name)
+        self.ok.append(ok)
+        self.args.append(args)
+        self.steps.append(step)
+        self.n = i + 1
+        self.sequential = step == i
+        by_name, ok_by_name = self.by_name, self.ok_by_name
+        cached = self._sel
+        own = by_name.get(name)
+        if own is None:
+            by_name[name] = [i]
+            ok_by_name[name] = [i] if ok else []
+            cached.clear()
+        else:
+            own.append(i)
+            if ok:
+                ok_by_name[name].append(i)
+            for sel, (every, good) in cached.items():
+                # A selector of this name alone holds its lists, grown above; any other gets the call if it
+                # matches it (``__missing__`` builds its lists of its own).
+                if every is not own and sel.hit(name, ok, args):
+                    every.append(i)
+                    if ok:
+                        good.append(i)
+        if self._lineage is not None:
+            self._lineage.added(i, name, ok, args, step)
+        return i
+
+    def pop(self) -> None:
+        """Remove the last call (``append`` undone: the guard's proposed call, once decided)."""
+        self._own_lists()
+        i = self.n - 1
+        if self._lineage is not None:
+            self._lineage.removed(i, self.names[i], self.ok[i], self.args[i])
+        name = self.names.pop()
+        self.ok.pop()
+        self.args.pop()
+        self.steps.pop()
+        self.n = i
+        steps = self.steps
+        self.sequential = not steps or steps[-1] == i - 1
+        own, own_ok = self.by_name[name], self.ok_by_name[name]
+        for every, good in self._sel.values():
+            if every and every[-1] == i and every is not own:
+                every.pop()
+            if good and good[-1] == i and good is not own_ok:
+                good.pop()
+        own.pop()
+        if own_ok and own_ok[-1] == i:
+            own_ok.pop()
+        if not own:
+            del self.by_name[name], self.ok_by_name[name]
+            self._sel.clear()  # (a selector cached this name's lists, which a later call would not grow)
+
+    def _own_lists(self) -> None:
+        """Give the successful positions lists of their own, so that a call appended (or removed) changes
+        exactly the lists it belongs in: a built index shares them with every position's when no call failed
+        (``ok_by_name is by_name``), and per name otherwise. A session's index does this once, when empty."""
+        if self._owned:
+            return
+        ok = self.ok
+        self.ok_by_name = {k: [i for i in v if ok[i]] for k, v in self.by_name.items()}
+        self._sel.ok_by_name = self.ok_by_name
+        self._sel.clear()  # (what it cached may share the lists replaced)
+        self._owned = True
 
     @classmethod
     def of(cls, trace: Trace | PlainTrace, singles: Sequence[tuple[Selector, str]] = ()) -> TraceIndex:
@@ -202,6 +279,14 @@ class TraceIndex:
 
             found = self._lineage = sources_of(self.source)
         return found
+
+    def messages_moved(self) -> None:
+        """The trace's messages changed their places among the calls (a guard's view of a session without
+        some of its calls, ``seqjudge.guard.aside``): the lineage sources read so far read them again."""
+        if self._lineage is not None and self.source is not None:
+            from seqjudge.rules.lineage import sources_of
+
+            self._lineage.user = sources_of(self.source).user
 
     def positions(self, sel: Selector) -> tuple[list[int], list[int]]:
         """(every matching position, the successful ones), sorted, for the whole trace."""
@@ -330,6 +415,55 @@ class Grouping:
                 if ok[i]:
                     pair[1].append(i)
         return out
+
+    def group_of(self, i: int) -> Any:
+        """The key of call ``i``'s group, or None when it lacks an argument (it is in no group)."""
+        g = self.key_of(self.index.args[i])
+        return None if g is _MISSING else g
+
+    def added(self, i: int) -> None:
+        """Call ``i`` was appended to the index (a guard session's, ``TraceIndex.append``): the groups found
+        so far take it in, as a grouping built afresh would have it."""
+        index = self.index
+        args = index.args[i]
+        g = self.key_of(args)
+        if g is _MISSING:
+            return
+        name, ok = index.names[i], index.ok[i]
+        for sel, groups in self._split.items():
+            if sel.hit(name, ok, args):
+                pair = groups.get(g)
+                if pair is None:
+                    pair = groups[g] = ([], [])
+                pair[0].append(i)
+                if ok:
+                    pair[1].append(i)
+        members = self._members
+        if members is not None:
+            if g in members:
+                members[g].append(i)
+            else:
+                members[g] = [i]
+
+    def removed(self, i: int) -> None:
+        """Call ``i``, the last, is about to leave the index (``TraceIndex.pop``): ``added`` undone."""
+        g = self.key_of(self.index.args[i])
+        if g is _MISSING:
+            return
+        for groups in self._split.values():
+            pair = groups.get(g)
+            if pair is not None and pair[0][-1] == i:
+                pair[0].pop()
+                if pair[1] and pair[1][-1] == i:
+                    pair[1].pop()
+                if not pair[0]:
+                    del groups[g]
+        members = self._members
+        if members is not None:
+            calls = members[g]
+            calls.pop()
+            if not calls:
+                del members[g]
 
     def members(self, g: Any) -> list[int]:
         """Every call of group ``g``, in order."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -219,13 +219,25 @@ class Sources:
         hit = self._indexes.get(key)
         if hit is not None:
             return hit
+        found = self._indexes[key] = SourceIndex({}, [], [], [])
+        self._fill(found, key, positions, ok, steps)
+        return found
+
+    def _fill(
+        self,
+        found: SourceIndex,
+        key: SourceKey,
+        positions: Iterable[int],
+        ok: Sequence[bool] | Mapping[int, bool],
+        steps: Sequence[int] | Mapping[int, int],
+    ) -> None:
+        """Add the calls at ``positions`` (in order, after those ``found`` holds) to ``found``, the index of
+        ``key``: the successful ones (``ok``), each in its step (``steps``). One loop for a whole trace, not
+        a call per source call: a million-call trace builds its index here."""
         path, norm = key.path, key.norm
         search = compile_path(path).search if path is not None else None
         plain = not norm.names  # no normaliser: values are their own keys
-        first: dict[str, int] = {}
-        texts: list[tuple[int, str]] = []
-        unsure: list[tuple[int, str]] = []
-        ok_steps: list[int] = []
+        first, texts, unsure, ok_steps = found.first, found.texts, found.unsure, found.steps
         for p in positions:
             if not ok[p]:
                 continue  # a failed call's output is an error, never a source
@@ -255,8 +267,31 @@ class Sources:
                 value = text if plain else norm(text)
                 if value not in first:
                     first[value] = p
-        found = self._indexes[key] = SourceIndex(first, texts, unsure, ok_steps)
-        return found
+
+    def added(self, i: int, name: str, ok: bool, args: dict[str, Any], step: int) -> None:
+        """Call ``i`` was appended to the trace (a guard session's, ``TraceIndex.append``): each source
+        index built so far takes it in, as one built afresh would have it."""
+        if not ok:
+            return
+        for key, found in self._indexes.items():
+            if key.sel.hit(name, ok, args):
+                self._fill(found, key, (i,), {i: ok}, {i: step})
+
+    def removed(self, i: int, name: str, ok: bool, args: dict[str, Any]) -> None:
+        """Call ``i``, the last, is about to leave the trace (``TraceIndex.pop``): ``added`` undone."""
+        self._parsed.pop(i, None)
+        if not ok:
+            return
+        for key, found in self._indexes.items():
+            if not key.sel.hit(name, ok, args):
+                continue
+            found.steps.pop()
+            if found.texts and found.texts[-1][0] == i:
+                found.texts.pop()
+            if found.unsure and found.unsure[-1][0] == i:
+                found.unsure.pop()
+            if i in found.first.values():
+                found.first = {value: p for value, p in found.first.items() if p != i}
 
     def user_text(self, text: str, norm: Normalizer) -> str:
         """A user message's text, normalised (once per message and normalisers)."""

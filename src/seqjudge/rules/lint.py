@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from seqjudge.pattern import SEARCH_TIMEOUT, nested_quantifier
-from seqjudge.rules.base import ArgsSelector
+from seqjudge.rules.base import ArgsSelector, by_outcome_only
 from seqjudge.rules.model import (
     BlocklistRule,
     RuleBase,
@@ -635,6 +635,52 @@ def _when_problems(rule_id: str, when: dict[str, object] | None, where: str | No
                     where,
                     f"rule {rule_id!r}: when path {path!r} has spaces around a part",
                     "remove the spaces: keys are matched exactly",
+                )
+            )
+    return out
+
+
+def guard_problems(ruleset: RuleSet, locations: dict[str, str] | None = None) -> list[LintProblem]:
+    """What a guard before each call (``seqjudge guard``) cannot enforce of this rule set, rule by rule:
+    rules that only make sense offline (nothing to deny before a call), and look-back rules whose call
+    counts by its outcome (never certain before it runs). Each rule type says what it decides
+    (``guard_kinds``, ``guard_at_end``, ``guard_operand``); a rule decided partly at the session's end is
+    not a problem: the guard reports it when the session finishes."""
+    locs = locations or {}
+    out: list[LintProblem] = []
+    for rule in ruleset.rules:
+        where = locs.get(rule.rule_id)
+        if not rule.guard_kinds:
+            hint = (
+                "run it with `--judge ask` to hand each call it is about to a person, or keep it for offline "
+                "checks"
+                if rule.type == "judge"
+                else "keep it for offline checks (`seqjudge check`); the guard decides it at the end"
+            )
+            out.append(
+                LintProblem(
+                    "warning",
+                    rule.rule_id,
+                    where,
+                    f"rule {rule.rule_id!r} ({rule.type}) only makes sense offline: nothing can be denied "
+                    f"before a call, because {rule.guard_at_end}",
+                    hint,
+                    code="offline_only",
+                )
+            )
+            continue
+        field = rule.guard_operand
+        if field and by_outcome_only(getattr(rule, field)):
+            out.append(
+                LintProblem(
+                    "warning",
+                    rule.rule_id,
+                    where,
+                    f"rule {rule.rule_id!r}: its {field} counts calls by outcome (status:), so a violation "
+                    "is known only after the call ran and the guard never denies it",
+                    f"the guard reports it when the session ends; drop `status:` from {field} if every "
+                    "attempt should count (the guard then denies the attempt)",
+                    code="guard_blind",
                 )
             )
     return out

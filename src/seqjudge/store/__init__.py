@@ -8,7 +8,8 @@ in its own module:
 - ``connection``: opening, pragmas (WAL, ``synchronous=NORMAL``), the lock, transactions, migrating on open;
   ``postgres``: the same calling convention on a PostgreSQL server; ``copy``: a store copied to another;
 - ``schema``: the tables, as the ordered ``MIGRATIONS``;
-- ``runs``, ``results``, ``review``, ``baselines``, ``batches``, ``export``: the tables of each concern;
+- ``runs``, ``results``, ``review``, ``baselines``, ``batches``, ``export``, ``guard``: the tables of each
+  concern (``guard``: the runtime guard's decisions per session, shadow mode);
 - ``reviewers``: the workbench's reviewers and browser sessions; ``team``: the append-only record of
   decisions, blind double review, adjudication and claims; ``queue``: the queue's pages and the agreement;
 - ``models``: what the store returns; ``codec``: timestamps, JSON columns, results rebuilt.
@@ -41,12 +42,14 @@ from seqjudge.store.batches import BatchesMixin
 from seqjudge.store.codec import judge_data, rebuild_result
 from seqjudge.store.connection import DEFAULT_STORE_PATH, Connection
 from seqjudge.store.export import ExportMixin, read_export
+from seqjudge.store.guard import GuardMixin
 from seqjudge.store.models import (
     AttemptRecord,
     BatchInfo,
     BatchRequest,
     BatchTrace,
     DuplicateTraceError,
+    GuardDecisionRecord,
     Resolution,
     ReviewDetail,
     ReviewItem,
@@ -75,6 +78,7 @@ __all__ = [
     "Claim",
     "Decision",
     "DuplicateTraceError",
+    "GuardDecisionRecord",
     "ItemResolvedError",
     "ItemState",
     "Migration",
@@ -96,6 +100,14 @@ __all__ = [
 
 
 class Store(
-    QueueMixin, ExportMixin, ReviewMixin, ResultsMixin, BatchesMixin, BaselinesMixin, RunsMixin, Connection
+    GuardMixin,
+    QueueMixin,
+    ExportMixin,
+    ReviewMixin,
+    ResultsMixin,
+    BatchesMixin,
+    BaselinesMixin,
+    RunsMixin,
+    Connection,
 ):
     """``Store(path)``: open (creating it and its folders unless ``create=False``) and migrate."""

@@ -129,3 +129,22 @@ class BatchRequest(BaseModel):
 
 class DuplicateTraceError(InputError):
     """A trace id already stored in the run: trace ids must be unique within a run."""
+
+
+class GuardDecisionRecord(BaseModel):
+    """One stored decision of the runtime guard (``seqjudge.guard``): what it said before a tool call of a
+    session, per rule, and whether it was only recorded (``shadow``) or enforced."""
+
+    session_id: str
+    seq: int  # 1, 2, ... in the order the session's decisions were recorded
+    decided_at: datetime
+    tool: str
+    call_id: str | None = None
+    action: Literal["allow", "deny", "ask"]
+    rules: list[dict[str, Any]] = Field(default_factory=list)  # rule_id, outcome, message, suggestion
+    degraded: str | None = None  # the fail-mode note when the guard could not decide
+    shadow: bool
+
+    @property
+    def denied_rules(self) -> list[str]:
+        return [str(r.get("rule_id")) for r in self.rules if r.get("outcome") == "deny"]

@@ -269,6 +269,27 @@ _V3 = (
     "CREATE INDEX rule_decisions_trace_rule ON rule_decisions (run_id, trace_id, rule_id)",
 )
 
+# -- the guard's decisions (seqjudge.guard, store/guard.py) --
+# guard_decisions: one row per decision the runtime guard took before a tool call (shadow mode: decided and
+#   recorded, never enforced), keyed by the agent's session id and the decision's number in that session.
+#   A session that is later run offline as a trace of the same id is shown beside its verdict by
+#   `runs show`. rules: the per-rule outcomes as JSON text (read in Python); degraded: the fail-mode note
+#   when the guard could not decide. Portable SQL only (SQLite and PostgreSQL): no rowid, no JSON functions.
+_V4 = (
+    """CREATE TABLE guard_decisions (
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        decided_at TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        call_id TEXT,
+        action TEXT NOT NULL CHECK (action IN ('allow', 'deny', 'ask')),
+        rules TEXT NOT NULL,
+        degraded TEXT,
+        shadow INTEGER NOT NULL CHECK (shadow IN (0, 1)),
+        PRIMARY KEY (session_id, seq)
+    )""",
+)
+
 # Applied in order; a new schema is a new entry at the end, never an edit of an applied one.
 MIGRATIONS: list[Migration] = [
     Migration(
@@ -282,6 +303,7 @@ MIGRATIONS: list[Migration] = [
         postgresql=_PG_V2,
     ),
     Migration(3, "team review: reviewers, web sessions, review decisions, claims, required reviews", _V3),
+    Migration(4, "guard decisions: the runtime guard's decisions per session (shadow mode)", _V4),
 ]
 
 _PG_TYPES = (

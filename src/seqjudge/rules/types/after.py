@@ -36,6 +36,9 @@ class AfterRule(SameMixin, RuleBase):
     within: int = Field(default=1, ge=1)
 
     rank = 6
+    # Met or missed only by calls after the trigger: nothing to deny before a call.
+    guard_kinds = frozenset()
+    guard_at_end = "a deadline is met or missed by the calls after its trigger"
     operand_fields = ("trigger", "then")
 
     _v = field_validator("trigger", "then")(lambda cls, v: check_operand(v))

@@ -36,6 +36,10 @@ class BeforeRule(SameMixin, RuleBase):
     then: Operand
 
     rank = 1
+    # The first `then` call is judged on the calls before it: the guard denies it without a prerequisite.
+    guard_kinds = frozenset({"missing_prerequisite", "out_of_order"})
+    guard_at_end = None
+    guard_operand = "then"
     operand_fields = ("first", "then")
 
     _v = field_validator("first", "then")(lambda cls, v: check_operand(v))

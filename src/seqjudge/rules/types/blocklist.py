@@ -20,6 +20,9 @@ class BlocklistRule(RuleBase):
     pattern: str = Field(min_length=1)
 
     rank = 2
+    # A forbidden call is forbidden whatever came before or follows: the guard denies it.
+    guard_kinds = frozenset({"forbidden_call"})
+    guard_at_end = None
     operand_fields = ()  # a pattern is not a tool name
 
     def default_id(self) -> str:

@@ -34,6 +34,8 @@ class EventuallyRule(RuleBase):
     within: int = Field(ge=1)
 
     rank = 4
+    guard_kinds = frozenset()
+    guard_at_end = "the call may still succeed within the deadline; decided once the session ends"
     operand_fields = ("tool",)
 
     _v = field_validator("tool")(lambda cls, v: check_operand(v))

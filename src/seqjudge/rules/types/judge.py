@@ -65,6 +65,9 @@ class JudgeRule(RuleBase):
     examples: list[JudgeExample] = Field(default_factory=list)
 
     rank = 10
+    # The guard skips it, asks the host, or asks the judge (Guard(judge=...)).
+    guard_kinds = frozenset()
+    guard_at_end = "it is written in words: only the judge (or a person) decides it"
     operand_fields = ("applies_to",)
     may_defer = True
 

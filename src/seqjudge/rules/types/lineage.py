@@ -118,6 +118,10 @@ class LineageRule(RuleBase):
     model_config = ConfigDict(extra="forbid", serialize_by_alias=True, validate_by_name=True)
 
     rank = 9
+    # A value with no source before the call is known when the call is proposed: the guard denies it.
+    guard_kinds = frozenset({"missing_prerequisite"})
+    guard_at_end = None
+    guard_operand = "tool"
     operand_fields = ("tool",)
     may_defer = True
 

@@ -33,6 +33,10 @@ class MaxCallsRule(SameMixin, RuleBase):
     max: int = Field(ge=0)
 
     rank = 3
+    # The call over the limit is known when it is proposed: the guard denies it.
+    guard_kinds = frozenset({"too_many_calls"})
+    guard_at_end = None
+    guard_operand = "tool"
     operand_fields = ("tool",)
 
     _v = field_validator("tool")(lambda cls, v: check_operand(v))

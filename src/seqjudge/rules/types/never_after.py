@@ -34,6 +34,10 @@ class NeverAfterRule(SameMixin, RuleBase):
     forbidden: Operand
 
     rank = 5
+    # A forbidden call after the trigger is known when it is proposed: the guard denies it.
+    guard_kinds = frozenset({"forbidden_call"})
+    guard_at_end = None
+    guard_operand = "forbidden"
     operand_fields = ("trigger", "forbidden")
 
     _v = field_validator("trigger", "forbidden")(lambda cls, v: check_operand(v))

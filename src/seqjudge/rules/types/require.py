@@ -33,6 +33,8 @@ class RequireRule(RuleBase):
     tool: Operand
 
     rank = 0
+    guard_kinds = frozenset()
+    guard_at_end = "the required call may still come"
     operand_fields = ("tool",)
 
     _v = field_validator("tool")(lambda cls, v: check_operand(v))

@@ -36,6 +36,9 @@ class SequenceRule(SameMixin, RuleBase):
     strict: bool = False
 
     rank = 7
+    # A call that breaks the order is known when proposed; whether the sequence completes, only at the end.
+    guard_kinds = frozenset({"out_of_order"})
+    guard_at_end = "whether the sequence is completed"
     operand_fields = ()
     operand_list_fields = ("tools",)
 

@@ -22,6 +22,8 @@ class TrajectoryRule(RuleBase):
     mode: Literal["precedence", "in_order", "any_order", "exact"] = "precedence"
 
     rank = 8
+    guard_kinds = frozenset()
+    guard_at_end = "it compares the whole list of successful calls with the expected one"
     operand_fields = ()
     operand_list_fields = ("expected",)
 
