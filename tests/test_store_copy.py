@@ -15,7 +15,7 @@ from seqjudge.errors import InputError
 from seqjudge.store import Store
 from seqjudge.store.copy import copy_store
 from test_batch_store import put_one_batch
-from test_store import pair
+from test_store import pair, where_of
 
 KINDS = ["clean", "split", "nojudge", "unscored"]
 
@@ -34,6 +34,10 @@ def fill(target: str) -> dict[str, object]:
         items = s.review_items(status="open")
         s.resolve_review(items[0].id, verdict="fail", reviewer="ana", note="checked")
         put_one_batch(s, second, "b1")
+        # Tables later migrations added (3: the team's record, 4: the guard's decisions) are copied too.
+        s.add_reviewer("bo")
+        s.decide(items[1].id, "bo", "pass")
+        s.record_guard_decision("t1", tool="delete", action="deny", rules=[], shadow=True)
         return snapshot(s)
 
 
@@ -53,6 +57,11 @@ def snapshot(s: Store) -> dict[str, object]:
         "batches": {r.id: [b.model_dump() for b in s.batches(r.id)] for r in runs},
         "requests": {r.id: s.batch_requests(r.id) for r in runs},
         "parts": s.prompt_parts({"h"}),
+        "decisions": raw_rows(
+            where_of(s), "SELECT item_id, reviewer, verdict FROM review_decisions ORDER BY item_id"
+        ),
+        "reviewers": raw_rows(where_of(s), "SELECT name, admin FROM reviewers ORDER BY name"),
+        "guard": [(d.session_id, d.seq, d.tool, d.action) for d in s.guard_decisions()],
     }
 
 
@@ -62,6 +71,7 @@ def test_sqlite_to_postgresql_and_back_keeps_every_row(tmp_path: Path, pg_url: s
     report = copy_store(source, pg_url)
     counts = {t.name: t.rows for t in report.tables}
     assert counts["results"] == 17 and counts["runs"] == 2 and counts["batch_requests"] == 1
+    assert counts["reviewers"] == 1 and counts["review_decisions"] == 1 and counts["guard_decisions"] == 1
     assert report.replaced == 0
     with Store(pg_url) as s:
         assert snapshot(s) == before
