@@ -71,7 +71,8 @@ def test_sqlite_to_postgresql_and_back_keeps_every_row(tmp_path: Path, pg_url: s
     report = copy_store(source, pg_url)
     counts = {t.name: t.rows for t in report.tables}
     assert counts["results"] == 17 and counts["runs"] == 2 and counts["batch_requests"] == 1
-    assert counts["reviewers"] == 1 and counts["review_decisions"] == 1 and counts["guard_decisions"] == 1
+    # (resolve_review records a decision too, as the CLI path does)
+    assert counts["reviewers"] == 1 and counts["review_decisions"] == 2 and counts["guard_decisions"] == 1
     assert report.replaced == 0
     with Store(pg_url) as s:
         assert snapshot(s) == before
