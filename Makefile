@@ -20,9 +20,11 @@ $(VENV)/.installed-test: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/seqjudge demo golden_traces
 
+# SEQJUDGE_REQUIRE_POSTGRES: here the store's PostgreSQL tests must run (a server that cannot start fails them).
 test: $(VENV)/.installed-test
 	@bash scripts/ensure-chromium.sh
-	$(BIN)/python -m pytest
+	@bash scripts/ensure-postgres.sh
+	SEQJUDGE_REQUIRE_POSTGRES=1 $(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks

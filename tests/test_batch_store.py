@@ -47,8 +47,8 @@ def test_a_version_1_store_is_migrated_without_losing_a_row(
     assert raw_rows(path, "SELECT COUNT(*) FROM results WHERE run_id = ?", (new,)) == [(1,)]
 
 
-def test_a_pending_batch_run_is_not_resumed_online(tmp_path: Path) -> None:
-    with Store(tmp_path / "s.db") as s:
+def test_a_pending_batch_run_is_not_resumed_online(store_target: str) -> None:
+    with Store(store_target) as s:
         run = s.create_run(config={}, fingerprint={})
         s.mark_batch_pending(run)
         with pytest.raises(InputError, match="waiting for provider batches") as err:
@@ -59,38 +59,36 @@ def test_a_pending_batch_run_is_not_resumed_online(tmp_path: Path) -> None:
         assert s.reopen_run(run).status == "running"
 
 
-def test_batch_results_are_recorded_once(tmp_path: Path) -> None:
-    trace, _ = pair("t1", "clean")
-    with Store(tmp_path / "s.db") as s:
+def put_one_batch(s: Store, run: str, trace_id: str = "t1") -> None:
+    """One batch trace (its prompt part ``h``) and one submitted batch ``b1`` of one request ``sj-1``."""
+    trace, _ = pair(trace_id, "clean")
+    row = {
+        "trace_id": trace_id,
+        "custom_id": "sj-1",
+        "trace": trace,
+        "engine": {"trace_id": trace_id},
+        "prompt": {"prompt_hash": "p"},
+        "request": {"system": {"part": "h"}},
+    }
+    s.put_batch_traces(run, [row], {"h": "the system prompt"})
+    request = {
+        "custom_id": "sj-1",
+        "trace_id": trace_id,
+        "purpose": "first",
+        "attempt": 1,
+        "prompt_hash": "p",
+        "request_hash": "r",
+        "session": {"request": "base"},
+    }
+    batch = {"id": "b1", "provider": "openai", "model": "m", "round": 0, "purpose": "first", "status": "new"}
+    s.add_batch(run, batch, [request])
+
+
+def test_batch_results_are_recorded_once(store_target: str) -> None:
+    with Store(store_target) as s:
         run = s.create_run(config={}, fingerprint={})
-        row = {
-            "trace_id": "t1",
-            "custom_id": "sj-1",
-            "trace": trace,
-            "engine": {"trace_id": "t1"},
-            "prompt": {"prompt_hash": "p"},
-            "request": {"system": {"part": "h"}},
-        }
-        s.put_batch_traces(run, [row], {"h": "the system prompt"})
+        put_one_batch(s, run)
         assert s.prompt_parts({"h", "missing"}) == {"h": "the system prompt"}
-        request = {
-            "custom_id": "sj-1",
-            "trace_id": "t1",
-            "purpose": "first",
-            "attempt": 1,
-            "prompt_hash": "p",
-            "request_hash": "r",
-            "session": {"request": "base"},
-        }
-        batch = {
-            "id": "b1",
-            "provider": "openai",
-            "model": "m",
-            "round": 0,
-            "purpose": "first",
-            "status": "new",
-        }
-        s.add_batch(run, batch, [request])
         ok = [{"custom_id": "sj-1", "outcome": "succeeded", "result": {"choices": []}, "error": None}]
         assert s.record_batch_results("b1", ok, status="completed", counts={"total": 1}) == 1
         bad = [{"custom_id": "sj-1", "outcome": "errored", "result": None, "error": "late"}]

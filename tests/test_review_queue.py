@@ -47,9 +47,10 @@ def disputed(trace: Trace) -> Any:
 
 
 @pytest.fixture
-def two_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """Two runs of three disputed traces each; the second is the latest."""
-    path = tmp_path / "seqjudge.db"
+def two_runs(store_target: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Two runs of three disputed traces each; the second is the latest (in a SQLite file, then in a
+    PostgreSQL database: the CLI reads SEQJUDGE_STORE)."""
+    path = store_target
     monkeypatch.setenv("SEQJUDGE_STORE", str(path))
     runs: dict[str, Any] = {}
     with Store(path) as s:
@@ -70,7 +71,7 @@ def listed(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
     return [item["trace_id"] for item in json.loads(capsys.readouterr().out)]
 
 
-def open_ids(path: Path) -> set[int]:
+def open_ids(path: str | Path) -> set[int]:
     with Store(path) as s:
         return {i.id for i in s.review_items(status="open")}
 

@@ -23,16 +23,20 @@ def suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return write_suite(tmp_path, monkeypatch, [trace(f"t{i}") for i in range(3)])
 
 
-def test_a_second_resume_is_refused_before_any_call(suite: Path, fake_llm: FakeLLMServer, capsys) -> None:
-    base = ["--store", "s.db", "--concurrency", "1", "--no-cache"]
+def test_a_second_resume_is_refused_before_any_call(
+    suite: Path, store_target: str, fake_llm: FakeLLMServer, capsys
+) -> None:
+    """On SQLite the lock is a file lock; on PostgreSQL an advisory lock on the server."""
+    store = "s.db" if store_target.endswith(".db") else store_target
+    base = ["--store", store, "--concurrency", "1", "--no-cache"]
     cfg = RunConfig(
         rules="rules.yaml",
         traces="t.jsonl",
-        store="s.db",
+        store=store,
         model="openai:gpt-4o",
         model_options={"base_url": fake_llm.openai_base_url},
     )
-    with Store("s.db") as db:  # a run killed before it stored anything (its lock died with it)
+    with Store(store) as db:  # a run killed before it stored anything (its lock died with it)
         run_id = db.create_run(config=cfg.model_dump(mode="json"), fingerprint={})
     left = 3
     calls_before = len(fake_llm.requests)
@@ -53,7 +57,7 @@ def test_a_second_resume_is_refused_before_any_call(suite: Path, fake_llm: FakeL
     assert codes == [0]
     assert len(fake_llm.requests) == calls_before + left  # the second resume made no call of its own
     assert calls_at_refusal <= calls_before + left
-    with Store("s.db") as db:
+    with Store(store) as db:
         assert db.run_info(run_id).status == "completed"
         assert db.completed_trace_ids(run_id) == {"t0", "t1", "t2"}
     # once finished, the run's lock is free again: another resume has nothing left to do, and says so

@@ -1,4 +1,9 @@
-"""The SQLite store: round trips, one result per trace, run references, migrations, WAL, redaction.
+"""The store, on SQLite and on PostgreSQL: round trips, one result per trace, run references, migrations, WAL,
+redaction.
+
+One suite for both backends: ``db`` (and ``store_target``, tests/conftest.py) is a new SQLite file, then a
+new database on the test session's PostgreSQL server (tests/pg_server.py). Tests of what only SQLite has (a
+file, WAL, a file that is not a database) take ``tmp_path`` instead.
 
 The builders at the top (``RULES``, ``make_trace``, ``judge_result``, ``make_result``) are shared with
 test_store_kill.py, test_review_cli.py and test_runs_cli.py.
@@ -14,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from pg_server import raw_rows as pg_raw_rows
+from pg_server import stored_bytes
 from seqjudge import store as store_module
 from seqjudge.crosscheck import TraceResult, reconcile
 from seqjudge.errors import InputError
@@ -183,17 +190,21 @@ def pair(trace_id: str, kind: str) -> tuple[Trace, TraceResult]:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Any:
-    with Store(tmp_path / "s" / "seqjudge.db") as s:
+def db(store_target: str) -> Any:
+    with Store(store_target) as s:
         yield s
 
 
-def raw_rows(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
+def raw_rows(where: Store | Path | str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Rows read by a connection of their own: what the store committed. ``where``: a store, a file, a URL."""
+    if isinstance(where, Store):
+        where = where_of(where)
+    return pg_raw_rows(where, sql, params)
+
+
+def where_of(db: Store) -> str:
+    """What opens ``db`` again: its file, or its URL."""
+    return db.target.url or str(db.path)
 
 
 # -- round trips -------------------------------------------------------------------------------------------
@@ -224,7 +235,7 @@ def test_rows_per_rule_attempt_and_review_item(db: Store) -> None:
     for i, kind in enumerate(["clean", "split", "nojudge", "unscored"]):
         db.save_result(run, *pair(f"t{i}", kind))
     rows = raw_rows(
-        db.path,
+        db,
         "SELECT trace_id, rule_id, engine, judge, final, agree FROM rule_decisions "
         "WHERE trace_id = 't1' ORDER BY position",
     )
@@ -235,7 +246,7 @@ def test_rows_per_rule_attempt_and_review_item(db: Store) -> None:
         ("t1", "confirm-delete", "deferred", "failed", "failed", None),
     ]
     attempts = raw_rows(
-        db.path,
+        db,
         "SELECT trace_id, n, request_hash, raw_reply, error_stage, cached, usage "
         "FROM judge_attempts ORDER BY trace_id, position",
     )
@@ -246,7 +257,7 @@ def test_rows_per_rule_attempt_and_review_item(db: Store) -> None:
         ("t3", 1, None),
     ]
     assert attempts[1][3] == "not json" and json.loads(attempts[1][6])["input_tokens"] == 100
-    status = dict(raw_rows(db.path, "SELECT trace_id, judge_status FROM results"))
+    status = dict(raw_rows(db, "SELECT trace_id, judge_status FROM results"))
     assert status == {"t0": "scored", "t1": "scored", "t2": "skipped", "t3": "unscored"}
     items = {i.trace_id: i for i in db.review_items()}
     # Neither the clean trace nor the one whose judge rule was deferred for want of a model is routed.
@@ -302,7 +313,7 @@ def test_saving_a_trace_twice_is_an_error_and_changes_nothing(db: Store) -> None
     with pytest.raises(DuplicateTraceError, match="'t1' is already stored"):
         db.save_result(run, trace, result)
     for table, n in (("results", 1), ("rule_decisions", 4), ("judge_attempts", 2), ("review_items", 1)):
-        assert raw_rows(db.path, f"SELECT COUNT(*) FROM {table}") == [(n,)]
+        assert raw_rows(db, f"SELECT COUNT(*) FROM {table}") == [(n,)]
     # The same trace id in another run is fine.
     other = db.create_run(config={}, fingerprint={})
     db.save_result(other, trace, result)
@@ -319,7 +330,7 @@ def test_a_failed_save_leaves_nothing(db: Store, monkeypatch: pytest.MonkeyPatch
     with pytest.raises(RuntimeError, match="disk on fire"):
         db.save_result(run, *pair("t1", "split"))
     assert db.completed_trace_ids(run) == set()
-    assert raw_rows(db.path, "SELECT COUNT(*) FROM rule_decisions") == [(0,)]
+    assert raw_rows(db, "SELECT COUNT(*) FROM rule_decisions") == [(0,)]
     monkeypatch.undo()
     db.save_result(run, *pair("t1", "split"))  # nothing half-written blocks the retry
     assert db.completed_trace_ids(run) == {"t1"}
@@ -377,10 +388,10 @@ def test_resolve_run_latest_prefix_and_unknown(db: Store) -> None:
     assert "'r1999'" in str(exc.value) and "seqjudge runs list" in str(exc.value)
 
 
-def test_resolve_run_prefix_is_unique_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resolve_run_prefix_is_unique_match(store_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
     ids = iter(["r20260101-000000-aaaa", "r20260101-000000-abcd"])
     monkeypatch.setattr(Store, "new_run_id", staticmethod(lambda moment=None: next(ids)))
-    with Store(tmp_path / "x.db") as s:
+    with Store(store_target) as s:
         first = s.create_run(config={}, fingerprint={})
         second = s.create_run(config={}, fingerprint={})
         assert s.resolve_run("r20260101-000000-aa") == first
@@ -392,22 +403,31 @@ def test_resolve_run_prefix_is_unique_match(tmp_path: Path, monkeypatch: pytest.
 
 
 # -- schema ------------------------------------------------------------------------------------------------
-def test_fresh_store_is_at_the_latest_version_in_wal_with_foreign_keys(tmp_path: Path) -> None:
-    path = tmp_path / "deep" / "er" / "seqjudge.db"
+def test_fresh_store_is_at_the_latest_version_with_foreign_keys(store_target: str) -> None:
     latest = len(store_module.MIGRATIONS)
-    with Store(path) as s:
-        assert s.schema_version == latest and s.journal_mode == "wal"
-        with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"), s._tx() as conn:
+    with Store(store_target) as s:
+        assert s.schema_version == latest
+        with pytest.raises(sqlite3.IntegrityError, match="(?i)FOREIGN KEY"), s._tx() as conn:
             conn.execute(
                 "INSERT INTO rule_decisions VALUES ('r', 't', 0, 'x', 'require', 'critical', "
                 "'passed', NULL, 'passed', NULL)"
             )
+    assert raw_rows(store_target, "SELECT version FROM schema_version ORDER BY version") == [
+        (v,) for v in range(1, latest + 1)
+    ]
+
+
+def test_a_sqlite_store_is_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "seqjudge.db"
+    with Store(path) as s:
+        assert s.journal_mode == "wal"
     assert raw_rows(path, "PRAGMA journal_mode") == [("wal",)]  # persistent: the file is in WAL mode
-    assert raw_rows(path, "SELECT version FROM schema_version") == [(v,) for v in range(1, latest + 1)]
 
 
-def test_an_old_store_is_upgraded_by_a_new_migration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "seqjudge.db"
+def test_an_old_store_is_upgraded_by_a_new_migration(
+    store_target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = store_target
     with Store(path) as s:
         run = s.create_run(config={}, fingerprint={})
         s.save_result(run, *pair("t1", "split"))
@@ -445,6 +465,14 @@ def test_reading_commands_never_create_a_store(tmp_path: Path) -> None:
     junk.write_bytes(b"this is not a database at all, not even close" * 100)
     with pytest.raises(InputError, match="cannot open the seqjudge store"):
         Store(junk)
+
+
+def test_reading_commands_never_create_a_store_in_a_database(pg_url: str) -> None:
+    with pytest.raises(InputError, match="no seqjudge store in this database"):
+        Store(pg_url, create=False)
+    assert raw_rows(
+        pg_url, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'"
+    ) == [(0,)]
 
 
 def test_default_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -637,13 +665,12 @@ def test_stored_traces_and_attempts_are_redacted(db: Store) -> None:
     trace = make_trace("t1", secret="pw-Zq81")
     leaky = judge_result("t1", raw='{"summary": "saw \\"password\\": \\"pw-Zq81\\"", "api_key": "pw-Zq81"}')
     db.save_result(run, trace, make_result(trace, leaky))
-    dump = b"".join(p.read_bytes() for p in db.path.parent.rglob("*") if p.is_file())
-    assert b"pw-Zq81" not in dump
-    (stored_trace,) = raw_rows(db.path, "SELECT trace FROM results")[0]
+    assert b"pw-Zq81" not in stored_bytes(where_of(db))
+    (stored_trace,) = raw_rows(db, "SELECT trace FROM results")[0]
     data = json.loads(stored_trace)
     assert data["calls"][0]["arguments"]["password"] == REDACTED
     assert data["context"]["authorization"] == REDACTED
-    (raw,) = raw_rows(db.path, "SELECT raw_reply FROM judge_attempts")[0]
+    (raw,) = raw_rows(db, "SELECT raw_reply FROM judge_attempts")[0]
     assert json.loads(raw)["api_key"] == REDACTED
     assert db.attempts(run, "t1")[0].raw_reply == raw
     # Token counts are not tokens.
@@ -669,11 +696,11 @@ def test_configured_names_replace_the_defaults(db: Store) -> None:
         }
     )
     db.save_result(run, trace, make_result(trace))
-    (stored,) = raw_rows(db.path, "SELECT trace FROM results")[0]
+    (stored,) = raw_rows(db, "SELECT trace FROM results")[0]
     args = json.loads(stored)["calls"][0]["arguments"]
     assert args == {"patient_ssn": REDACTED, "password": REDACTED, "token": "kept-because-not-configured"}
     # A reopened store (a resumed run) still redacts with the run's names, read from its config.
-    path = db.path
+    path = where_of(db)
     db.close()
     with Store(path) as again:
         t2 = trace.model_copy(update={"trace_id": "t2"})
@@ -682,12 +709,11 @@ def test_configured_names_replace_the_defaults(db: Store) -> None:
 
 
 def test_an_api_key_in_the_environment_never_reaches_the_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store_target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key = "sk-test-9f8e7d6c5b4a39281706"
     monkeypatch.setenv("OPENAI_API_KEY", key)
-    path = tmp_path / "seqjudge.db"
-    with Store(path) as s:
+    with Store(store_target) as s:
         # Everywhere a careless caller could put it, under names that do not look secret.
         run = s.create_run(
             config={"model": "openai:gpt-4o", "options": {"api_key": key, "header": key}},
@@ -706,8 +732,7 @@ def test_an_api_key_in_the_environment_never_reaches_the_file(
         s.finish_run(run, totals={"note": key})
         assert s.run_info(run).config["options"] == {"api_key": REDACTED, "header": REDACTED}
         assert s.result(run, "t1").trace.calls[1].arguments["note"] == "called with [redacted]"
-    files = [p for p in tmp_path.rglob("*") if p.is_file()]  # run locks live in locks/
-    everything = b"".join(p.read_bytes() for p in files)
+    everything = stored_bytes(store_target, tmp_path)  # SQLite's run locks live in locks/
     assert b"C-1001" in everything  # the data is there...
     assert key.encode() not in everything  # ...the key is not, in the database or its WAL
 

@@ -1,4 +1,5 @@
 """A writer SIGKILLed mid-run leaves every committed trace whole and nothing half-written; resume finishes.
+On both backends (``store_target``): a SQLite file, a PostgreSQL database.
 
 A child process saves results in a loop and prints ``SAVED id`` after each commit. The parent kills it
 (once inside a transaction, deterministically; once at whatever moment the clock gives), reopens the
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from pg_server import is_pg, raw_rows
 from seqjudge.store import DuplicateTraceError, Store
 from test_store import pair
 
@@ -64,7 +65,7 @@ def expected(trace_id: str) -> tuple[Any, Any]:
     return pair(trace_id, KINDS[i % 4])
 
 
-def start(path: Path, run_id: str, stall: str = "-", n: int = N) -> subprocess.Popen[str]:
+def start(path: str, run_id: str, stall: str = "-", n: int = N) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", CHILD, str(TESTS), str(path), run_id, str(n), stall],
         stdout=subprocess.PIPE,
@@ -95,51 +96,44 @@ def kill(child: subprocess.Popen[str]) -> None:
     assert child.returncode == -signal.SIGKILL
 
 
-def count(conn: sqlite3.Connection, sql: str, *params: Any) -> int:
-    return int(conn.execute(sql, params).fetchone()[0])
-
-
-def assert_whole(path: Path, run_id: str) -> set[str]:
+def assert_whole(path: str, run_id: str) -> set[str]:
     """Every stored trace complete; no row of a trace that is not stored; the file sound. Returns the ids."""
-    conn = sqlite3.connect(path)
-    try:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
-        for table in ("rule_decisions", "judge_attempts", "review_items"):
-            orphans = count(
-                conn,
-                f"SELECT COUNT(*) FROM {table} x LEFT JOIN results r "
-                "ON r.run_id = x.run_id AND r.trace_id = x.trace_id WHERE r.trace_id IS NULL",
-            )
-            assert orphans == 0, f"half-written rows in {table}"
-        stored = {row[0] for row in conn.execute("SELECT trace_id FROM results WHERE run_id = ?", (run_id,))}
-        for trace_id in stored:
-            _, result = expected(trace_id)
-            where = (run_id, trace_id)
-            rules = count(
-                conn, "SELECT COUNT(*) FROM rule_decisions WHERE run_id = ? AND trace_id = ?", *where
-            )
-            tries = count(
-                conn, "SELECT COUNT(*) FROM judge_attempts WHERE run_id = ? AND trace_id = ?", *where
-            )
-            items = count(conn, "SELECT COUNT(*) FROM review_items WHERE run_id = ? AND trace_id = ?", *where)
-            assert rules == len(result.rules), trace_id
-            assert tries == (len(result.judge.attempts) if result.judge is not None else 0), trace_id
-            assert items == (1 if result.review_reasons else 0), trace_id
-    finally:
-        conn.close()
+    if not is_pg(path):
+        assert raw_rows(path, "PRAGMA integrity_check")[0][0] == "ok"
+        assert raw_rows(path, "PRAGMA foreign_key_check") == []
+    for table in ("rule_decisions", "judge_attempts", "review_items"):
+        orphans = raw_rows(
+            path,
+            f"SELECT COUNT(*) FROM {table} x LEFT JOIN results r "
+            "ON r.run_id = x.run_id AND r.trace_id = x.trace_id WHERE r.trace_id IS NULL",
+        )
+        assert orphans == [(0,)], f"half-written rows in {table}"
+    stored = {row[0] for row in raw_rows(path, "SELECT trace_id FROM results WHERE run_id = ?", (run_id,))}
+
+    def per_trace(table: str) -> dict[str, int]:
+        sql = f"SELECT trace_id, COUNT(*) FROM {table} WHERE run_id = ? GROUP BY trace_id"
+        return {t: int(n) for t, n in raw_rows(path, sql, (run_id,))}
+
+    rules, tries, items = per_trace("rule_decisions"), per_trace("judge_attempts"), per_trace("review_items")
+    for trace_id in stored:
+        _, result = expected(trace_id)
+        assert rules.get(trace_id, 0) == len(result.rules), trace_id
+        assert tries.get(trace_id, 0) == (len(result.judge.attempts) if result.judge is not None else 0), (
+            trace_id
+        )
+        assert items.get(trace_id, 0) == (1 if result.review_reasons else 0), trace_id
     with Store(path) as s:
         for stored_result in s.results(run_id):
             assert stored_result.result == expected(stored_result.trace_id)[1]
     return stored
 
 
-def new_run(path: Path) -> str:
+def new_run(path: str) -> str:
     with Store(path) as s:
         return s.create_run(config={"traces": "t.jsonl"}, fingerprint={})
 
 
-def resume(path: Path, run_id: str, n: int = N) -> int:
+def resume(path: str, run_id: str, n: int = N) -> int:
     """What `seqjudge run --resume` does with the store: skip what is stored, save the rest."""
     saved = 0
     with Store(path) as s:
@@ -154,8 +148,8 @@ def resume(path: Path, run_id: str, n: int = N) -> int:
     return saved
 
 
-def test_killed_inside_a_transaction_leaves_nothing_of_that_trace(tmp_path: Path) -> None:
-    path = tmp_path / "seqjudge.db"
+def test_killed_inside_a_transaction_leaves_nothing_of_that_trace(store_target: str) -> None:
+    path = store_target
     run_id = new_run(path)
     child = start(path, run_id, stall="t13")  # a "split" trace: rules, two attempts and a review item
     lines = read_until(child, lambda line: line.startswith("INSIDE"))
@@ -172,8 +166,8 @@ def test_killed_inside_a_transaction_leaves_nothing_of_that_trace(tmp_path: Path
 
 
 @pytest.mark.parametrize("after", [4, 23])
-def test_killed_at_any_moment_then_resumed(tmp_path: Path, after: int) -> None:
-    path = tmp_path / "seqjudge.db"
+def test_killed_at_any_moment_then_resumed(store_target: str, after: int) -> None:
+    path = store_target
     run_id = new_run(path)
     child = start(path, run_id, stall="jitter", n=LONG)
     lines = read_until(child, lambda line: line == f"SAVED t{after}")

@@ -289,7 +289,7 @@ def certified_alpha(db: Store, run_id: str) -> tuple[CertifiedAlpha | None, str]
         model,
         template,
         rules_hash(ruleset),
-        folder=certificates_dir(db.path),
+        folder=certificates_dir(db.location),
         confidence_source=config.get("confidence"),
     )
     if not found:

@@ -220,7 +220,7 @@ async def _finish_online(session: JudgeSession, trace: Trace, max_attempts: int)
 def _cache(cfg: RunConfig, store: Store) -> Any:
     """The online runner's response cache (``cache/`` beside the store); written, and read unless the run
     was started with ``--no-cache``."""
-    return ResponseCache(store.path.parent / "cache", read=cfg.cache)
+    return ResponseCache(store.local_dir / "cache", read=cfg.cache)
 
 
 def _save(
@@ -312,7 +312,7 @@ def finish(store: Store, run_id: str, cfg: RunConfig) -> Any:
 
     price = run_price(cfg)
     summary = RunSummary(
-        run_id=run_id, judged=True, judge_skipped=None, model=cfg.model, price=price, store=str(store.path)
+        run_id=run_id, judged=True, judge_skipped=None, model=cfg.model, price=price, store=store.location
     )
     requests = store.batch_requests(run_id, handled=None)
     # (trace id, attempt number) of every attempt a batch answered.
@@ -357,7 +357,7 @@ async def _provider_for(store: Store, run_id: str, provider: Any) -> AsyncIterat
         yield cfg, provider
         return
     if not cfg.model:
-        raise InputError(f"run {run_id} names no model", source=str(store.path))
+        raise InputError(f"run {run_id} names no model", source=store.location)
     from seqjudge.judge.providers.base import get_provider
 
     opts = cfg.model_options
@@ -426,7 +426,7 @@ async def collect_run(
     if not traces:
         raise InputError(
             f"run {run_id} has no batch requests",
-            source=str(store.path),
+            source=store.location,
             hint="`seqjudge run --batch` submits a run to a provider's batch API",
         )
     total = CollectSummary(run_id=run_id, status=info.status)

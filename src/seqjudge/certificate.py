@@ -93,8 +93,10 @@ def template_hash() -> str:
 
 # -- the folder --------------------------------------------------------------------------------------------
 def certificates_dir(store: str | Path) -> Path:
-    """The certificates folder of a store: beside its database file."""
-    return Path(store).parent / FOLDER
+    """The certificates folder of a store: beside its database file (``store_dir``)."""
+    from seqjudge.defaults import store_dir
+
+    return store_dir(store) / FOLDER
 
 
 def save_certificate(cert: Certificate, folder: str | Path) -> Path:

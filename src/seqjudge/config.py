@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag, ValidationError
 
-from seqjudge.defaults import DEFAULT_STORE
+from seqjudge.defaults import DEFAULT_STORE, is_store_url
 from seqjudge.errors import InputError
 from seqjudge.redact import DEFAULT_REDACT
 from seqjudge.report import DEFAULT_THRESHOLD, RiskLevel
@@ -173,6 +173,8 @@ class RunConfig(BaseModel):
 
         def fix(p: str | None) -> str | None:
             if p is None or p == "-" or os.path.isabs(p):
+                return p
+            if is_store_url(p):  # a store on a database server (only `store:` may be one)
                 return p
             return str(base / p)
 

@@ -8,6 +8,7 @@ modules import their value from here; nothing else declares them.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from pathlib import Path
 from typing import Literal
@@ -21,13 +22,35 @@ DEFAULT_STORE_PATH = Path(DEFAULT_STORE)
 STORE_ENV = "SEQJUDGE_STORE"
 
 
+# ``scheme:/``: a store named by a URL (a database server, seqjudge.store.target), not a file path. (``C:/x``
+# has a one-letter scheme: a Windows drive, a path.)
+STORE_URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]+):/")
+
+
+def is_store_url(store: str | Path) -> bool:
+    return isinstance(store, str) and bool(STORE_URL.match(store))
+
+
+def store_dir(store: str | Path) -> Path:
+    """This machine's folder for the files beside a store (the response cache, certificates): a SQLite
+    store's folder; for a store on a database server, the default store's folder."""
+    return DEFAULT_STORE_PATH.parent if is_store_url(store) else Path(store).parent
+
+
 def store_flag(path: str | Path | None) -> str:
     """`` --store PATH`` to append to a command shown to the user, when that command typed here would open
     another store than ``path`` (a run of `seqjudge run my-suite` is stored in my-suite's folder); else "".
+    A URL is shown without its password (libpq reads it from PGPASSWORD or ~/.pgpass).
     """
     if path is None:
         return ""
     default = os.environ.get(STORE_ENV) or DEFAULT_STORE
+    if is_store_url(path) or is_store_url(default):
+        if str(path) == default:
+            return ""
+        from seqjudge.store.target import mask_url
+
+        return f" --store {shlex.quote(mask_url(str(path)))}"
     if os.path.abspath(default) == os.path.abspath(path):
         return ""
     return f" --store {shlex.quote(str(path))}"

@@ -92,12 +92,14 @@ class StoreError(InfrastructureError):
 
     exit_code = 3
 
-    def __init__(self, problem: str, *, path: str) -> None:
+    def __init__(self, problem: str, *, path: str, remedy: str | None = None) -> None:
         self.path = path
+        remedy = remedy or (
+            "Free disk space (or fix the file's permissions, or end the other process holding it)"
+        )
         super().__init__(
             f"{path}: the seqjudge store failed ({problem}); what this command had not stored by then is not "
-            "stored. Free disk space (or fix the file's permissions, or end the other process holding it), "
-            "then run the command again (`seqjudge run --resume RUN` finishes a run)."
+            f"stored. {remedy}, then run the command again (`seqjudge run --resume RUN` finishes a run)."
         )
 
 

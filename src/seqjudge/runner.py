@@ -276,10 +276,11 @@ async def run_traces(
         run_id = store.create_run(
             config=cfg.model_dump(mode="json"), fingerprint=fingerprint, label=cfg.label
         )
+    store.defer_writes()  # on a server, traces are committed in groups; finish_run ends that
     coverage = Coverage.of(ruleset, catalog, strict=cfg.strict)
     summary = RunSummary(
         run_id=run_id,
-        store=str(store.path),
+        store=store.location,
         judged=provider is not None,
         judge_skipped=skipped,
         model=cfg.model if provider is not None else None,
@@ -321,7 +322,7 @@ async def run_traces(
         from seqjudge.judge.cache import ResponseCache
 
         # --no-cache: answers are not read from the cache, but fresh ones are still written to it.
-        folder = cache_dir if cache_dir is not None else Path(cfg.store).parent / "cache"
+        folder = cache_dir if cache_dir is not None else store.local_dir / "cache"
         cache = ResponseCache(folder, read=cfg.cache)
     rule_ids = judge_rule_ids(ruleset, cfg.judge_mode)
     judge_only = {r.rule_id for r in ruleset.rules if r.type == "judge"}

@@ -35,6 +35,7 @@ MODULES = (
     "run_cmd",
     "serve_cmd",
     "store_cmd",
+    "storecopy_cmd",
     "team_cmd",
 )
 # The module of each top-level command or group. A command line naming one imports only that module: typer
@@ -68,6 +69,7 @@ COMMAND_MODULES = {
     "serve": "serve_cmd",
     "review": "store_cmd",
     "runs": "store_cmd",
+    "store": "storecopy_cmd",
     "reviewers": "team_cmd",
 }
 

@@ -9,7 +9,7 @@ import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import StoreOpt, format_option
-from seqjudge.defaults import DEFAULT_STORE_PATH
+from seqjudge.defaults import DEFAULT_STORE
 from seqjudge.errors import InputError
 from seqjudge.outputs.registry import writer
 
@@ -92,7 +92,7 @@ def submit_batch(
 @batch_app.command("status")
 def status(
     run: RunArg,
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
     fmt: Annotated[str, format_option("batch-status")] = "text",
 ) -> int:
     """Poll the provider about the run's batches and print each one's state and request counts."""
@@ -107,7 +107,7 @@ def status(
         if not db.batches(run_id):
             raise InputError(
                 f"run {run_id} has no provider batches",
-                source=str(store),
+                source=db.location,
                 hint="`seqjudge run --batch` submits a run to a provider's batch API",
             )
         batches = asyncio.run(poll_batches(db, run_id))
@@ -121,7 +121,7 @@ def status(
 @batch_app.command("collect")
 def collect(
     run: RunArg,
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
     wait: Annotated[
         bool, typer.Option("--wait", help="Poll until every batch is in and the run is done.")
     ] = False,

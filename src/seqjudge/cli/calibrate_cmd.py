@@ -238,7 +238,7 @@ def _dataset_files(dataset: Path) -> list[Path]:
     return [dataset / name for name in names]
 
 
-def _check(dataset: Path, model: str | None, store: Path | None) -> int:
+def _check(dataset: Path, model: str | None, store: str | Path | None) -> int:
     """`calibrate --check`: 0 when a certificate matches the model, prompt template, rules and labels."""
     from seqjudge.calibrate_runs import certificate_status
 

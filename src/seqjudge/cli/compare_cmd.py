@@ -18,7 +18,7 @@ import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import StoreOpt, format_option
-from seqjudge.defaults import DEFAULT_STORE_PATH
+from seqjudge.defaults import DEFAULT_STORE
 from seqjudge.errors import InputError
 from seqjudge.outputs.registry import writer
 from seqjudge.safetext import say
@@ -82,7 +82,7 @@ class Side:
 class _Stores:
     """Opens the store only when a reference needs it: two exported files need no database."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: str | Path) -> None:
         self.path = path
         self.db: Store | None = None
 
@@ -144,7 +144,7 @@ def _describe(side: Side) -> str:
 def baseline_save(
     run: Annotated[str, typer.Argument(help="A run id, a unique prefix of one, or `latest`.")],
     name: Annotated[str, typer.Option("--name", help="The baseline's name (saving it again moves it).")],
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
 ) -> int:
     """Mark a stored run as the baseline NAME."""
     from seqjudge.store import Store
@@ -161,7 +161,7 @@ def baseline_save(
 
 @baseline_app.command("list")
 def baseline_list(
-    store: StoreOpt = DEFAULT_STORE_PATH, fmt: Annotated[str, format_option("baselines")] = "text"
+    store: StoreOpt = DEFAULT_STORE, fmt: Annotated[str, format_option("baselines")] = "text"
 ) -> int:
     """List the baselines with their runs."""
     from seqjudge.store import Store
@@ -193,7 +193,7 @@ def _alert(
 def compare_cmd(
     baseline: Annotated[str, typer.Argument(help="The baseline. " + RefHelp)],
     candidate: Annotated[str, typer.Argument(help="The candidate. " + RefHelp)],
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
     max_drop: Annotated[
         float | None,
         typer.Option(
@@ -382,7 +382,7 @@ def _require_certified(*sides: "tuple[str, list[StoredResult]]") -> None:
 @app.command("report-ci")
 def report_ci(
     run: Annotated[str, typer.Argument(help="The run. " + RefHelp)],
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
     junit: JunitOpt = None,
     github: GithubOpt = False,
     markdown: MarkdownOpt = None,

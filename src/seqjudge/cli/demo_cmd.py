@@ -8,7 +8,7 @@ import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import StoreOpt
-from seqjudge.defaults import DEFAULT_STORE_PATH
+from seqjudge.defaults import DEFAULT_STORE
 from seqjudge.errors import InputError
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class _Watcher:
 @app.command()
 def demo(
     root: Annotated[Path, typer.Argument(help="golden_traces/ or one suite folder.")] = Path("golden_traces"),
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
     model: Annotated[
         str | None, typer.Option("--model", help="provider:model (else SEQJUDGE_MODEL).")
     ] = None,

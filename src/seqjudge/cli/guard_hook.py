@@ -47,7 +47,7 @@ def answer_hook(
     judge: str,
     *,
     shadow: bool = False,
-    store: Path | None = None,
+    store: str | Path | None = None,
 ) -> int:
     """Read the hook's input on stdin, decide, write the hook's answer on stdout; always exit 0 (a guard
     that cannot decide answers its fail mode's decision, in the protocol). With a ``store`` the decision is
@@ -132,5 +132,5 @@ def fast(argv: list[str]) -> int | None:
         fail_mode,
         judge,
         shadow="--shadow" in values,
-        store=None if store is None else Path(store),
+        store=store,  # a str: a Path would fold a URL's //
     )

@@ -22,11 +22,13 @@ def _store_option(help: str) -> Any:
     return typer.Option("--store", envvar=STORE_ENV, show_envvar=True, help=help)
 
 
-# Commands that read or write the store: the flag, else SEQJUDGE_STORE, else .seqjudge/seqjudge.db.
-StoreOpt = Annotated[Path, _store_option("The seqjudge database (SQLite).")]
+# Commands that read or write the store: the flag, else SEQJUDGE_STORE, else .seqjudge/seqjudge.db. A str,
+# not a Path: a Path would fold a postgresql:// URL's `//` into one slash (seqjudge.store.target).
+_STORE_HELP = "The seqjudge database: a SQLite file, or postgresql://USER@HOST:PORT/DATABASE."
+StoreOpt = Annotated[str, _store_option(_STORE_HELP)]
 # The guard hook records its decisions only where a store is named (or with --shadow, which needs one).
 GuardStoreOpt = Annotated[
-    Path | None,
+    str | None,
     _store_option(
         "Record each decision in this seqjudge database (runs show lists them); with --shadow, default "
         ".seqjudge/seqjudge.db."
@@ -34,8 +36,7 @@ GuardStoreOpt = Annotated[
 ]
 # Commands whose config file may name the store (run, calibrate): None means "the config's".
 ConfigStoreOpt = Annotated[
-    Path | None,
-    _store_option("The seqjudge database (SQLite); default: the config's, else .seqjudge/seqjudge.db."),
+    str | None, _store_option(_STORE_HELP[:-1] + "; default: the config's, else .seqjudge/seqjudge.db.")
 ]
 
 

@@ -9,7 +9,7 @@ import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import StoreOpt
-from seqjudge.defaults import DEFAULT_STORE_PATH
+from seqjudge.defaults import DEFAULT_STORE, store_dir
 from seqjudge.errors import InputError
 from seqjudge.outputs.streams import open_output
 from seqjudge.safetext import say
@@ -180,7 +180,7 @@ def report(
             "calibration.json beside the store is embedded when it is there.",
         ),
     ] = None,
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
 ) -> int:
     """Write one self-contained HTML page of a run: its health, a sortable table of traces, each trace's
     calls with the violations marked, and, with --compare, what changed since a baseline."""
@@ -206,7 +206,7 @@ def report(
         else:
             s = opened()
             candidate = _from_store(s, s.resolve_run(run))
-            folders.append(store.parent)
+            folders.append(store_dir(store))
             rates = rates_or_note(s, candidate[0].id)
         baseline: Run | None = None
         if compare is not None:

@@ -10,7 +10,7 @@ import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import StoreOpt
-from seqjudge.defaults import DEFAULT_STORE_PATH
+from seqjudge.defaults import DEFAULT_STORE
 from seqjudge.errors import InputError
 from seqjudge.safetext import say
 
@@ -25,7 +25,7 @@ def lint_command(
             help="Tool catalog to check tool names against (default: the rule file's `catalog:`).",
         ),
     ] = None,
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
     guard: Annotated[
         bool,
         typer.Option(

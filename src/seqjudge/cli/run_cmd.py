@@ -262,6 +262,7 @@ def stored_config(store_path: str, ref: str) -> "RunConfig":
 
     from seqjudge.config import RunConfig
     from seqjudge.store import Store
+    from seqjudge.store.target import mask_url
 
     with Store(store_path, create=False) as db:
         info = db.run_info(db.resolve_run(ref))
@@ -271,7 +272,7 @@ def stored_config(store_path: str, ref: str) -> "RunConfig":
         raise InputError(
             f"run {info.id} was stored with a config this seqjudge cannot read back "
             f"({exc.errors()[0]['msg']})",
-            source=store_path,
+            source=mask_url(store_path),
             where="--resume",
             hint=f"give the suite again: seqjudge run RULES TRACES --resume {info.id}",
         ) from None

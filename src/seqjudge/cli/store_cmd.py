@@ -11,7 +11,7 @@ import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import OutputOpt, StoreOpt, format_option
-from seqjudge.defaults import DEFAULT_STORE_PATH, REVIEW_REASONS
+from seqjudge.defaults import DEFAULT_STORE, REVIEW_REASONS
 from seqjudge.errors import InputError
 from seqjudge.outputs.registry import writer
 from seqjudge.outputs.streams import open_output
@@ -47,7 +47,7 @@ RunArg = Annotated[str, typer.Argument(help="A run id, a unique prefix of one, a
 ListFormatOpt = Annotated[str, format_option("runs")]
 
 
-def _open(path: Path) -> "Store":
+def _open(path: str | Path) -> "Store":
     from seqjudge.store import Store
 
     # Reading commands never create a database: a wrong --store should say so, not show an empty store.
@@ -56,11 +56,12 @@ def _open(path: Path) -> "Store":
 
 # -- runs ---------------------------------------------------------------------------------------------------
 @runs_app.command("list")
-def runs_list(store: StoreOpt = DEFAULT_STORE_PATH, fmt: ListFormatOpt = "text") -> int:
+def runs_list(store: StoreOpt = DEFAULT_STORE, fmt: ListFormatOpt = "text") -> int:
     """List the stored runs, newest first."""
     with _open(store) as db:
         runs = db.list_runs()
-    writer("runs", fmt)(runs, sys.stdout, empty=f"no runs stored in {store} yet; `seqjudge run` stores one")
+    empty = f"no runs stored in {db.location} yet; `seqjudge run` stores one"  # (a URL without its password)
+    writer("runs", fmt)(runs, sys.stdout, empty=empty)
     return 0
 
 
@@ -68,7 +69,7 @@ def runs_list(store: StoreOpt = DEFAULT_STORE_PATH, fmt: ListFormatOpt = "text")
 def runs_show(
     run: RunArg,
     trace: Annotated[str | None, typer.Option("--trace", help="Show one trace's rules instead.")] = None,
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
     audit: Annotated[
         bool,
         typer.Option(
@@ -197,7 +198,7 @@ def runs_plan_labels(
     delta: Annotated[
         float, typer.Option("--delta", min=0.0001, max=0.5, help="The interval misses with this chance.")
     ] = 0.05,
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
     fmt: Annotated[str, format_option("plan-labels")] = "text",
 ) -> int:
     """How many human labels give a judge rule's violation rate (`runs show --rates`) an interval that
@@ -222,7 +223,7 @@ def runs_export(
         ),
     ] = "jsonl",
     output: OutputOpt = None,
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
 ) -> int:
     """Export a run's results: JSONL holds every trace, result and the run itself; CSV a row per trace."""
     with _open(store) as db:
@@ -266,7 +267,7 @@ def review_list(
     every_run: Annotated[bool, typer.Option("--all", help="The items of every stored run.")] = False,
     reason: ReasonOpt = None,
     status: Annotated[Status, typer.Option("--status", help="open, resolved or all.")] = Status.open,
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
     fmt: ListFormatOpt = "text",
 ) -> int:
     """List review items (open ones by default) of the latest run, or of --run RUN, or of --all runs,
@@ -285,7 +286,9 @@ def review_list(
     which = "" if status is Status.all else f"{status.value} "
     why = f" routed for {reason}" if reason else ""
     scope = "any run" if every_run else f"run {run_id}"
-    empty = f"no runs stored in {store} yet" if none_stored else f"no {which}review items{why} in {scope}"
+    empty = (
+        f"no runs stored in {db.location} yet" if none_stored else f"no {which}review items{why} in {scope}"
+    )
     writer("review", fmt)(items, sys.stdout, empty=empty)
     if run is None and not every_run and run_id is not None:
         # On stderr, so that --format json stays one JSON document.
@@ -297,7 +300,7 @@ def review_list(
 def review_show(
     item: Annotated[int, typer.Argument(help="The review item number (from `seqjudge review list`).")],
     full: Annotated[bool, typer.Option("--full", help="Show long messages whole instead of cut.")] = False,
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
 ) -> int:
     """Everything needed to decide one item: the conversation (its messages between the calls, each call
     with every rule's engine and judge outcome), the reasons, the disagreement, the judge's explanation and
@@ -346,7 +349,7 @@ def review_resolve(
             "admin (`seqjudge reviewers add NAME --admin`).",
         ),
     ] = False,
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
 ) -> int:
     """Record a person's decision on one or more items; resolved items become golden-dataset labels.
 
@@ -477,7 +480,7 @@ def review_export(
         Path, typer.Option("--labels", help="Write golden-dataset labels here (JSONL, - for stdout).")
     ],
     run: Annotated[str | None, typer.Option("--run", help="Only items of this run.")] = None,
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
 ) -> int:
     """Write resolved items as golden-dataset labels ({trace_id, verdict, rules, labeler, note} per line)."""
     from seqjudge.store.review import write_labels

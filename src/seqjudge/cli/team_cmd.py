@@ -9,7 +9,7 @@ import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import StoreOpt
-from seqjudge.defaults import DEFAULT_STORE_PATH
+from seqjudge.defaults import DEFAULT_STORE
 from seqjudge.safetext import say
 
 reviewers_app = typer.Typer(
@@ -33,7 +33,7 @@ def reviewers_add(
     admin: Annotated[
         bool, typer.Option("--admin", help="May adjudicate disputed items and sees every review of one.")
     ] = False,
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
 ) -> int:
     """Register a reviewer and print their sign-in token: it is shown this once and stored only as a hash."""
     from seqjudge.store import Store
@@ -54,7 +54,7 @@ def reviewers_add(
 
 @reviewers_app.command("list")
 def reviewers_list(
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
     fmt: Annotated[ListFormat, typer.Option("--format", help="text or json.")] = ListFormat.text,
 ) -> int:
     """List the reviewers: name, role, when added, whether disabled (never a token: none is stored)."""
@@ -78,7 +78,7 @@ def reviewers_list(
 
 
 @reviewers_app.command("disable")
-def reviewers_disable(name: NameArg, store: StoreOpt = DEFAULT_STORE_PATH) -> int:
+def reviewers_disable(name: NameArg, store: StoreOpt = DEFAULT_STORE) -> int:
     """Refuse the reviewer's token and end their browser sessions; their decisions stay in the record."""
     from seqjudge.store import Store
 

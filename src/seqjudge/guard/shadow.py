@@ -81,7 +81,7 @@ class DecisionLog:
             log.warning(
                 "seqjudge guard: a decision of session %r was not recorded in %s (%s); %d unrecorded so far",
                 session_id,
-                self.store.path,
+                self.store.location,
                 exc,
                 self.unrecorded,
             )
@@ -89,7 +89,7 @@ class DecisionLog:
 
 
 def record_hook_decision(
-    raw_event: str | None, decision: Decision, store_path: Path, *, shadow: bool
+    raw_event: str | None, decision: Decision, store_path: str | Path, *, shadow: bool
 ) -> str | None:
     """Record a host hook's decision (the Claude Code hook: ``seqjudge guard ... --store``, ``--shadow``) with
     the session id and tool of its input ``raw_event``. Never raises: what kept it from being recorded (an
@@ -97,7 +97,9 @@ def record_hook_decision(
     from seqjudge.errors import GuardError, SeqjudgeError
     from seqjudge.guard.claude_code import parse_event
     from seqjudge.store import Store
+    from seqjudge.store.target import mask_url
 
+    shown = mask_url(str(store_path))  # (a URL's password is never shown)
     try:
         event = parse_event(raw_event)
     except GuardError as exc:
@@ -107,9 +109,9 @@ def record_hook_decision(
             log = DecisionLog(store, shadow=shadow, warn=False)
             log.record(event.session_id, event.tool_name, decision, call_id=event.tool_use_id)
     except SeqjudgeError as exc:
-        return f"seqjudge guard: the decision was not recorded in {store_path}: {exc}"
+        return f"seqjudge guard: the decision was not recorded in {shown}: {exc}"
     if log.unrecorded:
-        return f"seqjudge guard: the decision was not recorded in {store_path}: {log.last_error}"
+        return f"seqjudge guard: the decision was not recorded in {shown}: {log.last_error}"
     return None
 
 

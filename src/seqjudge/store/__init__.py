@@ -1,9 +1,12 @@
-"""The SQLite store: runs, results per trace and per rule, judge attempts, review items, baselines, batches.
+"""The store: runs, results per trace and per rule, judge attempts, review items, baselines, batches; in a
+SQLite file (the default) or a PostgreSQL database (docs/store.md).
 
 This package is the only place that writes SQL. ``Store`` is one class composed of one mixin per concern, each
 in its own module:
 
+- ``target``: what ``--store`` names (a path, a PostgreSQL URL) and how it is shown without its password;
 - ``connection``: opening, pragmas (WAL, ``synchronous=NORMAL``), the lock, transactions, migrating on open;
+  ``postgres``: the same calling convention on a PostgreSQL server; ``copy``: a store copied to another;
 - ``schema``: the tables, as the ordered ``MIGRATIONS``;
 - ``runs``, ``results``, ``review``, ``baselines``, ``batches``, ``export``, ``guard``: the tables of each
   concern (``guard``: the runtime guard's decisions per session, shadow mode);

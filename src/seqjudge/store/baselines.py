@@ -29,7 +29,7 @@ class BaselinesMixin(RunsMixin):
             names = [r["name"] for r in self._read("SELECT name FROM baselines ORDER BY name")]
             raise InputError(
                 f"no baseline named {name!r}",
-                source=str(self.path),
+                source=self.location,
                 hint=("the baselines are: " + ", ".join(names))
                 if names
                 else "`seqjudge baseline save RUN --name NAME` makes one",

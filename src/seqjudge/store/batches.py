@@ -26,9 +26,7 @@ class BatchesMixin(RunsMixin):
                 "UPDATE runs SET status = 'batch_pending', finished_at = NULL WHERE id = ?", (run_id,)
             )
             if cur.rowcount == 0:
-                raise InputError(
-                    f"no run {run_id!r} in the store", source=str(self.path), hint=LIST_RUNS_HINT
-                )
+                raise InputError(f"no run {run_id!r} in the store", source=self.location, hint=LIST_RUNS_HINT)
 
     def put_batch_traces(self, run_id: str, rows: list[dict[str, Any]], parts: dict[str, str]) -> None:
         """Keep, in one transaction, what finishing each trace needs: ``rows`` of {trace_id, custom_id,
@@ -60,7 +58,7 @@ class BatchesMixin(RunsMixin):
 
     def _put_parts(self, conn: sqlite3.Connection, parts: dict[str, str]) -> None:
         conn.executemany(
-            "INSERT OR IGNORE INTO prompt_parts (hash, text) VALUES (?, ?)",
+            "INSERT INTO prompt_parts (hash, text) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING",
             [(h, self._clean(text)) for h, text in parts.items()],
         )
 
@@ -186,7 +184,7 @@ class BatchesMixin(RunsMixin):
         with self._tx() as conn:
             state = conn.execute("SELECT state FROM batches WHERE id = ?", (batch_id,)).fetchone()
             if state is None:
-                raise InputError(f"no batch {batch_id!r} in the store", source=str(self.path))
+                raise InputError(f"no batch {batch_id!r} in the store", source=self.location)
             if state["state"] == "collected":
                 return 0
             written = 0

@@ -72,57 +72,85 @@ class ResultsMixin(RunsMixin):
         now = _iso(_now())
         trace_id = result.trace_id
         required = self._required_reviews(run_id) if data["review_reasons"] else 1
+
+        seq: int | None = None  # the run's next number, computed in the INSERT unless deferring knows it
+
+        def write(conn: sqlite3.Connection) -> None:
+            # The run's next number in the INSERT itself: no answer to wait for first (store.postgres).
+            number = (
+                "(SELECT COALESCE(MAX(seq), 0) + 1 FROM results WHERE run_id = ?)" if seq is None else "?"
+            )
+            conn.execute(
+                "INSERT INTO results (run_id, trace_id, seq, saved_at, verdict, score, review_reasons, "
+                "judge_status, judge_skipped, tokens_in, tokens_out, trace, result) "
+                f"VALUES (?, ?, {number}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    trace_id,
+                    run_id if seq is None else seq,
+                    now,
+                    data["verdict"],
+                    data["score"],
+                    _dumps(data["review_reasons"]),
+                    _judge_status(judge),
+                    data.get("judge_skipped"),
+                    int(usage.get("input_tokens", 0)),
+                    int(usage.get("output_tokens", 0)),
+                    _dumps(trace_data),
+                    text,
+                ),
+            )
+            self._insert_decisions(conn, run_id, trace_id, data["rules"])
+            self._insert_attempts(conn, run_id, trace_id, (judge or {}).get("attempts") or [])
+            if data["review_reasons"]:
+                conn.execute(
+                    "INSERT INTO review_items (run_id, trace_id, reasons, status, created_at) "
+                    "VALUES (?, ?, ?, 'open', ?)",
+                    (run_id, trace_id, _dumps(data["review_reasons"]), now),
+                )
+                if required != 1:  # the column's default (store.team): written when the run asks more
+                    conn.execute(
+                        "UPDATE review_items SET required_reviews = ? WHERE run_id = ? AND trace_id = ?",
+                        (required, run_id, trace_id),
+                    )
+
+        # Writes deferred (Connection.defer_writes): a duplicate is refused now, not at the commit, and the
+        # run's numbers are counted here (one process works on a run: its lock), so that the deferred INSERTs
+        # of a group can be one statement.
+        if self._defer is not None:
+            saved = self._saved_ids.get(run_id)
+            if saved is None:
+                saved = self._saved_ids[run_id] = self.completed_trace_ids(run_id)
+                rows = self._read(
+                    "SELECT COALESCE(MAX(seq), 0) AS n FROM results WHERE run_id = ?", (run_id,)
+                )
+                self._seqs[run_id] = int(rows[0]["n"])
+            if trace_id in saved:
+                raise self._duplicate(run_id, trace_id)
+            saved.add(trace_id)
+            seq = self._seqs[run_id] = self._seqs[run_id] + 1
+            if self._write_later(write):
+                return
+            seq = None
         try:
             with self._tx() as conn:
-                seq = conn.execute(
-                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM results WHERE run_id = ?", (run_id,)
-                ).fetchone()[0]
-                conn.execute(
-                    "INSERT INTO results (run_id, trace_id, seq, saved_at, verdict, score, review_reasons, "
-                    "judge_status, judge_skipped, tokens_in, tokens_out, trace, result) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        run_id,
-                        trace_id,
-                        seq,
-                        now,
-                        data["verdict"],
-                        data["score"],
-                        _dumps(data["review_reasons"]),
-                        _judge_status(judge),
-                        data.get("judge_skipped"),
-                        int(usage.get("input_tokens", 0)),
-                        int(usage.get("output_tokens", 0)),
-                        _dumps(trace_data),
-                        text,
-                    ),
-                )
-                self._insert_decisions(conn, run_id, trace_id, data["rules"])
-                self._insert_attempts(conn, run_id, trace_id, (judge or {}).get("attempts") or [])
-                if data["review_reasons"]:
-                    conn.execute(
-                        "INSERT INTO review_items (run_id, trace_id, reasons, status, created_at) "
-                        "VALUES (?, ?, ?, 'open', ?)",
-                        (run_id, trace_id, _dumps(data["review_reasons"]), now),
-                    )
-                    if required != 1:  # the column's default (store.team): written when the run asks more
-                        conn.execute(
-                            "UPDATE review_items SET required_reviews = ? WHERE run_id = ? AND trace_id = ?",
-                            (required, run_id, trace_id),
-                        )
+                write(conn)
         except sqlite3.IntegrityError as exc:
             if self._read("SELECT 1 FROM results WHERE run_id = ? AND trace_id = ?", (run_id, trace_id)):
-                raise DuplicateTraceError(
-                    f"trace {trace_id!r} is already stored in run {run_id}",
-                    source=str(self.path),
-                    hint="give every trace a distinct trace_id (ids must be unique within a run); a resumed "
-                    "run skips the traces already stored",
-                ) from None
+                raise self._duplicate(run_id, trace_id) from None
             if not self._read("SELECT 1 FROM runs WHERE id = ?", (run_id,)):
                 raise InputError(
-                    f"no run {run_id!r} in the store", source=str(self.path), hint=LIST_RUNS_HINT
+                    f"no run {run_id!r} in the store", source=self.location, hint=LIST_RUNS_HINT
                 ) from None
             raise exc
+
+    def _duplicate(self, run_id: str, trace_id: str) -> DuplicateTraceError:
+        return DuplicateTraceError(
+            f"trace {trace_id!r} is already stored in run {run_id}",
+            source=self.location,
+            hint="give every trace a distinct trace_id (ids must be unique within a run); a resumed "
+            "run skips the traces already stored",
+        )
 
     def _required_reviews(self, run_id: str) -> int:
         """The independent reviews the run's items need (``review.reviews_per_item`` at its risk level),
@@ -212,17 +240,18 @@ class ResultsMixin(RunsMixin):
 
     def results(self, run_id: str) -> Iterator[StoredResult]:
         """Every stored result of the run, in the order they were saved."""
-        # Read in batches: a large run's traces need not all be in memory at once.
-        with self._lock:
-            cursor = self._conn.execute(
-                "SELECT run_id, trace_id, saved_at, trace, result FROM results WHERE run_id = ? ORDER BY seq",
-                (run_id,),
-            )
+        # Read in pages of the saved order: a large run's traces need not all be in memory at once (and no
+        # cursor stays open between pages: a writer may share the connection meanwhile).
+        after = 0
         while True:
-            with self._lock:
-                batch = cursor.fetchmany(200)
+            batch = self._read(
+                "SELECT run_id, trace_id, seq, saved_at, trace, result FROM results "
+                "WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT 200",
+                (run_id, after),
+            )
             if not batch:
                 return
+            after = batch[-1]["seq"]
             for row in batch:
                 yield self._stored(row)
 
@@ -234,7 +263,7 @@ class ResultsMixin(RunsMixin):
         if not rows:
             raise InputError(
                 f"no trace {trace_id!r} in run {run_id}",
-                source=str(self.path),
+                source=self.location,
                 hint=f"`seqjudge runs export {run_id} --format csv` lists the run's traces",
             )
         return self._stored(rows[0])

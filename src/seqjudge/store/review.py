@@ -18,11 +18,13 @@ _NAMED = 10  # open item numbers named when one asked for does not exist
 class ReviewMixin(ResultsMixin):
     """The ``review_items`` table."""
 
-    _REVIEW_SELECT = (
-        "SELECT i.*, r.verdict AS result_verdict, r.score AS result_score, "
-        "json_extract(r.result, '$.audit_probability') AS inclusion_probability FROM review_items i "
-        "JOIN results r ON r.run_id = i.run_id AND r.trace_id = i.trace_id"
-    )
+    @property
+    def _REVIEW_SELECT(self) -> str:  # noqa: N802 (a constant of the backend, used as one)
+        return (
+            "SELECT i.*, r.verdict AS result_verdict, r.score AS result_score, "
+            f"{self._json_number('r.result', 'audit_probability')} AS inclusion_probability "
+            "FROM review_items i JOIN results r ON r.run_id = i.run_id AND r.trace_id = i.trace_id"
+        )
 
     def _review_item(self, row: sqlite3.Row) -> ReviewItem:
         return ReviewItem(**self._review_fields(row))
@@ -69,7 +71,7 @@ class ReviewMixin(ResultsMixin):
             where.append("i.status = ?")
             params.append(status)
         if reason is not None:
-            where.append("EXISTS (SELECT 1 FROM json_each(i.reasons) WHERE json_each.value = ?)")
+            where.append(self._json_array_holds("i.reasons"))
             params.append(reason)
         sql = self._REVIEW_SELECT + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY i.id"
         return [self._review_item(r) for r in self._read(sql, tuple(params))]
@@ -77,7 +79,7 @@ class ReviewMixin(ResultsMixin):
     def review_item(self, item_id: int) -> ReviewDetail:
         rows = self._read(self._REVIEW_SELECT + " WHERE i.id = ?", (item_id,))
         if not rows:
-            raise InputError(f"no review item {item_id}", source=str(self.path), hint=self._items_hint())
+            raise InputError(f"no review item {item_id}", source=self.location, hint=self._items_hint())
         fields = self._review_fields(rows[0])
         stored = self.result(fields["run_id"], fields["trace_id"])
         return ReviewDetail(

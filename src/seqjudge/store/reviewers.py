@@ -63,7 +63,7 @@ class ReviewersMixin(Connection):
             if conn.execute("SELECT 1 FROM reviewers WHERE name = ?", (name,)).fetchall():
                 raise InputError(
                     f"there is already a reviewer named {name!r}",
-                    source=str(self.path),
+                    source=self.location,
                     where="NAME",
                     hint="choose another name; `seqjudge reviewers list` shows the names taken",
                 )
@@ -99,7 +99,7 @@ class ReviewersMixin(Connection):
             if not rows:
                 raise InputError(
                     f"no reviewer named {name!r}",
-                    source=str(self.path),
+                    source=self.location,
                     where="NAME",
                     hint="`seqjudge reviewers list` shows the reviewers",
                 )
@@ -126,14 +126,14 @@ class ReviewersMixin(Connection):
             why = "is not a registered reviewer" if found is None else "is disabled"
             raise InputError(
                 f"{name!r} {why}",
-                source=str(self.path),
+                source=self.location,
                 where="reviewer",
                 hint="an admin registers reviewers with `seqjudge reviewers add NAME`",
             )
         if admin and not found.admin:
             raise InputError(
                 f"{name!r} is not an admin: only an admin adjudicates a disputed item",
-                source=str(self.path),
+                source=self.location,
                 where="reviewer",
                 hint="ask an admin (`seqjudge reviewers list` marks them) to adjudicate",
             )

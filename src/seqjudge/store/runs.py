@@ -3,9 +3,7 @@ names each run redacts from its traces."""
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import secrets
 import sqlite3
 from datetime import datetime
@@ -22,6 +20,10 @@ FINAL_STATUSES = ("completed", "stopped", "interrupted")
 LIST_RUNS_HINT = "`seqjudge runs list` shows the stored runs"
 
 
+def _no_counts() -> dict[str, int]:
+    return {"traces": 0, "pass": 0, "fail": 0, "review": 0, "review_open": 0, "review_resolved": 0}
+
+
 def new_run_id(moment: datetime | None = None) -> str:
     """``r20261130-033012-3f9a``: UTC start time (sortable, readable) and 16 random bits."""
     moment = moment or _now()
@@ -34,8 +36,9 @@ class RunsMixin(Connection):
     A run is claimed when it is created or reopened (``--resume``) and released when it is finished or
     the store is closed; the operating system releases it when the process dies (SIGKILL included), so a
     killed run can always be resumed. Two resumes of one run at once would judge the same traces twice:
-    the second is refused before it makes any call. The lock is an ``flock`` on a file in ``locks/``
-    beside the store, so it holds across processes and across store objects."""
+    the second is refused before it makes any call. The lock (``Connection._lock_run``) is an ``flock`` on
+    a file in ``locks/`` beside a SQLite store, an advisory lock on a PostgreSQL server, so it holds across
+    processes (and machines) and across store objects."""
 
     def claim_run(self, run_id: str) -> None:
         """Take the run's lock (no-op when this store already holds it); ``InputError`` when another
@@ -43,26 +46,21 @@ class RunsMixin(Connection):
         locks = self._run_locks
         if run_id in locks:
             return
-        folder = self.path.parent / "locks"
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / f"{self.path.name}.{run_id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
+        holder = self._lock_run(run_id)
+        if holder is None:
             raise InputError(
                 f"run {run_id} is being run or resumed elsewhere (another seqjudge process holds it)",
-                source=str(self.path),
+                source=self.location,
                 where="--resume",
                 hint=f"wait for that process to finish (`seqjudge runs show {run_id}` shows its progress), "
                 "then resume again if it stopped early",
-            ) from None
-        locks[run_id] = fd
+            )
+        locks[run_id] = holder
 
     def release_run(self, run_id: str) -> None:
-        fd = self._run_locks.pop(run_id, None)
-        if fd is not None:
-            os.close(fd)  # closing the descriptor drops the flock
+        holder = self._run_locks.pop(run_id, None)
+        if holder is not None:
+            self._unlock_run(holder)
 
     def close(self) -> None:
         for run_id in list(self._run_locks):
@@ -104,15 +102,14 @@ class RunsMixin(Connection):
     def finish_run(self, run_id: str, *, totals: dict[str, Any], status: str = "completed") -> None:
         if status not in FINAL_STATUSES:
             raise ValueError(f"status must be one of {', '.join(FINAL_STATUSES)}, not {status!r}")
+        self._stop_deferring()  # every trace written before the run is
         with self._tx() as conn:
             cur = conn.execute(
                 "UPDATE runs SET status = ?, finished_at = ?, totals = ? WHERE id = ?",
                 (status, _iso(_now()), self._text(_jsonable(totals)), run_id),
             )
             if cur.rowcount == 0:
-                raise InputError(
-                    f"no run {run_id!r} in the store", source=str(self.path), hint=LIST_RUNS_HINT
-                )
+                raise InputError(f"no run {run_id!r} in the store", source=self.location, hint=LIST_RUNS_HINT)
         self.release_run(run_id)
 
     def reopen_run(self, run_id: str) -> RunInfo:
@@ -126,7 +123,7 @@ class RunsMixin(Connection):
                 # Judging its traces online now would pay for them twice: once more in the batches.
                 raise InputError(
                     f"run {run_id} is waiting for provider batches",
-                    source=str(self.path),
+                    source=self.location,
                     hint=f"`seqjudge batch status {run_id}` shows them; `seqjudge batch collect {run_id}` "
                     "finishes the run",
                 )
@@ -134,9 +131,7 @@ class RunsMixin(Connection):
                 "UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (run_id,)
             )
             if cur.rowcount == 0:
-                raise InputError(
-                    f"no run {run_id!r} in the store", source=str(self.path), hint=LIST_RUNS_HINT
-                )
+                raise InputError(f"no run {run_id!r} in the store", source=self.location, hint=LIST_RUNS_HINT)
         return self.run_info(run_id)
 
     def resolve_run(self, ref: str) -> str:
@@ -153,7 +148,7 @@ class RunsMixin(Connection):
             if not rows:
                 raise InputError(
                     "`latest` names no run: the store holds none yet",
-                    source=str(self.path),
+                    source=self.location,
                     hint="`seqjudge run` stores one",
                 )
             return str(rows[0]["id"])
@@ -167,38 +162,51 @@ class RunsMixin(Connection):
                 listing = ", ".join(r["id"] for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
                 raise InputError(
                     f"run {ref!r} is ambiguous: it starts {len(rows)} run ids ({listing})",
-                    source=str(self.path),
+                    source=self.location,
                     hint="give more characters of the id",
                 )
         raise InputError(
             f"no run {ref!r} in the store",
-            source=str(self.path),
+            source=self.location,
             hint=f"give a run id, a unique prefix of one, a baseline name or `latest`; {LIST_RUNS_HINT}",
         )
 
     def run_info(self, run_id: str) -> RunInfo:
         rows = self._read("SELECT * FROM runs WHERE id = ?", (run_id,))
         if not rows:
-            raise InputError(f"no run {run_id!r} in the store", source=str(self.path), hint=LIST_RUNS_HINT)
+            raise InputError(f"no run {run_id!r} in the store", source=self.location, hint=LIST_RUNS_HINT)
         return self._run_info(rows[0])
 
     def list_runs(self) -> list[RunInfo]:
         """Every run, newest first."""
-        return [
-            self._run_info(r) for r in self._read("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC")
-        ]
+        rows = self._read("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC")
+        # The counts of every run in two queries, not two a run: on a server each query is a round trip.
+        counts = self._counts()
+        return [self._run_info(r, counts.get(r["id"])) for r in rows]
 
-    def _run_info(self, row: sqlite3.Row) -> RunInfo:
-        counts = {"traces": 0, "pass": 0, "fail": 0, "review": 0, "review_open": 0, "review_resolved": 0}
+    def _counts(self, run_id: str | None = None) -> dict[str, dict[str, int]]:
+        """Traces by verdict and review items by status, of one run or of every run."""
+        where, params = ("WHERE run_id = ? ", (run_id,)) if run_id is not None else ("", ())
+        out: dict[str, dict[str, int]] = {}
+
+        def of(run: str) -> dict[str, int]:
+            return out.setdefault(run, _no_counts())
+
         for r in self._read(
-            "SELECT verdict, COUNT(*) AS n FROM results WHERE run_id = ? GROUP BY verdict", (row["id"],)
+            f"SELECT run_id, verdict, COUNT(*) AS n FROM results {where}GROUP BY run_id, verdict", params
         ):
+            counts = of(r["run_id"])
             counts[r["verdict"]] = r["n"]
             counts["traces"] += r["n"]
         for r in self._read(
-            "SELECT status, COUNT(*) AS n FROM review_items WHERE run_id = ? GROUP BY status", (row["id"],)
+            f"SELECT run_id, status, COUNT(*) AS n FROM review_items {where}GROUP BY run_id, status", params
         ):
-            counts[f"review_{r['status']}"] = r["n"]
+            of(r["run_id"])[f"review_{r['status']}"] = r["n"]
+        return out
+
+    def _run_info(self, row: sqlite3.Row, counts: dict[str, int] | None = None) -> RunInfo:
+        if counts is None:
+            counts = self._counts(row["id"]).get(row["id"])
         return RunInfo(
             id=row["id"],
             label=row["label"],
@@ -208,7 +216,7 @@ class RunsMixin(Connection):
             config=json.loads(row["config"]),
             fingerprint=json.loads(row["fingerprint"]),
             totals=json.loads(row["totals"]) if row["totals"] is not None else None,
-            counts=counts,
+            counts=counts or _no_counts(),
         )
 
     def _names_for(self, run_id: str) -> tuple[str, ...]:
@@ -216,9 +224,7 @@ class RunsMixin(Connection):
         if names is None:
             rows = self._read("SELECT config FROM runs WHERE id = ?", (run_id,))
             if not rows:
-                raise InputError(
-                    f"no run {run_id!r} in the store", source=str(self.path), hint=LIST_RUNS_HINT
-                )
+                raise InputError(f"no run {run_id!r} in the store", source=self.location, hint=LIST_RUNS_HINT)
             configured = json.loads(rows[0]["config"]).get("redact")
             names = tuple(DEFAULT_REDACT if configured is None else configured)
             self._redact_names[run_id] = names

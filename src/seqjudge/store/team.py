@@ -205,7 +205,7 @@ class TeamMixin(ReviewersMixin, ReviewMixin):
             raise ItemResolvedError(
                 f"review item {item_id} was resolved meanwhile: {item['resolution_verdict']} by "
                 f"{item['reviewer']} at {item['resolved_at']}",
-                source=str(self.path),
+                source=self.location,
                 where=f"review item {item_id}",
                 hint="your decision was not recorded; open the item again to see its resolution"
                 + (
@@ -218,7 +218,7 @@ class TeamMixin(ReviewersMixin, ReviewMixin):
             raise InputError(
                 f"review item {item_id} is {state.replace('_', ' ')}, not disputed: there is nothing to "
                 "adjudicate",
-                source=str(self.path),
+                source=self.location,
                 where=f"review item {item_id}",
                 hint="an adjudication decides between reviews that disagree; record a review instead",
             )
@@ -284,7 +284,7 @@ class TeamMixin(ReviewersMixin, ReviewMixin):
             "SELECT id, status, required_reviews, team_state FROM review_items WHERE id = ?", (item_id,)
         )
         if not rows:
-            raise InputError(f"no review item {item_id}", source=str(self.path), hint=self._items_hint())
+            raise InputError(f"no review item {item_id}", source=self.location, hint=self._items_hint())
         return rows[0]
 
     def item_state(self, item_id: int, viewer: str, *, now: datetime | None = None) -> ItemState:
