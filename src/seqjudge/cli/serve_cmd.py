@@ -9,7 +9,7 @@ import typer
 
 from seqjudge.cli.app import app
 from seqjudge.cli.options import Risk, StoreOpt
-from seqjudge.defaults import DEFAULT_STORE_PATH
+from seqjudge.defaults import DEFAULT_STORE
 from seqjudge.errors import InputError
 from seqjudge.safetext import say
 
@@ -40,7 +40,7 @@ def check_host(host: str, *, reviewers: bool) -> None:
 
 @app.command("serve")
 def serve(
-    store: StoreOpt = DEFAULT_STORE_PATH,
+    store: StoreOpt = DEFAULT_STORE,
     host: Annotated[
         str, typer.Option("--host", help="The address to listen on (default: this machine only).")
     ] = "127.0.0.1",
@@ -77,7 +77,7 @@ def serve(
     from seqjudge.serve.auth import reviewers_exist
     from seqjudge.store import Store
 
-    with Store(Path(store), create=False) as db:
+    with Store(store, create=False) as db:
         has_reviewers = reviewers_exist(db)
         check_host(host, reviewers=has_reviewers)
         for folder in datasets or []:

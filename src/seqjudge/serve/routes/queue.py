@@ -19,11 +19,12 @@ from seqjudge.store import Store
 
 
 def _labels(directory: Path, db: Store, options: dict[str, Any]) -> tuple[Path, Any, str | None]:
-    """The team layer's label status of one golden dataset (``serve --dataset``), or why there is none."""
+    """The team layer's label status of one golden dataset (``serve --dataset``), or why there is none.
+    It opens the store again by its target: a PostgreSQL store by its URL (``path`` is SQLite's only)."""
     from seqjudge.workbench.labels import label_status
 
     try:
-        return directory, label_status(directory, db.path, **options), None
+        return directory, label_status(directory, db.target.url or db.path, **options), None
     except SeqjudgeError as exc:
         return directory, None, str(exc)
 
