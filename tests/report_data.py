@@ -46,7 +46,7 @@ def judge_only_pair(trace_id: str) -> tuple[Trace, Any]:
     return trace, make_result(trace, judge_result(trace_id, {"confirm-delete": 2}))
 
 
-def build(path: Path) -> dict[str, Any]:
+def build(path: Path | str) -> dict[str, Any]:
     """Write both runs to the store at ``path``; returns the run ids and what was saved."""
     saved: dict[str, Any] = {}
     with Store(path) as s:

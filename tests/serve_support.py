@@ -34,7 +34,7 @@ def hostile_terminal_pair() -> tuple[Trace, Any]:
     return trace, make_result(trace, judge_result(HOSTILE_ID, {"confirm-delete": 1}))
 
 
-def build_team(path: Path, *, double: int = 3) -> dict[str, Any]:
+def build_team(path: Path | str, *, double: int = 3) -> dict[str, Any]:
     """The report tests' store plus a run of ``double`` items needing two reviews each, and reviewers."""
     data = build(path)
     with Store(path, create=False) as s:

@@ -28,8 +28,10 @@ HTML = {"accept": "text/html"}
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    data = build_team(tmp_path / "seqjudge.db")
+def env(store_target: str) -> Iterator[dict[str, Any]]:
+    """The workbench over a team store, on each backend (a team's PostgreSQL store is the one reviewers
+    share)."""
+    data = build_team(store_target)
     with Store(data["path"], create=False) as db:
         data["db"] = db
         data["app"] = create_app(db)
@@ -375,7 +377,7 @@ def test_serve_without_a_reviewer_says_how_to_add_one(
     assert "no seqjudge store here" in capsys.readouterr().err
 
 
-def test_the_queue_shows_the_label_status_of_a_dataset(tmp_path: Path) -> None:
+def test_the_queue_shows_the_label_status_of_a_dataset(tmp_path: Path, store_target: str) -> None:
     from calibrate_helpers import ByTraceProvider
     from seqjudge.calibrate_guarantee import GuaranteeSettings
     from seqjudge.calibrate_runs import calibrate_golden
@@ -383,7 +385,7 @@ def test_the_queue_shows_the_label_status_of_a_dataset(tmp_path: Path) -> None:
     from test_calibrate_guarantee import make_dataset, replies
 
     suite = make_dataset(tmp_path / "suite")
-    path = tmp_path / "db" / "seqjudge.db"
+    path = store_target
     dataset = load_dataset(suite)
     calibrate_golden(
         suite,

@@ -48,8 +48,6 @@ def store_flag(path: str | Path | None) -> str:
     if is_store_url(path) or is_store_url(default):
         if str(path) == default:
             return ""
-        from seqjudge.store.target import mask_url
-
         return f" --store {shlex.quote(mask_url(str(path)))}"
     if os.path.abspath(default) == os.path.abspath(path):
         return ""
@@ -92,3 +90,17 @@ TRACE_FORMATS: tuple[str, ...] = (
     "otel",
     "assay",
 )
+
+
+# A URL's password (user:password@ in its authority, or a password=... query option: libpq accepts both),
+# shown as MASK wherever a store URL is printed, stored or logged (store.target parses the
+# URL; this lives here so that store_flag, which builds commands shown to the user, imports nothing).
+MASK = "***"
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*:/+[^/@:\s]*):[^/@\s]*@")
+_QUERY_PASSWORD = re.compile(r"(?P<head>[?&]password=)[^&\s]*", re.IGNORECASE)
+
+
+def mask_url(text: str) -> str:
+    """``text`` with the password of every URL in it replaced by ``***``."""
+    text = _USERINFO.sub(lambda m: f"{m['head']}:{MASK}@", text)
+    return _QUERY_PASSWORD.sub(lambda m: f"{m['head']}{MASK}", text)

@@ -17,23 +17,17 @@ store writes, whatever it hides under).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from seqjudge.defaults import STORE_URL, store_dir
+from seqjudge.defaults import STORE_URL, mask_url, store_dir
 from seqjudge.errors import InputError
 
 POSTGRES_SCHEMES = ("postgresql", "postgresql+psycopg", "postgres")
-MASK = "***"
 
 _URL = STORE_URL
-# user:password@ in a URL's authority, and a password=... query option (libpq accepts both), to mask
-# whatever a message quotes of a URL.
-_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*:/+[^/@:\s]*):[^/@\s]*@")
-_QUERY_PASSWORD = re.compile(r"(?P<head>[?&]password=)[^&\s]*", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -51,12 +45,6 @@ class StoreTarget:
         """The folder of this machine's files beside the store: the response cache, the SQLite run locks.
         A SQLite store's own folder; for a server database, the default store's folder."""
         return store_dir(self.display if self.path is None else self.path)
-
-
-def mask_url(text: str) -> str:
-    """``text`` with the password of every URL in it replaced by ``***``."""
-    text = _USERINFO.sub(lambda m: f"{m['head']}:{MASK}@", text)
-    return _QUERY_PASSWORD.sub(lambda m: f"{m['head']}{MASK}", text)
 
 
 def is_url(value: str | Path) -> bool:
