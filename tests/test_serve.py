@@ -514,3 +514,28 @@ def test_the_item_page_shows_the_rules_words_as_the_judge_reads_them(
     assert "changed since this run" not in html
     path.write_text(path.read_text().replace("No yes first.", "No yes at all."))
     assert "changed since this run" in c.get(f"/items/{item.id}").text
+
+
+def test_serve_on_a_store_another_process_holds_locked_is_a_clear_refusal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store held locked is exit 2 with what to do, never a crash or an empty queue."""
+    import sqlite3
+
+    path = tmp_path / "seqjudge.db"
+    with Store(path) as db:
+        db.add_reviewer("ana", admin=True)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("UPDATE reviewers SET admin = 1")  # takes the write lock; exclusive mode keeps readers out
+    try:
+        code = run(["serve", "--store", str(path)])
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "another process holds it locked" in err and "end the process holding the store" in err
+    assert "remove this file" not in err  # the advice for a file that is no store would lose the holder's work
+    assert "Traceback" not in err

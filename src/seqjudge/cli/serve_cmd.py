@@ -10,7 +10,7 @@ import typer
 from seqjudge.cli.app import app
 from seqjudge.cli.options import Risk, StoreOpt
 from seqjudge.defaults import DEFAULT_STORE
-from seqjudge.errors import InputError
+from seqjudge.errors import InputError, StoreError
 from seqjudge.safetext import say
 
 ADD_REVIEWER = "seqjudge reviewers add NAME --admin"
@@ -77,8 +77,18 @@ def serve(
     from seqjudge.serve.auth import reviewers_exist
     from seqjudge.store import Store
 
-    with Store(store, create=False) as db:
+    try:
+        db = Store(store, create=False)
         has_reviewers = reviewers_exist(db)
+    except StoreError as exc:
+        # A store another process holds locked (or a server that fails) is bad input to `serve`, not an
+        # empty queue: a page of "nothing to review" would be a pass that lies.
+        raise InputError(
+            f"the workbench cannot read the store: {exc}",
+            hint="end the process holding the store (a `seqjudge run` migrating or writing it), or check the "
+            "database server, then start `seqjudge serve` again",
+        ) from None
+    with db:
         check_host(host, reviewers=has_reviewers)
         for folder in datasets or []:
             if not Path(folder).is_dir():
@@ -91,7 +101,7 @@ def serve(
         if not has_reviewers:
             raise InputError(
                 "no reviewer can sign in to the workbench: the store has none",
-                source=str(store),
+                source=db.location,
                 hint=f"add one (`{ADD_REVIEWER}` prints their token once), then start `seqjudge serve` again",
             )
         config = uvicorn.Config(

@@ -180,6 +180,14 @@ class Connection:
                 source=self.location,
                 hint="Make the file and its folder writable, or pass --store with a writable path",
             )
+        if getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            # Another process holds the file: removing it (the hint below) would lose that process's work.
+            return InputError(
+                f"cannot open the seqjudge store: another process holds it locked ({exc})",
+                source=self.location,
+                hint="end the process holding the store (a `seqjudge run` migrating or writing it), or wait "
+                "for it, then run the command again",
+            )
         return InputError(
             f"cannot open the seqjudge store ({exc})",
             source=self.location,
@@ -298,7 +306,14 @@ class Connection:
                 self._flush()
             if self._conn is None:
                 raise RuntimeError("the store is closed")
-            rows: list[sqlite3.Row] = self._conn.execute(sql, params).fetchall()
+            try:
+                rows: list[sqlite3.Row] = self._conn.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                # A read can meet the machine too (another process holding the file locked past the
+                # timeout, an I/O error): exit 3 with the store named, as a write does, never a crash.
+                if not _machine_error(exc):
+                    raise
+                raise StoreError(str(exc), path=self.location) from exc
             return rows
 
     # -- what SQLite and PostgreSQL spell differently (the SQL around them is the same) --
