@@ -537,5 +537,6 @@ def test_serve_on_a_store_another_process_holds_locked_is_a_clear_refusal(
     err = capsys.readouterr().err
     assert code == 2
     assert "another process holds it locked" in err and "end the process holding the store" in err
-    assert "remove this file" not in err  # the advice for a file that is no store would lose the holder's work
+    # The advice for a file that is no store would lose the holder's work.
+    assert "remove this file" not in err
     assert "Traceback" not in err
