@@ -1,14 +1,17 @@
 """The workbench in a real browser (Debian's Chromium through Playwright, as the report's browser test):
 two reviewers decide one item blind from the keyboard and disagree, the admin adjudicates, and the
-exported label is the adjudicated one; hostile trace content never runs. uvicorn serves the app in-process
-on 127.0.0.1 at a free port."""
+exported label is the adjudicated one, and once it replaces the trace's label in a calibrated golden
+dataset `calibrate --check` says the labels changed; hostile trace content never runs. uvicorn serves the app
+in-process on 127.0.0.1 at a free port."""
 
 from __future__ import annotations
 
 import io
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import redirect_stdout
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +61,15 @@ class Reviewer(Watched):
         self.page.wait_for_selector("body[data-keys=ready]", state="attached")  # the script is listening
         for key in keys:
             self.page.keyboard.press(key)
+
+    def adjudicate(self, item: int, keys: tuple[str, ...], note: str) -> None:
+        """Set the rules with ``keys``, write ``note`` and submit (the admin's side); the item is resolved."""
+        self.keys(*keys, "n")
+        self.page.keyboard.type(note)
+        with self.page.expect_navigation():
+            self.keys("Control+Enter")
+        self.page.goto(f"{self.url}/items/{item}")
+        assert self.page.inner_text("#item-state") == "resolved"
 
     def focused_rule(self) -> str:
         return str(self.page.get_attribute("body", "data-focused-rule"))
@@ -112,12 +124,7 @@ def test_two_reviewers_blind_then_the_admin_adjudicates(browser: Any, served: di
     chief.page.click(f"#disputed a[href^='/items/{first}?']")
     side = chief.page.inner_text("#side-by-side")
     assert "confirmation missing" in side and "bo" in side and "ana" in side
-    chief.keys("f", "f", "n")
-    chief.page.keyboard.type("adjudicated: the delete was not confirmed")
-    with chief.page.expect_navigation():
-        chief.keys("Control+Enter")
-    chief.page.goto(f"{chief.url}/items/{first}")
-    assert chief.page.inner_text("#item-state") == "resolved"
+    chief.adjudicate(first, ("f", "f"), "adjudicated: the delete was not confirmed")
     chief.close()
 
     label = _label(served["path"], "d-0")
@@ -164,3 +171,104 @@ def test_a_thousand_call_trace_opens_folded_and_usable(browser: Any, served: dic
     ana.keys("f")  # the keys work on the long page
     assert ana.page.get_attribute(".rule-row[data-rule=confirm-delete]", "data-set") == "fail"
     ana.close()
+
+
+@pytest.fixture
+def calibrated(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """A golden dataset with a calibration certificate, and a run of one of its traces (t00, labelled pass)
+    whose item needs two reviews: the judge ran on it but did not score, so its judge rule is undecided."""
+    from calibrate_helpers import ByTraceProvider
+    from seqjudge.calibrate_guarantee import GuaranteeSettings
+    from seqjudge.calibrate_runs import calibrate_golden
+    from seqjudge.crosscheck import reconcile
+    from seqjudge.golden import load_dataset
+    from seqjudge.rules.engine import check
+    from test_calibrate_guarantee import make_dataset, replies
+    from test_store import judge_result
+
+    suite = make_dataset(tmp_path / "suite")
+    path = tmp_path / "seqjudge.db"
+    dataset = load_dataset(suite)
+    calibrating = partial(
+        calibrate_golden,
+        suite,
+        provider=ByTraceProvider(dataset.traces, replies(dataset), model="conf"),
+        store=path,
+        risk_level="high",
+        guarantee=GuaranteeSettings(alpha=0.05, delta=0.05),
+    )
+    with ThreadPoolExecutor(1) as pool:  # Playwright's loop runs in this thread; calibration runs its own
+        pool.submit(calibrating).result()
+    trace = next(t for t in dataset.traces if t.trace_id == "t00")
+    unscored = judge_result("t00", status="unscored", rule_ids=["confirm-before-delete"], raw="garbage")
+    with Store(path, create=False) as db:
+        run_id = db.create_run(config={"review": {"reviews_per_item": 2}}, fingerprint={}, label="double")
+        db.save_result(run_id, trace, reconcile(check(trace, dataset.ruleset), unscored))
+        db.finish_run(run_id, totals={"traces": 1})
+        tokens = {"ana": db.add_reviewer("ana"), "bo": db.add_reviewer("bo")}
+        tokens["chief"] = db.add_reviewer("chief", admin=True)
+        [item] = db.review_items(run=run_id)
+        with serving(create_app(db)) as url:
+            data = {"url": url, "double": run_id, "item": item.id, "tokens": tokens}
+            yield {**data, "suite": suite, "path": path}
+
+
+def _check(data: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    capsys.readouterr()
+    store = ["--store", str(data["path"])]
+    code = run(["calibrate", str(data["suite"]), "--check", "--model", "scripted:conf", *store])
+    return code, capsys.readouterr().out
+
+
+def test_the_adjudicated_label_exported_into_the_dataset_makes_its_certificate_stale(
+    browser: Any, calibrated: dict[str, Any], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 32's whole flow ending in calibration: the certificate holds until the admin's adjudication,
+    exported by `review export`, replaces the trace's label in the dataset; then `calibrate --check` says the
+    labelled dataset changed (exit 1)."""
+    code, out = _check(calibrated, capsys)
+    assert code == 0 and "holds" in out, out
+    item = calibrated["item"]
+
+    ana = Reviewer(browser, calibrated, "ana")
+    ana.page.goto(f"{ana.url}/items/{item}")
+    assert ana.focused_rule() == "confirm-before-delete"
+    ana.keys("f")
+    with ana.page.expect_navigation():
+        ana.keys("Enter")
+    ana.close()
+    bo = Reviewer(browser, calibrated, "bo")
+    bo.page.goto(f"{bo.url}/items/{item}")
+    assert "hidden until your decision is in" in bo.page.inner_text("#history")  # blind: ana's fail unseen
+    bo.keys("p")
+    with bo.page.expect_navigation():
+        bo.keys("Enter")
+    bo.page.goto(f"{bo.url}/items/{item}")
+    assert bo.page.inner_text("#item-state") == "disputed"
+    bo.close()
+    chief = Reviewer(browser, calibrated, "chief")
+    chief.page.goto(f"{chief.url}/items/{item}")
+    chief.adjudicate(item, ("f",), "adjudicated: deleted unconfirmed")
+    chief.close()
+
+    code, out = _check(calibrated, capsys)  # the store's decisions alone do not touch the dataset
+    assert code == 0 and "holds" in out, out
+    exported = tmp_path / "exported.jsonl"
+    export = ["review", "export", "--run", calibrated["double"], "--labels", str(exported)]
+    assert run([*export, "--store", str(calibrated["path"])]) == 0
+    [label] = map(json.loads, exported.read_text().splitlines())
+    assert label == {  # the adjudication, not either reviewer's decision
+        "trace_id": "t00",
+        "verdict": "fail",
+        "rules": {"confirm-before-delete": "fail", "email-limit": "pass", "lookup-required": "pass"},
+        "labeler": "chief",
+        "note": "adjudicated: deleted unconfirmed",
+    }
+    labels = calibrated["suite"] / "labels.jsonl"  # the reviewed label replaces the dataset's one for t00
+    lines = [line for line in labels.read_text().splitlines() if json.loads(line)["trace_id"] != "t00"]
+    labels.write_text("\n".join([*lines, json.dumps(label)]) + "\n")
+    assert run(["golden", "validate", str(calibrated["suite"])]) == 0
+
+    code, out = _check(calibrated, capsys)
+    assert code == 1, out
+    assert "calibration certificate" in out and "stale" in out and "the labelled dataset changed" in out
