@@ -53,6 +53,14 @@ def test_into_replaces_the_reviewed_label_in_place_adds_an_unlabelled_trace_and_
     assert run(["golden", "validate", str(suite)]) == 0  # every trace labelled once
 
 
+def refused_into(suite: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """`review export --into suite`'s message, checking that it exits 2 and leaves the labels as they were."""
+    capsys.readouterr()
+    assert run(["review", "export", "--into", str(suite)]) == 2
+    assert (suite / "labels.jsonl").read_bytes() == T0 + T1 + T9
+    return capsys.readouterr().err
+
+
 def test_into_refuses_labels_for_traces_the_dataset_does_not_hold_and_writes_nothing(
     queue: dict[str, Any],  # noqa: F811
     tmp_path: Path,
@@ -60,11 +68,19 @@ def test_into_refuses_labels_for_traces_the_dataset_does_not_hold_and_writes_not
 ) -> None:
     suite = dataset(tmp_path / "suite", ["t0", "t1", "t9"])
     resolve(queue, "t1", "t2")
-    capsys.readouterr()
-    assert run(["review", "export", "--into", str(suite)]) == 2
-    err = capsys.readouterr().err
+    err = refused_into(suite, capsys)
     assert "traces that" in err and "t2" in err and "nothing was written" in err
-    assert (suite / "labels.jsonl").read_bytes() == T0 + T1 + T9
+
+
+def test_into_refuses_a_label_naming_a_rule_the_dataset_does_not_have(
+    queue: dict[str, Any],  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    suite = dataset(tmp_path / "suite", ["t0", "t1", "t9"])
+    item = str(queue["items"]["t1"])
+    assert run(["review", "resolve", item, "--verdict", "fail", "--rule", "verify-first=fail"]) == 0
+    assert "does not have: verify-first" in refused_into(suite, capsys)
 
 
 def test_labels_refuses_to_drop_a_files_labels_unless_forced(

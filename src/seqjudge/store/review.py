@@ -224,7 +224,8 @@ def merge_labels(directory: Path, labels: list[dict[str, Any]]) -> Merge:
     """The dataset's labels file with ``labels`` merged in: a trace's existing line is replaced where it
     stands, a trace of the dataset without a label gets a line at the end, every other line is kept as it
     is. An ``InputError`` (nothing to write) when the dataset or its labels file cannot be read, or when a
-    label is for a trace the dataset does not hold: its labels describe its traces, nothing else."""
+    label is for a trace the dataset does not hold (its labels describe its traces, nothing else) or names
+    a rule the dataset does not have."""
     from seqjudge.golden import errors, load_dataset, read_dataset
 
     dataset, problems = read_dataset(directory)
@@ -246,6 +247,16 @@ def merge_labels(directory: Path, labels: list[dict[str, Any]]) -> Merge:
             where="review export --into",
             hint="a dataset's labels describe its own traces: export one run's labels with --run RUN, "
             "or add those traces to the dataset's traces.jsonl first",
+        )
+    rule_ids = {rule.rule_id for rule in dataset.ruleset.rules}
+    foreign = sorted({r for label in labels for r in label["rules"] if r not in rule_ids})
+    if foreign:  # the merged dataset would not validate: say so now, not at the next calibration
+        raise InputError(
+            f"exported labels name rule(s) that {directory} does not have: {', '.join(foreign)}; "
+            "nothing was written",
+            source=str(dataset.rules_path),
+            where="review export --into",
+            hint="export the run that was checked with this dataset's rules (--run RUN)",
         )
     new = {label["trace_id"]: _label_line(label) for label in labels}
     lines = _lines(path)
