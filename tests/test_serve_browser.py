@@ -253,20 +253,22 @@ def test_the_adjudicated_label_exported_into_the_dataset_makes_its_certificate_s
 
     code, out = _check(calibrated, capsys)  # the store's decisions alone do not touch the dataset
     assert code == 0 and "holds" in out, out
-    exported = tmp_path / "exported.jsonl"
-    export = ["review", "export", "--run", calibrated["double"], "--labels", str(exported)]
+    labels = calibrated["suite"] / "labels.jsonl"
+    before = labels.read_text().splitlines()
+    export = ["review", "export", "--run", calibrated["double"], "--into", str(calibrated["suite"])]
+    capsys.readouterr()
     assert run([*export, "--store", str(calibrated["path"])]) == 0
-    [label] = map(json.loads, exported.read_text().splitlines())
-    assert label == {  # the adjudication, not either reviewer's decision
+    assert "1 replaced (t00), 0 added" in capsys.readouterr().err
+    after = labels.read_text().splitlines()
+    changed = [n for n, (old, new) in enumerate(zip(before, after, strict=True)) if old != new]
+    assert [json.loads(before[n])["trace_id"] for n in changed] == ["t00"]  # the others kept, in order
+    assert json.loads(after[changed[0]]) == {  # the adjudication, not either reviewer's decision
         "trace_id": "t00",
         "verdict": "fail",
         "rules": {"confirm-before-delete": "fail", "email-limit": "pass", "lookup-required": "pass"},
         "labeler": "chief",
         "note": "adjudicated: deleted unconfirmed",
     }
-    labels = calibrated["suite"] / "labels.jsonl"  # the reviewed label replaces the dataset's one for t00
-    lines = [line for line in labels.read_text().splitlines() if json.loads(line)["trace_id"] != "t00"]
-    labels.write_text("\n".join([*lines, json.dumps(label)]) + "\n")
     assert run(["golden", "validate", str(calibrated["suite"])]) == 0
 
     code, out = _check(calibrated, capsys)

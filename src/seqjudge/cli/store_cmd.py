@@ -477,17 +477,57 @@ def _login() -> str:
 @review_app.command("export")
 def review_export(
     labels: Annotated[
-        Path, typer.Option("--labels", help="Write golden-dataset labels here (JSONL, - for stdout).")
-    ],
+        Path | None,
+        typer.Option("--labels", help="Write the resolved items' labels here (JSONL, - for stdout)."),
+    ] = None,
+    into: Annotated[
+        Path | None,
+        typer.Option(
+            "--into",
+            help="Merge the labels into this golden dataset's labels.jsonl (a trace's label is replaced).",
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Let --labels replace a file whose labels the export would drop.")
+    ] = False,
     run: Annotated[str | None, typer.Option("--run", help="Only items of this run.")] = None,
     store: StoreOpt = DEFAULT_STORE,
 ) -> int:
     """Write resolved items as golden-dataset labels ({trace_id, verdict, rules, labeler, note} per line)."""
-    from seqjudge.store.review import write_labels
+    from seqjudge.store.review import dropped_labels, merge_labels, write_labels
 
+    if (labels is None) == (into is None):
+        raise InputError(
+            "give exactly one of --labels FILE and --into DATASET",
+            where="review export",
+            hint="--into DATASET merges the labels into a golden dataset's labels.jsonl; "
+            "--labels FILE writes only the reviewed traces' labels",
+        )
     with _open(store) as db:
         found = db.review_labels(run=run)  # before the output is opened: a conflict leaves it as it was
     out: IO[str]
+    if into is not None:
+        merge = merge_labels(into, found)
+        with open_output(merge.path, inputs=[store], option="--into") as out:
+            out.write(merge.text)
+        replaced = f" ({', '.join(merge.replaced)})" if merge.replaced else ""
+        say(
+            f"merged {len(found)} label(s) into {merge.path}: "
+            f"{len(merge.replaced)} replaced{replaced}, {len(merge.added)} added",
+            err=True,
+        )
+        return 0
+    assert labels is not None
+    dropped = 0 if force or str(labels) == "-" else dropped_labels(labels, found)
+    if dropped:
+        raise InputError(
+            f"it holds {dropped} label(s) that this export would replace ({len(found)} exported); "
+            "nothing was written",
+            source=str(labels),
+            where="review export --labels",
+            hint="merge the labels into a golden dataset with --into DATASET (its other labels are kept), "
+            "write them to a new file, or add --force to replace the file",
+        )
     with open_output(labels, inputs=[store], option="--labels") as out:
         count = write_labels(out, found)
     where = "stdout" if str(labels) == "-" else str(labels)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from seqjudge.errors import InputError
@@ -172,8 +174,102 @@ class ReviewMixin(ResultsMixin):
 def write_labels(out: IO[str], labels: list[dict[str, Any]]) -> int:
     """``review_labels``'s labels as JSONL lines; returns how many."""
     for label in labels:
-        out.write(_dumps(label) + "\n")
+        out.write(_label_line(label))
     return len(labels)
+
+
+def _label_line(label: dict[str, Any]) -> str:
+    return _dumps(label) + "\n"
+
+
+def _lines(path: Path) -> list[str]:
+    """The file's lines as they are (line ends kept, none translated), numbered as ``golden`` numbers them."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        return handle.read().splitlines(keepends=True)
+
+
+def _trace_id(line: str) -> str | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    trace_id = record.get("trace_id") if isinstance(record, dict) else None
+    return trace_id if isinstance(trace_id, str) else None
+
+
+def dropped_labels(path: Path, labels: list[dict[str, Any]]) -> int:
+    """How many labels of the existing file ``path`` writing ``labels`` over it would lose: its non-blank
+    lines that are not a label of one of ``labels``' traces (0 for a missing, empty or non-regular file)."""
+    if not path.is_file():
+        return 0
+    try:
+        lines = _lines(path)
+    except (OSError, UnicodeDecodeError):
+        return 0  # unreadable here: open_output reports what is wrong with writing it
+    exported = {label["trace_id"] for label in labels}
+    return sum(1 for line in lines if line.strip() and _trace_id(line) not in exported)
+
+
+@dataclass(frozen=True)
+class Merge:
+    """``labels`` merged into a dataset's labels file: its new ``text`` and which traces changed."""
+
+    path: Path
+    text: str
+    replaced: list[str]
+    added: list[str]
+
+
+def merge_labels(directory: Path, labels: list[dict[str, Any]]) -> Merge:
+    """The dataset's labels file with ``labels`` merged in: a trace's existing line is replaced where it
+    stands, a trace of the dataset without a label gets a line at the end, every other line is kept as it
+    is. An ``InputError`` (nothing to write) when the dataset or its labels file cannot be read, or when a
+    label is for a trace the dataset does not hold (its labels describe its traces, nothing else) or names
+    a rule the dataset does not have."""
+    from seqjudge.golden import errors, load_dataset, read_dataset
+
+    dataset, problems = read_dataset(directory)
+    if dataset is None:
+        load_dataset(directory)  # raises every error, as `golden validate` reports them
+        raise AssertionError("unreachable: read_dataset gave no dataset without an error")
+    path = dataset.labels_path
+    # An unlabelled trace is what an export may add; an error in the labels file itself (a duplicate, bad
+    # JSON) would make "the trace's line" ambiguous, so the dataset is fixed first.
+    if any(p.file == str(path) for p in errors(problems)):
+        load_dataset(directory)
+    known = {t.trace_id for t in dataset.traces if t.trace_id}
+    unknown = [label["trace_id"] for label in labels if label["trace_id"] not in known]
+    if unknown:
+        raise InputError(
+            f"{len(unknown)} exported label(s) are for traces that {directory} does not hold: "
+            f"{', '.join(unknown[:_NAMED])}{' ...' if len(unknown) > _NAMED else ''}; nothing was written",
+            source=str(dataset.traces_path),
+            where="review export --into",
+            hint="a dataset's labels describe its own traces: export one run's labels with --run RUN, "
+            "or add those traces to the dataset's traces.jsonl first",
+        )
+    rule_ids = {rule.rule_id for rule in dataset.ruleset.rules}
+    foreign = sorted({r for label in labels for r in label["rules"] if r not in rule_ids})
+    if foreign:  # the merged dataset would not validate: say so now, not at the next calibration
+        raise InputError(
+            f"exported labels name rule(s) that {directory} does not have: {', '.join(foreign)}; "
+            "nothing was written",
+            source=str(dataset.rules_path),
+            where="review export --into",
+            hint="export the run that was checked with this dataset's rules (--run RUN)",
+        )
+    new = {label["trace_id"]: _label_line(label) for label in labels}
+    lines = _lines(path)
+    replaced: list[str] = []
+    for number, line in enumerate(lines):
+        trace_id = _trace_id(line) if line.strip() else None
+        if trace_id is not None and trace_id in new:
+            lines[number] = new.pop(trace_id)
+            replaced.append(trace_id)
+    if new and lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += "\n"
+    lines.extend(new.values())
+    return Merge(path=path, text="".join(lines), replaced=replaced, added=list(new))
 
 
 def _label(trace_id: str, items: list[ReviewItem]) -> dict[str, Any]:
