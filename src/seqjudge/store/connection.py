@@ -224,11 +224,13 @@ class Connection:
     def _flush(self) -> None:
         """Write the deferred writes, in one transaction: their INSERTs of one table as one statement
         (``StatementBatch``; a deferred write only writes, it never reads what a statement returns)."""
-        from seqjudge.store.postgres import StatementBatch
-
         with self._lock:
             writes, self._deferred = self._deferred, []
             if writes:
+                # Imported only with writes waiting, which only a PostgreSQL store defers: a SQLite store
+                # must work without the postgres extra (psycopg) installed.
+                from seqjudge.store.postgres import StatementBatch
+
                 batch = StatementBatch()
                 for write in writes:
                     write(batch)
