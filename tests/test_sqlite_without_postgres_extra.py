@@ -1,5 +1,5 @@
-"""A SQLite store needs nothing of the `postgres` extra: `seqjudge run`, `runs list` and `review list` work in a
-process where psycopg cannot be imported, as after `pip install seqjudge` (the README's first command).
+"""A SQLite store needs nothing of the `postgres` extra: `seqjudge run`, `runs list` and `review list` work
+in a process where psycopg cannot be imported, as after `pip install seqjudge` (the README's first command).
 
 (A fresh clone's `make demo` once stopped with exit 4 here: finishing a run imported the PostgreSQL module for
 a flush of deferred writes that only a PostgreSQL store makes.)"""
