@@ -117,3 +117,11 @@ def test_exactly_one_of_labels_and_into(
 ) -> None:
     assert run(["review", "export", *given]) == 2
     assert "give exactly one of --labels FILE and --into DATASET" in capsys.readouterr().err
+
+
+def test_force_with_into_is_refused(
+    queue: dict[str, Any],  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run(["review", "export", "--into", "suite", "--force"]) == 2
+    assert "--force has no meaning with --into" in capsys.readouterr().err

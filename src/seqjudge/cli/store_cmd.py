@@ -503,6 +503,13 @@ def review_export(
             hint="--into DATASET merges the labels into a golden dataset's labels.jsonl; "
             "--labels FILE writes only the reviewed traces' labels",
         )
+    if into is not None and force:
+        # --into never replaces the file's other labels, so a --force there would promise what it cannot do.
+        raise InputError(
+            "--force has no meaning with --into: the merge keeps every other label of the dataset",
+            where="review export",
+            hint="drop --force (--labels FILE --force replaces a file with only the reviewed labels)",
+        )
     with _open(store) as db:
         found = db.review_labels(run=run)  # before the output is opened: a conflict leaves it as it was
     out: IO[str]
